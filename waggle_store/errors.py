@@ -1,0 +1,107 @@
+"""Every error waggle_store raises on purpose derives from :class:`WaggleStoreError`.
+
+Driver errors are wrapped in one of these so that a caller never has to import SQLAlchemy,
+sqlite3 or psycopg just to catch what a memory store raised.
+"""
+
+from __future__ import annotations
+
+
+class WaggleStoreError(Exception):
+    """Root of every error raised on purpose by waggle_store."""
+
+
+class InvalidInputError(WaggleStoreError, ValueError):
+    """The caller passed a value the API does not accept (the message says which and why)."""
+
+
+class NotFoundError(WaggleStoreError, LookupError):
+    """A named row (frame, session, entity, ...) does not exist in this mind."""
+
+
+class ConflictError(WaggleStoreError):
+    """A write would break a uniqueness or integrity rule of the store."""
+
+
+class ValidationError(InvalidInputError):
+    """A knowledge-graph write violates the mind's ValidationSchema."""
+
+
+class DimensionMismatchError(InvalidInputError):
+    """A vector's dimension differs from the embedding model's registered dimension."""
+
+
+class InvalidVectorError(InvalidInputError):
+    """A vector holds NaN, an infinity, or is all zeros: it cannot be stored or compared."""
+
+
+class MissingExtensionError(WaggleStoreError):
+    """A database capability (SQLite extension loading, sqlite-vec, pgvector) is unavailable."""
+
+
+class MigrationError(WaggleStoreError):
+    """Running, checking or locating the Alembic migrations failed."""
+
+
+class StorageError(WaggleStoreError):
+    """The database rejected an operation for a reason that is not the caller's input."""
+
+
+class EmbeddingProviderError(WaggleStoreError):
+    """An embedding provider failed (after retries, where retrying made sense).
+
+    ``provider`` names the provider, ``status`` carries the HTTP status when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+        self.retryable = retryable
+
+
+class TierError(WaggleStoreError):
+    """The user's tier does not allow the requested embedding provider."""
+
+    def __init__(self, required: str, actual: str, provider: str | None = None) -> None:
+        what = f" for provider '{provider}'" if provider else ""
+        super().__init__(f"Tier insufficient{what}: requires {required}, actual is {actual}")
+        self.required = required
+        self.actual = actual
+        self.provider = provider
+
+
+class EmbeddingQuotaExceededError(WaggleStoreError):
+    """The user's monthly embedding quota is used up."""
+
+    def __init__(self, tier: str, quota: int, current: int) -> None:
+        super().__init__(
+            f"Monthly embedding quota exceeded for tier {tier}: {current} of {quota} used"
+        )
+        self.tier = tier
+        self.quota = quota
+        self.current = current
+
+
+__all__ = [
+    "ConflictError",
+    "DimensionMismatchError",
+    "EmbeddingProviderError",
+    "EmbeddingQuotaExceededError",
+    "InvalidInputError",
+    "InvalidVectorError",
+    "MigrationError",
+    "MissingExtensionError",
+    "NotFoundError",
+    "StorageError",
+    "TierError",
+    "ValidationError",
+    "WaggleStoreError",
+]

@@ -1,0 +1,241 @@
+"""Frozen dataclasses returned by the public API.
+
+The API hands out these plain values, never live ORM objects, so that a caller can keep a result
+after its session is gone and cannot write to the database by mutating it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class MindInfo:
+    name: str
+    kind: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    role: str
+    department: str
+    personality: str
+    capabilities: str
+    system_prompt: str
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class AwarenessItem:
+    id: int
+    category: str
+    content: str
+    priority: int
+    metadata: dict[str, Any]
+    created_at: datetime
+    expires_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Session:
+    id: int
+    gop_id: str
+    project_id: str | None
+    status: str
+    started_at: datetime
+    ended_at: datetime | None
+    summary: str | None
+
+
+@dataclass(frozen=True)
+class Frame:
+    id: int
+    frame_type: str
+    gop_id: str
+    t: int
+    base_frame_id: int | None
+    content: str
+    importance: str
+    source: str
+    access_count: int
+    created_at: datetime
+    last_accessed: datetime
+
+
+@dataclass(frozen=True)
+class GopState:
+    iframe: Frame | None
+    pframes: list[Frame]
+
+
+@dataclass(frozen=True)
+class FrameStats:
+    total: int
+    by_type: dict[str, int]
+    by_importance: dict[str, int]
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    temporary_pruned: int
+    deprecated_pruned: int
+    pframes_merged: int
+
+
+@dataclass(frozen=True)
+class ReconcileReport:
+    fts_fixed: int
+    vectors_fixed: int
+    orphans_removed: int
+
+
+@dataclass(frozen=True)
+class Entity:
+    id: int
+    entity_type: str
+    name: str
+    properties: dict[str, Any]
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+
+
+@dataclass(frozen=True)
+class Relation:
+    id: int
+    source_id: int
+    target_id: int
+    relation_type: str
+    confidence: float
+    properties: dict[str, Any]
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+
+
+@dataclass(frozen=True)
+class ExtractedEntity:
+    name: str
+    type: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class ExtractedRelation:
+    source: str
+    target: str
+    relation_type: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class ValidationSchema:
+    """Rules a mind's knowledge graph enforces on write.
+
+    ``required_properties`` maps an entity type to the property keys an entity of that type must
+    carry; ``allowed_relations`` lists (source type, relation type, target type) triples, or is
+    None to allow any relation.
+    """
+
+    required_properties: dict[str, list[str]] = field(default_factory=dict)
+    allowed_relations: list[tuple[str, str, str]] | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    frame: Frame
+    rrf_score: float
+    relevance_score: float
+    final_score: float
+    explain: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class MemoryInput:
+    content: str
+    created_at: datetime | str | None = None
+    importance: str | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class CognifyResult:
+    frame_id: int
+    entities_extracted: int
+    relations_created: int
+    related_frames: list[int]
+    vector_status: str
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    frame_ids: list[int | None]
+    failures: list[tuple[int, str]]
+
+
+@dataclass(frozen=True)
+class ExternalDocument:
+    content: str
+    document_id: str
+    score: float
+    title: str | None = None
+    document_type: str | None = None
+
+
+@dataclass(frozen=True)
+class CombinedResult:
+    content: str
+    source: str
+    attribution: str
+    score: float
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CombinedRetrievalResult:
+    workspace_results: list[CombinedResult]
+    personal_results: list[CombinedResult]
+    external_results: list[CombinedResult]
+    external_available: bool
+    external_skipped: bool
+    external_error: str | None
+    has_conflict: bool
+    conflict_note: str | None
+
+
+@dataclass(frozen=True)
+class EmbedderStatus:
+    """What the embedding chain is doing: which provider answers and why others did not."""
+
+    active_provider: str | None
+    model: str | None
+    dimensions: int | None
+    available_providers: list[str]
+    last_error: str | None
+    tier: str | None = None
+
+
+@dataclass(frozen=True)
+class QuotaStatus:
+    tier: str | None
+    quota: int
+    used: int
+    remaining: int
+    percentage: float
+    resets_at: datetime
+
+
+@dataclass(frozen=True)
+class Health:
+    dialect: str
+    versions: dict[str, str]
+    keyword_search: bool
+    vector_search: bool
+    reasons: list[str]
+    embedder: EmbedderStatus | None
+    driver: str
