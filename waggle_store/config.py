@@ -1,0 +1,27 @@
+"""Store configuration, from arguments or the environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+DEFAULT_URL = "sqlite:///./waggle.db"
+DEFAULT_PG_SCHEMA = "waggle"
+SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    url: str = DEFAULT_URL
+    schema: str = DEFAULT_PG_SCHEMA  # Postgres only; SQLite has no schemas.
+    sqlite_synchronous: str = "NORMAL"
+    sqlite_busy_timeout_ms: int = 30_000
+
+    @classmethod
+    def from_env(cls, url: str | None = None, schema: str | None = None) -> StoreConfig:
+        return cls(
+            url=url or os.environ.get("WAGGLE_DATABASE_URL") or DEFAULT_URL,
+            schema=schema or os.environ.get("WAGGLE_PG_SCHEMA") or DEFAULT_PG_SCHEMA,
+            sqlite_synchronous=os.environ.get("WAGGLE_SQLITE_SYNCHRONOUS", "NORMAL").upper(),
+            sqlite_busy_timeout_ms=int(os.environ.get("WAGGLE_SQLITE_BUSY_TIMEOUT_MS", "30000")),
+        )

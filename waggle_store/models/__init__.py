@@ -1,0 +1,41 @@
+"""ORM models, importable by host apps that want to join against waggle_store tables."""
+
+from waggle_store.models.awareness import AWARENESS_CATEGORIES, AwarenessRow
+from waggle_store.models.base import Base, UTCDateTime
+from waggle_store.models.embeddings import (
+    EmbeddingModelRow,
+    EmbeddingUsage,
+    FrameEmbeddingRow,
+)
+from waggle_store.models.frames import FRAME_SOURCES, FRAME_TYPES, IMPORTANCE_LEVELS, FrameRow
+from waggle_store.models.identity import IdentityRow
+from waggle_store.models.knowledge import EntityMentionRow, EntityRow, RelationRow
+from waggle_store.models.mind import MIND_KINDS, MindRow, StoreMeta
+from waggle_store.models.sessions import SESSION_STATUSES, SessionRow
+from waggle_store.models.substrate import HarvestSourceRow, KVRow, UsageLogRow
+
+__all__ = [
+    "AWARENESS_CATEGORIES",
+    "FRAME_SOURCES",
+    "FRAME_TYPES",
+    "IMPORTANCE_LEVELS",
+    "MIND_KINDS",
+    "SESSION_STATUSES",
+    "AwarenessRow",
+    "Base",
+    "EmbeddingModelRow",
+    "EmbeddingUsage",
+    "EntityMentionRow",
+    "EntityRow",
+    "FrameEmbeddingRow",
+    "FrameRow",
+    "HarvestSourceRow",
+    "IdentityRow",
+    "KVRow",
+    "MindRow",
+    "RelationRow",
+    "SessionRow",
+    "StoreMeta",
+    "UTCDateTime",
+    "UsageLogRow",
+]

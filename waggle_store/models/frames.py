@@ -1,0 +1,68 @@
+"""Layer 2: memory frames (I = keyframe, P = delta, B = cross-reference)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    CheckConstraint,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from waggle_store.models.base import PK, Base
+from waggle_store.timeutil import utcnow
+
+FRAME_TYPES = ("I", "P", "B")
+IMPORTANCE_LEVELS = ("critical", "important", "normal", "temporary", "deprecated")
+FRAME_SOURCES = ("user_stated", "tool_verified", "agent_inferred", "import", "system")
+
+
+class FrameRow(Base):
+    __tablename__ = "memory_frames"
+    __table_args__ = (
+        CheckConstraint("frame_type IN ('I', 'P', 'B')", name="frame_type"),
+        CheckConstraint(
+            "importance IN ('critical', 'important', 'normal', 'temporary', 'deprecated')",
+            name="importance",
+        ),
+        CheckConstraint(
+            "source IN ('user_stated', 'tool_verified', 'agent_inferred', 'import', 'system')",
+            name="source",
+        ),
+        ForeignKeyConstraint(
+            ["mind_id", "gop_id"],
+            ["sessions.mind_id", "sessions.gop_id"],
+            ondelete="CASCADE",
+            name="fk_memory_frames_mind_id_gop_id_sessions",
+        ),
+        UniqueConstraint("mind_id", "gop_id", "t"),
+        Index("ix_memory_frames_mind_id_content_hash", "mind_id", "content_hash"),
+        Index("ix_memory_frames_mind_id_created_at", "mind_id", "created_at"),
+        Index("ix_memory_frames_base_frame_id", "base_frame_id"),
+        # AUTOINCREMENT: a deleted frame's id is never reused, so a stale index row can never
+        # attach itself to a newer frame.
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True)
+    mind_id: Mapped[int] = mapped_column(ForeignKey("minds.id", ondelete="CASCADE"))
+    frame_type: Mapped[str] = mapped_column(String(1))
+    gop_id: Mapped[str] = mapped_column(String(255))
+    t: Mapped[int] = mapped_column(Integer)
+    base_frame_id: Mapped[int | None] = mapped_column(
+        ForeignKey("memory_frames.id", ondelete="SET NULL"), default=None
+    )
+    content: Mapped[str] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    importance: Mapped[str] = mapped_column(String(20), default="normal")
+    source: Mapped[str] = mapped_column(String(20), default="user_stated")
+    access_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_accessed: Mapped[datetime] = mapped_column(default=utcnow)
