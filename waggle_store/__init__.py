@@ -1,0 +1,118 @@
+"""waggle_store: the durable memory of AI agents (SQLite or PostgreSQL, hybrid search).
+
+Only the public names live here. Names whose modules pull in heavier code (embedding providers,
+extraction, combined retrieval) are imported on first use, so ``import waggle_store`` stays cheap
+and never imports an optional dependency.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from waggle_store.errors import (
+    ConflictError,
+    DimensionMismatchError,
+    EmbeddingProviderError,
+    EmbeddingQuotaExceededError,
+    InvalidInputError,
+    InvalidVectorError,
+    MigrationError,
+    MissingExtensionError,
+    NotFoundError,
+    StorageError,
+    TierError,
+    ValidationError,
+    WaggleStoreError,
+)
+from waggle_store.records import (
+    AwarenessItem,
+    BatchResult,
+    CognifyResult,
+    CombinedResult,
+    CombinedRetrievalResult,
+    CompactionReport,
+    EmbedderStatus,
+    Entity,
+    ExternalDocument,
+    ExtractedEntity,
+    ExtractedRelation,
+    Frame,
+    FrameStats,
+    GopState,
+    Health,
+    Identity,
+    MemoryInput,
+    MindInfo,
+    QuotaStatus,
+    ReconcileReport,
+    Relation,
+    SearchResult,
+    Session,
+    ValidationSchema,
+)
+from waggle_store.store import Mind, Store, open_store
+
+_LAZY = {
+    "TierPolicy": "waggle_store.embeddings.tiers",
+    "CombinedRetrieval": "waggle_store.pipeline.combined",
+    "extract_entities": "waggle_store.knowledge.extract",
+    "extract_relations": "waggle_store.knowledge.extract",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'waggle_store' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "AwarenessItem",
+    "BatchResult",
+    "CognifyResult",
+    "CombinedResult",
+    "CombinedRetrieval",
+    "CombinedRetrievalResult",
+    "CompactionReport",
+    "ConflictError",
+    "DimensionMismatchError",
+    "EmbedderStatus",
+    "EmbeddingProviderError",
+    "EmbeddingQuotaExceededError",
+    "Entity",
+    "ExternalDocument",
+    "ExtractedEntity",
+    "ExtractedRelation",
+    "Frame",
+    "FrameStats",
+    "GopState",
+    "Health",
+    "Identity",
+    "InvalidInputError",
+    "InvalidVectorError",
+    "MemoryInput",
+    "MigrationError",
+    "Mind",
+    "MindInfo",
+    "MissingExtensionError",
+    "NotFoundError",
+    "QuotaStatus",
+    "ReconcileReport",
+    "Relation",
+    "SearchResult",
+    "Session",
+    "StorageError",
+    "Store",
+    "TierError",
+    "TierPolicy",
+    "ValidationError",
+    "ValidationSchema",
+    "WaggleStoreError",
+    "extract_entities",
+    "extract_relations",
+    "open_store",
+]
