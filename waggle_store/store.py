@@ -62,8 +62,10 @@ class Store:
         user_id: str = "local",
         tier_policy: Any = None,
         owns_engine: bool = True,
+        schema: str | None = None,
     ) -> None:
         self.engine = engine
+        self.schema = schema if engine.dialect.name == "postgresql" else None
         self._read_engine = read_only(engine)
         self.embedder = embedder
         self.tier = tier
@@ -156,7 +158,7 @@ class Store:
         versions = dict(caps.versions)
         versions["waggle_store"] = _package_version()
         versions["sqlalchemy"] = sa.__version__
-        versions["schema_revision"] = str(migrate.current(self.engine))
+        versions["schema_revision"] = str(migrate.current(self.engine, schema=self.schema))
         return Health(
             dialect=caps.dialect,
             versions=versions,
@@ -324,7 +326,8 @@ def open_store(
     except BaseException:
         engine.dispose()
         raise
-    return Store(engine, embedder=resolved, tier=tier, user_id=user_id, tier_policy=tier_policy)
+    return Store(engine, embedder=resolved, tier=tier, user_id=user_id, tier_policy=tier_policy,
+                 schema=config.schema)
 
 
 def _resolve_embedder(spec: Any, *, tier: str | None, tier_policy: Any) -> Any:

