@@ -1,0 +1,142 @@
+"""Rule-based relation extraction between capitalised names (reference §13).
+
+Each relation type reads one way: ``led_by(Project Apollo -> Sarah Chen)`` means "Project Apollo
+is led by Sarah Chen". The seed mapped "leads" and "is led by" onto the same type without
+swapping the ends, so half of its edges meant the opposite of what they said (§23.10). Here
+every trigger phrase is either *forward* (its subject is the relation's source) or *inverse*
+(its subject is the target, and the ends are swapped), so "Sarah Chen leads Project Apollo"
+and "Project Apollo is led by Sarah Chen" give the same edge.
+
+As in the seed, the patterns run in a fixed order, each as one left-to-right scan in which a
+match consumes its text, and a match counts only when one of its ends is an extracted entity.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from waggle_store.knowledge.propernouns import HSPACE, RUN, endpoint_name, shape
+from waggle_store.records import ExtractedEntity, ExtractedRelation
+
+MIN_TEXT_LENGTH = 20
+
+_S = HSPACE
+# Optional passive auxiliary: "is led by", "was built by", "has been approved by", "led by".
+_AUX = rf"(?:(?:is|are|was|were|will{_S}be|(?:has|have|had){_S}been|being|been){_S})?"
+
+
+@dataclass(frozen=True)
+class RelationRule:
+    """One relation type: its trigger phrases and whether the source may carry an appositive.
+
+    ``forward`` phrases keep the written order (subject = source); ``inverse`` phrases swap it.
+    ``appositive`` lets the subject be followed by "from/at <Name>" ("John Smith from Acme Corp
+    approved ..."), so that the verb's subject, not the organisation, becomes the source.
+    """
+
+    relation_type: str
+    confidence: float
+    forward: str
+    inverse: str | None = None
+    appositive: bool = True
+
+
+RULES: tuple[RelationRule, ...] = (
+    RelationRule(
+        "led_by",
+        0.9,
+        forward=rf"{_AUX}(?:led|managed){_S}by",
+        inverse=r"leads?|led|manages?|managed",
+    ),
+    RelationRule(
+        "reports_to",
+        0.9,
+        forward=rf"reports?{_S}to|works?{_S}(?:for|under)",
+    ),
+    RelationRule(
+        "depends_on",
+        0.85,
+        forward=rf"depends?{_S}on|requires?|relies?{_S}on",
+        inverse=rf"{_AUX}(?:required|needed|used){_S}by",
+    ),
+    RelationRule(
+        "maintained_by",
+        0.85,
+        forward=rf"{_AUX}(?:maintained|built|created|owned){_S}by",
+        inverse=r"maintains|maintained|builds|built|creates|created|owns|owned",
+    ),
+    RelationRule(
+        "affiliated_with",
+        0.75,
+        forward=rf"from|at|works?{_S}at",
+        appositive=False,
+    ),
+    # The seed's pattern had no target group and never emitted (§23.10).
+    RelationRule(
+        "approved",
+        0.8,
+        forward=r"approved|signed|confirmed",
+        inverse=rf"{_AUX}(?:approved|signed|confirmed){_S}by",
+    ),
+)
+
+
+def _compile(rule: RelationRule) -> re.Pattern[str]:
+    run = RUN
+    appositive = rf"(?:{_S}(?:from|at){_S}{run})?" if rule.appositive else ""
+    trigger = f"(?P<fwd>{rule.forward})"
+    if rule.inverse is not None:
+        trigger = f"(?:{trigger}|(?P<inv>{rule.inverse}))"
+    return re.compile(
+        rf"(?P<src>{run}){appositive}{_S}{trigger}{_S}(?:the{_S})?(?P<tgt>{run})", re.ASCII
+    )
+
+
+# Compiled over the text's shape (see propernouns.shape), in the seed's order.
+_COMPILED: tuple[tuple[RelationRule, re.Pattern[str]], ...] = tuple(
+    (rule, _compile(rule)) for rule in RULES
+)
+
+
+def extract_relations(text: str, entities: Sequence[ExtractedEntity]) -> list[ExtractedRelation]:
+    """Relations stated in ``text`` between capitalised names, at least one end an entity.
+
+    The same edge stated twice (or once actively and once passively) is returned once.
+    """
+    if len(entities) < 2 or len(text) < MIN_TEXT_LENGTH:
+        return []
+    text = unicodedata.normalize("NFC", text)
+    shaped = shape(text)
+    known = {unicodedata.normalize("NFC", e.name).casefold() for e in entities}
+    seen: set[tuple[str, str, str]] = set()
+    relations: list[ExtractedRelation] = []
+    for rule, regex in _COMPILED:
+        for match in regex.finditer(shaped):
+            subject = endpoint_name(text[match.start("src") : match.end("src")])
+            obj = endpoint_name(text[match.start("tgt") : match.end("tgt")])
+            if subject is None or obj is None:
+                continue
+            source, target = (obj, subject) if match.groupdict().get("inv") else (subject, obj)
+            if source.casefold() == target.casefold():
+                continue
+            if source.casefold() not in known and target.casefold() not in known:
+                continue
+            key = (rule.relation_type, source.casefold(), target.casefold())
+            if key in seen:
+                continue
+            seen.add(key)
+            relations.append(
+                ExtractedRelation(
+                    source=source,
+                    target=target,
+                    relation_type=rule.relation_type,
+                    confidence=rule.confidence,
+                )
+            )
+    return relations
+
+
+__all__ = ["MIN_TEXT_LENGTH", "RULES", "RelationRule", "extract_relations"]
