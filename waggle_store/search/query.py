@@ -1,0 +1,268 @@
+"""Turn free user text into keyword-lane terms that no input can turn into a syntax error.
+
+Raw query text never reaches FTS5 ``MATCH`` or a Postgres tsquery parser. Instead the text is cut
+into *terms*; each term is handed to the backend as a quoted FTS5 string or as a bound parameter of
+``plainto_tsquery``. Both of those re-tokenise the term with the same tokenizer that indexed the
+frames (FTS5 ``porter unicode61``; Postgres ``to_tsvector('english', ...)``), so a term only has to
+be *the same text the user typed*, trimmed of sentence punctuation, for the frame to be found.
+
+Why the seed's tokenizer is not kept (reference §7.1, §23.7): it deleted every non-ASCII ``\\w``
+character, so "Zürich" became "Zrich" and "node.js" became "nodejs" — tokens that neither index
+contains. Here:
+
+* A *word character* is a Unicode letter, digit, combining mark or underscore, so accents and
+  Indic vowel signs survive ("Zürich", "café", "हिन्दी").
+* Leading and trailing non-word characters are trimmed ("Apollo?" → "Apollo", "(hello)" →
+  "hello"), except a trailing run of ``+``/``#`` which is part of names such as "C++" and "g++".
+* *Internal* punctuation is kept: "node.js", "e-mail", "2026-05-13", "Apollo's" stay whole. This
+  joined form is what makes such frames findable on both backends: FTS5 reads the quoted
+  ``"node.js"`` as the phrase ``node js`` (how it indexed the frame), and Postgres indexes
+  "node.js" as the single lexeme ``node.js`` and "e-mail" as ``e-mail``/``e``/``mail``, which
+  ``plainto_tsquery`` of the same text reproduces. Searching only for "node" would miss the frame
+  on Postgres, and "nodejs" would miss it everywhere.
+* The word runs inside such a token ("node" in "node.js", "mail" in "e-mail") are added after the
+  joined form when they pass the filters, so a query for "node.js" also reaches frames that just
+  say "Node". The lane ORs terms, so this only widens recall; bm25 / ts_rank_cd still rank the
+  frames matching the exact form first.
+* Terms shorter than :data:`MIN_TERM_LENGTH` and the seed's stop words are dropped
+  (case-insensitively; "it's" is checked as "its" too, like the seed's stripping did).
+  "C++" is 3 characters long and survives; the backends then search for the token ``c``.
+* Control, format and surrogate characters (category ``C*``) split tokens: a NUL makes FTS5 raise
+  "unterminated string" and psycopg refuse the parameter, and a lone surrogate cannot be encoded.
+* At most :data:`MAX_TERMS` terms of at most :data:`MAX_TERM_LENGTH` characters are produced, and
+  tokens longer than :data:`MAX_TOKEN_LENGTH` are skipped without being scanned, so a 10 kB (or
+  10 MB) query costs linear time and yields a bounded query. An over-long term is dropped rather
+  than truncated: a truncated word is no longer a token of the index and would match nothing.
+
+Nothing in this module raises, whatever string it is given.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator, Sequence
+from typing import Final
+
+__all__ = [
+    "LIKE_ESCAPE",
+    "MAX_TERMS",
+    "MAX_TERM_LENGTH",
+    "MAX_TOKEN_LENGTH",
+    "MIN_TERM_LENGTH",
+    "STOP_WORDS",
+    "fts5_match_expression",
+    "keyword_terms",
+    "like_patterns",
+    "tsquery_terms",
+]
+
+#: The seed's stop-word list, exactly (reference §7.1), compared case-insensitively. DESIGN §5
+#: and the reference call it "60 stop words"; the list they give, like the seed's search.ts, has
+#: 65 distinct entries, and the list is what is ported.
+# fmt: off
+STOP_WORDS: Final[frozenset[str]] = frozenset((
+    "the", "a", "an", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had",
+    "do", "does", "did", "will", "would", "could", "should", "may", "might", "shall", "can", "to",
+    "of", "in", "for", "on", "with", "at", "by", "from", "as", "into", "about", "this", "that",
+    "these", "those", "it", "its", "my", "your", "our", "their", "what", "which", "who", "whom",
+    "how", "when", "where", "why", "all", "each", "every", "both", "some", "any", "no", "not",
+    "and", "or", "but",
+))
+# fmt: on
+
+#: Terms shorter than this are noise ("a", "of", "C#"); the seed keeps length >= 3.
+MIN_TERM_LENGTH: Final = 3
+#: Upper bound on the number of terms, so a pasted document cannot build a huge OR query.
+MAX_TERMS: Final = 64
+#: Longer terms are dropped (a truncated word would not be an index token any more).
+MAX_TERM_LENGTH: Final = 100
+#: Whitespace-separated tokens longer than this are skipped without being scanned.
+MAX_TOKEN_LENGTH: Final = 1000
+#: The escape character :func:`like_patterns` uses; bind it as ``ESCAPE '\\'``.
+LIKE_ESCAPE: Final = "\\"
+
+_NON_SPACE: Final = re.compile(r"\S+")
+#: Kept after a name's last word character: "C++", "g++" (and "F#", which is too short anyway).
+_NAME_SUFFIX: Final = frozenset("+#")
+
+
+def _is_word_char(ch: str) -> bool:
+    """Letters, digits, marks and ``_``: marks so that decomposed accents and Indic vowel signs
+    stay inside their word instead of splitting it."""
+    return ch == "_" or unicodedata.category(ch)[0] in "LNM"
+
+
+def _is_alnum_char(ch: str) -> bool:
+    """A term needs one of these: a term of only marks or underscores has no index token."""
+    return unicodedata.category(ch)[0] in "LN"
+
+
+def _is_other_char(ch: str) -> bool:
+    """Control/format/surrogate/private/unassigned (``C*``): never sent to a database."""
+    return unicodedata.category(ch)[0] == "C"
+
+
+def _tokens(text: str) -> Iterator[str]:
+    """Whitespace tokens, further split at ``C*`` characters; over-long tokens are skipped."""
+    for match in _NON_SPACE.finditer(text):
+        raw = match.group()
+        if len(raw) > MAX_TOKEN_LENGTH:
+            continue
+        start = 0
+        for i, ch in enumerate(raw):
+            if _is_other_char(ch):
+                if i > start:
+                    yield raw[start:i]
+                start = i + 1
+        if start < len(raw):
+            yield raw[start:]
+
+
+def _trim(token: str) -> str:
+    """Drop sentence punctuation around a token but keep a name suffix like the ``++`` of C++."""
+    first = next((i for i, ch in enumerate(token) if _is_word_char(ch)), None)
+    if first is None:
+        return ""
+    last = max(i for i, ch in enumerate(token) if _is_word_char(ch))
+    end = last + 1
+    while end < len(token) and token[end] in _NAME_SUFFIX:
+        end += 1
+    return token[first:end]
+
+
+def _word_runs(token: str) -> list[str]:
+    """Maximal runs of word characters: "node.js" → ["node", "js"]."""
+    runs: list[str] = []
+    current: list[str] = []
+    for ch in token:
+        if _is_word_char(ch):
+            current.append(ch)
+        elif current:
+            runs.append("".join(current))
+            current = []
+    if current:
+        runs.append("".join(current))
+    return runs
+
+
+def _is_stop_word(term: str) -> bool:
+    folded = term.casefold()
+    if folded in STOP_WORDS:
+        return True
+    squashed = "".join(ch for ch in folded if _is_word_char(ch))
+    return squashed in STOP_WORDS
+
+
+def keyword_terms(query: str) -> list[str]:
+    """The keyword-lane terms of ``query``, in query order, deduplicated case-insensitively.
+
+    An empty list means the keyword lane has nothing to look for (empty text, only stop words,
+    only punctuation); the search then runs the vector lane only.
+    """
+    if not isinstance(query, str):  # defensive: the contract is "never raises"
+        return []
+    terms: list[str] = []
+    seen: set[str] = set()
+    for raw in _tokens(query):
+        token = _trim(raw)
+        if not token:
+            continue
+        runs = _word_runs(token)
+        candidates = [token] if runs == [token] else [token, *runs]
+        for candidate in candidates:
+            if not MIN_TERM_LENGTH <= len(candidate) <= MAX_TERM_LENGTH:
+                continue
+            if not any(_is_alnum_char(ch) for ch in candidate):
+                continue
+            key = candidate.casefold()
+            if key in seen or _is_stop_word(candidate):
+                continue
+            seen.add(key)
+            terms.append(candidate)
+            if len(terms) >= MAX_TERMS:
+                return terms
+    return terms
+
+
+def _sanitise(term: str) -> str:
+    """Replace ``C*`` characters by spaces and strip: guards terms not built by this module."""
+    return "".join(" " if _is_other_char(ch) else ch for ch in term).strip()
+
+
+def fts5_match_expression(terms: Sequence[str]) -> str | None:
+    """An FTS5 ``MATCH`` string ORing each term as a quoted string, or ``None`` for no terms.
+
+    Inside FTS5 double quotes every character is literal except ``"`` itself, written ``""``;
+    ``AND``/``OR``/``NOT``/``NEAR``, ``*``, ``^``, ``:`` and parentheses lose their meaning. The
+    quoted text is tokenised like the indexed content, so "node.js" becomes the phrase
+    ``node js``. ``None`` tells the adapter to skip the keyword lane (FTS5 rejects an empty
+    expression).
+    """
+    quoted: list[str] = []
+    for term in terms:
+        if not isinstance(term, str):
+            continue
+        clean = _sanitise(term)
+        if clean:
+            quoted.append('"' + clean.replace('"', '""') + '"')
+    return " OR ".join(quoted) if quoted else None
+
+
+def tsquery_terms(terms: Sequence[str]) -> list[str]:
+    """The values the Postgres adapter binds, one per term, to build the keyword tsquery.
+
+    Contract: the adapter ORs one ``plainto_tsquery('english', :tN)`` per returned value with the
+    tsquery ``||`` operator, every value a bound parameter, e.g.
+    ``tsv @@ (plainto_tsquery('english', :t0) || plainto_tsquery('english', :t1))``; an empty list
+    means "skip the keyword lane". ``plainto_tsquery`` accepts any text without a syntax error
+    (unlike ``to_tsquery``), parses it with the same parser and dictionary as the generated
+    ``tsvector``, and ANDs the lexemes of one term: "e-mail" → ``'e-mail' & 'e' & 'mail'``,
+    "node.js" → ``'node.js'``, exactly what ``to_tsvector`` stored for such a frame. A term made
+    only of Postgres stop words ("what's") yields an empty tsquery, which ``||`` ignores.
+    Values never contain NUL (psycopg refuses it) or other ``C*`` characters.
+    """
+    values: list[str] = []
+    for term in terms:
+        if not isinstance(term, str):
+            continue
+        clean = _sanitise(term)
+        if clean:
+            values.append(clean)
+    return values
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def like_patterns(query: str) -> list[str]:
+    """``%term%`` patterns for the LIKE fallback, ``\\``, ``%`` and ``_`` escaped with ``\\``.
+
+    The fallback only runs when the keyword index itself fails, so it favours finding something
+    over precision, as the seed's B1 did (reference §7.2): no stop-word or length filter, and if
+    no token has a word character the whole (cleaned) query is the single pattern, so a query of
+    only "😀" still finds frames containing it. Tokens keep their internal punctuation ("node.js",
+    "e-mail") because LIKE matches substrings of the raw content, where the seed's "nodejs" would
+    never occur. Unlike keyword terms, long tokens are *truncated* to :data:`MAX_TERM_LENGTH`: a
+    prefix of a substring is still a substring. Bind each as ``content LIKE ? ESCAPE '\\'`` (use
+    ``ILIKE`` on Postgres, whose LIKE is case-sensitive), ORed; at most :data:`MAX_TERMS`.
+    """
+    if not isinstance(query, str):
+        return []
+    terms: list[str] = []
+    seen: set[str] = set()
+    for raw in _tokens(query):
+        token = _trim(raw)[:MAX_TERM_LENGTH]
+        key = token.casefold()
+        if not token or key in seen:
+            continue
+        seen.add(key)
+        terms.append(token)
+        if len(terms) >= MAX_TERMS:
+            break
+    if not terms:
+        whole = _sanitise(query[: MAX_TOKEN_LENGTH * 4])[:MAX_TERM_LENGTH].strip()
+        if whole:
+            terms.append(whole)
+    return [f"%{_escape_like(term)}%" for term in terms]

@@ -1,0 +1,166 @@
+"""Relevance of a frame independent of the query: recency, popularity, graph proximity, importance.
+
+Constants and profile weights are the seed's (reference §7.5), so a ported agent ranks the same
+way. What differs on purpose:
+
+* Time is real: :func:`temporal_score` takes timezone-aware datetimes and compares instants. The
+  seed parsed SQLite timestamps as *local* time (reference §23.14), so the score depended on the
+  server's timezone. A naive datetime is taken to be UTC, which is how the store writes them.
+* The temporal score keys on ``last_accessed`` as the seed's B0 did (B2 switched to
+  ``created_at``): a frame an agent keeps recalling stays "recent", which is the point of
+  ``recall()`` touching what it returns.
+* An unknown profile is an :class:`InvalidInputError` naming the valid ones; the seed crashed
+  on undefined weights (reference §23.16). An unknown importance is an error too, rather than
+  a NaN score that silently sorts anywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Final
+
+from waggle_store.errors import InvalidInputError
+
+__all__ = [
+    "CONTEXTUAL_BY_DISTANCE",
+    "HALF_LIFE_DAYS",
+    "IMPORTANCE_MULTIPLIERS",
+    "PROFILES",
+    "RECENCY_BOOST_DAYS",
+    "ScoringProfile",
+    "compute_relevance",
+    "contextual_score",
+    "get_profile",
+    "importance_score",
+    "popularity_score",
+    "temporal_score",
+]
+
+#: Anything accessed within this many days is fully recent (score 1.0).
+RECENCY_BOOST_DAYS: Final = 7
+#: After the boost window the score halves every this many days, counted from day 0 (seed).
+HALF_LIFE_DAYS: Final = 30
+_SECONDS_PER_DAY: Final = 86_400.0
+
+#: Graph distance (hops between a query entity and an entity the frame mentions) → sub-score.
+CONTEXTUAL_BY_DISTANCE: Final[Mapping[int, float]] = MappingProxyType(
+    {0: 1.0, 1: 0.7, 2: 0.4, 3: 0.2}
+)
+
+#: Frame importance → multiplier-like sub-score.
+IMPORTANCE_MULTIPLIERS: Final[Mapping[str, float]] = MappingProxyType(
+    {"critical": 2.0, "important": 1.5, "normal": 1.0, "temporary": 0.7, "deprecated": 0.3}
+)
+
+
+@dataclass(frozen=True)
+class ScoringProfile:
+    """Weights of the four sub-scores; every built-in profile sums to 1.0."""
+
+    name: str
+    temporal: float
+    popularity: float
+    contextual: float
+    importance: float
+
+
+#: The seed's four profiles, weights exactly as in reference §7.5.
+PROFILES: Final[Mapping[str, ScoringProfile]] = MappingProxyType(
+    {
+        "balanced": ScoringProfile("balanced", 0.4, 0.2, 0.2, 0.2),
+        "recent": ScoringProfile("recent", 0.6, 0.1, 0.2, 0.1),
+        "important": ScoringProfile("important", 0.1, 0.1, 0.2, 0.6),
+        "connected": ScoringProfile("connected", 0.1, 0.1, 0.6, 0.2),
+    }
+)
+
+
+def get_profile(name: str) -> ScoringProfile:
+    """The built-in profile called ``name``; an unknown name is the caller's error."""
+    profile = PROFILES.get(name) if isinstance(name, str) else None
+    if profile is None:
+        valid = ", ".join(sorted(PROFILES))
+        raise InvalidInputError(f"Unknown scoring profile {name!r}; valid profiles: {valid}")
+    return profile
+
+
+def _as_utc(when: datetime) -> datetime:
+    """Naive values are UTC by the store's convention; aware ones are converted, not relabelled."""
+    if when.tzinfo is None or when.tzinfo.utcoffset(when) is None:
+        return when.replace(tzinfo=UTC)
+    return when.astimezone(UTC)
+
+
+def temporal_score(when: datetime, now: datetime) -> float:
+    """1.0 within :data:`RECENCY_BOOST_DAYS`, then ``0.5 ** (days / HALF_LIFE_DAYS)``.
+
+    The decay counts from day 0 as the seed's did, so day 8 drops to about 0.83 (not 1.0) and
+    day 30 is exactly 0.5. A ``when`` in the future (clock skew between writers) is "now".
+    """
+    days = (_as_utc(now) - _as_utc(when)).total_seconds() / _SECONDS_PER_DAY
+    if days <= RECENCY_BOOST_DAYS:
+        return 1.0
+    return float(0.5 ** (days / HALF_LIFE_DAYS))
+
+
+def popularity_score(access_count: int) -> float:
+    """``1 + 0.1 × log10(1 + n)``: grows slowly so a hot frame cannot drown the others.
+
+    A negative count (never written by the store) is treated as 0 instead of failing on log10.
+    """
+    return 1.0 + math.log10(1 + max(0, access_count)) * 0.1
+
+
+def contextual_score(distance: int | None) -> float:
+    """Graph proximity: 0 hops → 1.0, 1 → 0.7, 2 → 0.4, 3 → 0.2; farther or unknown → 0."""
+    if distance is None:
+        return 0.0
+    return CONTEXTUAL_BY_DISTANCE.get(distance, 0.0)
+
+
+def importance_score(importance: str) -> float:
+    """critical 2.0, important 1.5, normal 1.0, temporary 0.7, deprecated 0.3."""
+    score = IMPORTANCE_MULTIPLIERS.get(importance) if isinstance(importance, str) else None
+    if score is None:
+        valid = ", ".join(IMPORTANCE_MULTIPLIERS)
+        raise InvalidInputError(f"Unknown importance {importance!r}; valid values: {valid}")
+    return score
+
+
+def compute_relevance(
+    *,
+    last_accessed: datetime,
+    access_count: int,
+    importance: str,
+    graph_distance: int | None,
+    profile: str | ScoringProfile,
+    now: datetime,
+) -> tuple[float, dict[str, float]]:
+    """The weighted sum of the four sub-scores, and its parts for ``explain``.
+
+    ``parts`` holds each sub-score under its name (``temporal``, ``popularity``, ``contextual``,
+    ``importance``) and its weight under ``<name>_weight``. ``now`` is a parameter so one search
+    scores every frame against the same instant.
+    """
+    weights = profile if isinstance(profile, ScoringProfile) else get_profile(profile)
+    parts: dict[str, float] = {
+        "temporal": temporal_score(last_accessed, now),
+        "popularity": popularity_score(access_count),
+        "contextual": contextual_score(graph_distance),
+        "importance": importance_score(importance),
+        "temporal_weight": weights.temporal,
+        "popularity_weight": weights.popularity,
+        "contextual_weight": weights.contextual,
+        "importance_weight": weights.importance,
+    }
+    relevance = (
+        parts["temporal"] * weights.temporal
+        + parts["popularity"] * weights.popularity
+        + parts["contextual"] * weights.contextual
+        + parts["importance"] * weights.importance
+    )
+    return relevance, parts
