@@ -1,0 +1,131 @@
+"""Which embedding providers a tier may use, and how many embeddings a month it may make.
+
+The default table is the seed's (reference §11), with the seed's provider names mapped to ours
+(``inprocess`` → ``local``, ``mock`` → ``hashing``). Unlike the seed, the "lowest tier that
+allows a provider" is found by the tiers' rank (FREE < PRO < TEAMS < ENTERPRISE, with the
+time-limited TRIAL ranked with ENTERPRISE), not by list order: the seed's list starts with TRIAL,
+which allows everything, so its TierError always said "requires TRIAL" (§23.15).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from waggle_store.errors import InvalidInputError
+
+UNLIMITED = -1
+
+ALL_PROVIDERS = frozenset({"local", "hashing", "ollama", "voyage", "openai", "litellm"})
+
+#: Old tier names still found in configs (case-insensitive), as the seed accepts them.
+LEGACY_TIER_NAMES = {
+    "solo": "FREE",
+    "basic": "PRO",
+    "business": "TEAMS",
+}
+
+
+@dataclass(frozen=True)
+class TierRule:
+    """One tier: its rank (for "lowest tier that allows"), providers and monthly quota."""
+
+    name: str
+    rank: int
+    providers: frozenset[str]
+    monthly_quota: int = UNLIMITED
+
+    @property
+    def unlimited(self) -> bool:
+        return self.monthly_quota < 0
+
+
+@dataclass(frozen=True)
+class TierPolicy:
+    """An immutable tier table; derive variants with :meth:`with_quota` / :meth:`with_providers`."""
+
+    rules: tuple[TierRule, ...]
+
+    def __post_init__(self) -> None:
+        names = [r.name for r in self.rules]
+        if len(set(names)) != len(names):
+            raise InvalidInputError(f"TierPolicy has duplicate tier names: {names}")
+        if not names:
+            raise InvalidInputError("TierPolicy needs at least one tier")
+
+    @classmethod
+    def default(cls) -> TierPolicy:
+        """The seed's tier table; every quota unlimited (-1), as in the seed's production."""
+        basic = frozenset({"local", "hashing", "ollama"})
+        return cls(
+            rules=(
+                TierRule("FREE", 0, basic),
+                TierRule("PRO", 1, basic | {"voyage", "openai"}),
+                TierRule("TEAMS", 2, ALL_PROVIDERS),
+                TierRule("ENTERPRISE", 3, ALL_PROVIDERS),
+                TierRule("TRIAL", 3, ALL_PROVIDERS),
+            )
+        )
+
+    @property
+    def tier_names(self) -> list[str]:
+        return [r.name for r in self.rules]
+
+    def canonical(self, tier: str) -> str:
+        """The table's spelling of ``tier`` (case-insensitive, legacy names accepted)."""
+        return self.rule(tier).name
+
+    def rule(self, tier: str) -> TierRule:
+        wanted = LEGACY_TIER_NAMES.get(tier.strip().lower(), tier.strip()).upper()
+        for r in self.rules:
+            if r.name.upper() == wanted:
+                return r
+        raise InvalidInputError(f"unknown tier {tier!r}; known tiers: {', '.join(self.tier_names)}")
+
+    def allows(self, tier: str, provider: str) -> bool:
+        return provider in self.rule(tier).providers
+
+    def minimum_tier_for(self, provider: str) -> str | None:
+        """The lowest-ranked tier whose providers include ``provider`` (None if no tier does).
+
+        Ties keep table order, so TRIAL (a temporary tier listed last) is named only when no
+        permanent tier of its rank allows the provider.
+        """
+        allowing = [r for r in self.rules if provider in r.providers]
+        if not allowing:
+            return None
+        return min(allowing, key=lambda r: r.rank).name
+
+    def quota_for(self, tier: str) -> int:
+        """Monthly embedding quota of ``tier``; -1 means unlimited."""
+        return self.rule(tier).monthly_quota
+
+    def with_quota(self, tier: str, monthly_quota: int | None) -> TierPolicy:
+        """A copy with ``tier``'s monthly quota replaced (None or a negative value = unlimited)."""
+        if monthly_quota is not None and (
+            not isinstance(monthly_quota, int) or isinstance(monthly_quota, bool)
+        ):
+            raise InvalidInputError(f"monthly_quota must be an int or None, got {monthly_quota!r}")
+        quota = UNLIMITED if monthly_quota is None or monthly_quota < 0 else monthly_quota
+        name = self.canonical(tier)
+        return TierPolicy(
+            rules=tuple(
+                replace(r, monthly_quota=quota) if r.name == name else r for r in self.rules
+            )
+        )
+
+    def with_providers(self, tier: str, providers: Iterable[str]) -> TierPolicy:
+        """A copy with ``tier``'s allowed providers replaced."""
+        allowed = frozenset(providers)
+        unknown = allowed - ALL_PROVIDERS
+        if unknown:
+            raise InvalidInputError(
+                f"unknown providers {sorted(unknown)}; known: {sorted(ALL_PROVIDERS)}"
+            )
+        name = self.canonical(tier)
+        return TierPolicy(
+            rules=tuple(replace(r, providers=allowed) if r.name == name else r for r in self.rules)
+        )
+
+
+__all__ = ["ALL_PROVIDERS", "UNLIMITED", "TierPolicy", "TierRule"]
