@@ -83,6 +83,8 @@ MAX_TOKEN_LENGTH: Final = 1000
 LIKE_ESCAPE: Final = "\\"
 
 _NON_SPACE: Final = re.compile(r"\S+")
+#: Letters, digits and underscore only: the common token, which needs no per-character work.
+_PLAIN_WORD: Final = re.compile(r"\w+")
 #: Kept after a name's last word character: "C++", "g++" (and "F#", which is too short anyway).
 _NAME_SUFFIX: Final = frozenset("+#")
 
@@ -104,10 +106,19 @@ def _is_other_char(ch: str) -> bool:
 
 
 def _tokens(text: str) -> Iterator[str]:
-    """Whitespace tokens, further split at ``C*`` characters; over-long tokens are skipped."""
+    """Distinct whitespace tokens, split at ``C*`` characters; over-long tokens are skipped.
+
+    A repeated token is yielded once: it would produce the same terms again, and skipping it
+    keeps a long text of repeated words (or stop words) cheap.
+    """
+    visited: set[str] = set()
     for match in _NON_SPACE.finditer(text):
         raw = match.group()
-        if len(raw) > MAX_TOKEN_LENGTH:
+        if len(raw) > MAX_TOKEN_LENGTH or raw in visited:
+            continue
+        visited.add(raw)
+        if _PLAIN_WORD.fullmatch(raw):
+            yield raw
             continue
         start = 0
         for i, ch in enumerate(raw):
@@ -165,10 +176,13 @@ def keyword_terms(query: str) -> list[str]:
     terms: list[str] = []
     seen: set[str] = set()
     for raw in _tokens(query):
-        token = _trim(raw)
-        if not token:
-            continue
-        runs = _word_runs(token)
+        if _PLAIN_WORD.fullmatch(raw):
+            token, runs = raw, [raw]
+        else:
+            token = _trim(raw)
+            if not token:
+                continue
+            runs = _word_runs(token)
         candidates = [token] if runs == [token] else [token, *runs]
         for candidate in candidates:
             if not MIN_TERM_LENGTH <= len(candidate) <= MAX_TERM_LENGTH:
@@ -253,7 +267,7 @@ def like_patterns(query: str) -> list[str]:
     terms: list[str] = []
     seen: set[str] = set()
     for raw in _tokens(query):
-        token = _trim(raw)[:MAX_TERM_LENGTH]
+        token = (raw if _PLAIN_WORD.fullmatch(raw) else _trim(raw))[:MAX_TERM_LENGTH]
         key = token.casefold()
         if not token or key in seen:
             continue
