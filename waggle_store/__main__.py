@@ -1,0 +1,5 @@
+import sys
+
+from waggle_store.cli import main
+
+sys.exit(main())
