@@ -1,0 +1,156 @@
+"""Monthly embedding quotas, counted per user per UTC month in ``embedding_usage``.
+
+The check and the increment are one conditional UPDATE, so two processes embedding at once can
+neither lose a count nor both slip past the limit (the seed read, compared, then wrote, §10).
+The month is the UTC month: a local-time month key makes the same instant fall in different
+months for different hosts (§23.15). Only real embeddings are counted; the hashing fallback is
+no service and costs nothing (:func:`is_billable`).
+
+These functions take the caller's ``Session`` and never commit: the caller owns the unit of work,
+so a reservation can be rolled back together with the write it paid for.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import and_, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from waggle_store.embeddings.tiers import UNLIMITED, TierPolicy
+from waggle_store.errors import EmbeddingQuotaExceededError, InvalidInputError, StorageError
+from waggle_store.models import EmbeddingUsage
+from waggle_store.records import QuotaStatus
+
+
+def _utc(now: datetime | None) -> datetime:
+    if now is None:
+        return datetime.now(UTC)
+    if now.tzinfo is None:
+        raise InvalidInputError("now must be timezone-aware")
+    return now.astimezone(UTC)
+
+
+def year_month(now: datetime | None = None) -> str:
+    """The UTC month key, "YYYY-MM"."""
+    return _utc(now).strftime("%Y-%m")
+
+
+def next_month_start(now: datetime | None = None) -> datetime:
+    """The first instant of the next UTC month: when a monthly quota resets."""
+    t = _utc(now)
+    if t.month == 12:
+        return datetime(t.year + 1, 1, 1, tzinfo=UTC)
+    return datetime(t.year, t.month + 1, 1, tzinfo=UTC)
+
+
+def is_billable(embedder: object) -> bool:
+    """Whether embeddings by ``embedder`` count toward the quota (the hashing fallback does not)."""
+    return getattr(embedder, "provider", None) not in (None, "hashing")
+
+
+def _quota(tier: str | None, policy: TierPolicy | None) -> int:
+    if tier is None:
+        return UNLIMITED
+    return (policy or TierPolicy.default()).quota_for(tier)
+
+
+def usage(session: Session, user_id: str, now: datetime | None = None) -> int:
+    """Embeddings counted for ``user_id`` in the UTC month of ``now``."""
+    count = session.execute(
+        select(EmbeddingUsage.count).where(
+            EmbeddingUsage.user_id == user_id, EmbeddingUsage.year_month == year_month(now)
+        )
+    ).scalar_one_or_none()
+    return int(count or 0)
+
+
+def reserve(
+    session: Session,
+    user_id: str,
+    n: int,
+    *,
+    tier: str | None,
+    policy: TierPolicy | None,
+    now: datetime | None = None,
+) -> int:
+    """Count ``n`` embeddings for ``user_id`` if the tier's quota allows; return the new total.
+
+    Raises EmbeddingQuotaExceededError (nothing counted) when ``used + n`` would pass the quota:
+    with a quota of 500, the 500th embedding succeeds and the 501st fails.
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise InvalidInputError(f"n must be a non-negative int, got {n!r}")
+    when = _utc(now)
+    month = year_month(when)
+    quota = _quota(tier, policy)
+    tier_name = (policy or TierPolicy.default()).canonical(tier) if tier is not None else "none"
+    if n == 0:
+        return usage(session, user_id, when)
+
+    row = and_(EmbeddingUsage.user_id == user_id, EmbeddingUsage.year_month == month)
+    guarded = row if quota < 0 else and_(row, EmbeddingUsage.count + n <= quota)
+    increment = (
+        update(EmbeddingUsage)
+        .where(guarded)
+        .values(count=EmbeddingUsage.count + n, updated_at=when)
+        .execution_options(synchronize_session=False)
+    )
+    for _ in range(3):
+        if session.execute(increment).rowcount == 1:  # type: ignore[attr-defined]
+            return usage(session, user_id, when)
+        current = session.execute(select(EmbeddingUsage.count).where(row)).scalar_one_or_none()
+        if current is not None:
+            # The row exists, so the guard refused: the increment would pass the quota.
+            raise EmbeddingQuotaExceededError(tier_name, quota, int(current))
+        if 0 <= quota < n:
+            raise EmbeddingQuotaExceededError(tier_name, quota, 0)
+        try:
+            with session.begin_nested():
+                session.execute(
+                    insert(EmbeddingUsage).values(
+                        user_id=user_id, year_month=month, count=n, updated_at=when
+                    )
+                )
+        except IntegrityError:
+            # Another transaction created this month's row first; its row now exists, so the
+            # conditional UPDATE decides (once more) whether there is room for ours.
+            continue
+        return n
+    raise StorageError(
+        f"could not count embeddings for user {user_id!r}: the usage row kept being created "
+        "and removed by concurrent transactions"
+    )
+
+
+def quota_status(
+    session: Session,
+    user_id: str,
+    tier: str | None,
+    policy: TierPolicy | None,
+    now: datetime | None = None,
+) -> QuotaStatus:
+    """Usage against quota this UTC month; quota -1 (and remaining -1) means unlimited."""
+    when = _utc(now)
+    quota = _quota(tier, policy)
+    used = usage(session, user_id, when)
+    canonical = (policy or TierPolicy.default()).canonical(tier) if tier is not None else None
+    if quota < 0:
+        remaining, percentage = UNLIMITED, 0.0
+    elif quota == 0:
+        remaining, percentage = 0, 100.0
+    else:
+        remaining = max(0, quota - used)
+        percentage = round(used / quota * 100.0, 2)
+    return QuotaStatus(
+        tier=canonical,
+        quota=quota,
+        used=used,
+        remaining=remaining,
+        percentage=percentage,
+        resets_at=next_month_start(when),
+    )
+
+
+__all__ = ["is_billable", "next_month_start", "quota_status", "reserve", "usage", "year_month"]
