@@ -1,0 +1,56 @@
+"""``mind.awareness``: layer 1, short-term working state."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from waggle_store.records import AwarenessItem
+from waggle_store.repositories.awareness import AwarenessRepository
+
+if TYPE_CHECKING:
+    from waggle_store.store import Mind
+
+_SECTIONS = (("task", "Active Tasks"), ("action", "Recent Actions"), ("pending", "Pending Items"),
+             ("flag", "Context Flags"))
+
+
+class AwarenessAPI:
+    def __init__(self, mind: Mind) -> None:
+        self.mind = mind
+
+    def add(self, category: str, content: str, *, priority: int = 0,
+            metadata: dict[str, Any] | None = None,
+            expires_at: datetime | str | None = None) -> AwarenessItem:
+        with self.mind.store.write() as s:
+            return AwarenessRepository(s, self.mind.id).add(
+                category, content, priority=priority, metadata=metadata, expires_at=expires_at)
+
+    def active(self, category: str | None = None) -> list[AwarenessItem]:
+        """Unexpired items, priority desc (newest first among equals), at most 10."""
+        with self.mind.store.read() as s:
+            return AwarenessRepository(s, self.mind.id).active(category)
+
+    def get(self, item_id: int) -> AwarenessItem | None:
+        with self.mind.store.read() as s:
+            return AwarenessRepository(s, self.mind.id).get(item_id)
+
+    def remove(self, item_id: int) -> None:
+        with self.mind.store.write() as s:
+            AwarenessRepository(s, self.mind.id).remove(item_id)
+
+    def clear(self, category: str | None = None) -> int:
+        with self.mind.store.write() as s:
+            return AwarenessRepository(s, self.mind.id).clear(category)
+
+    def to_context(self) -> str:
+        """The active items grouped by category, in the seed's prompt format (reference §4)."""
+        items = self.active()
+        if not items:
+            return "No active awareness items."
+        sections = []
+        for category, label in _SECTIONS:
+            lines = [f"- {i.content}" for i in items if i.category == category]
+            if lines:
+                sections.append(f"{label}:\n" + "\n".join(lines))
+        return "\n\n".join(sections)

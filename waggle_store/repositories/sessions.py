@@ -1,0 +1,167 @@
+"""Sessions repository: groups of frames, one active auto session per (mind, project).
+
+"One active auto session per (mind, project)" is enforced by the partial unique index
+``uq_sessions_one_active``; the code here never relies on check-then-insert alone. Every insert
+that can race runs inside a SAVEPOINT, and on IntegrityError the winner's row is re-read (on
+Postgres under READ COMMITTED each statement sees the other transaction's commit; on SQLite
+BEGIN IMMEDIATE already serialises writers, so the first SELECT finds it).
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from collections.abc import Callable
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.orm import Session
+
+from waggle_store.errors import ConflictError, NotFoundError
+from waggle_store.models import SESSION_STATUSES, SessionRow
+from waggle_store.records import Session as SessionRecord
+from waggle_store.repositories.common import check_choice, check_name, check_text
+from waggle_store.timeutil import utcnow
+
+_BASE36 = string.digits + string.ascii_lowercase
+_RACE_ATTEMPTS = 8  # each lost race means another writer committed; a handful always suffices
+
+
+def to_session(row: SessionRow) -> SessionRecord:
+    return SessionRecord(row.id, row.gop_id, row.project_id, row.status, row.started_at,
+                         row.ended_at, row.summary)
+
+
+def new_gop_id(now: datetime | None = None) -> str:
+    """``session:<ISO ms Z>:<6 base36>`` (reference §5), always 6 random characters."""
+    moment = now or utcnow()
+    stamp = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return f"session:{stamp}:{''.join(secrets.choice(_BASE36) for _ in range(6))}"
+
+
+def _check_project(project_id: str | None) -> str | None:
+    return None if project_id is None else check_name(project_id, name="project_id")
+
+
+class SessionRepository:
+    def __init__(self, session: Session, mind_id: int) -> None:
+        self.session = session
+        self.mind_id = mind_id
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def row(self, gop_id: str, *, lock: bool = False) -> SessionRow | None:
+        """The session row; ``lock`` takes a row lock (FOR NO KEY UPDATE on Postgres, a no-op on
+        SQLite where BEGIN IMMEDIATE serialises writers) so per-session sequences stay gapless."""
+        check_name(gop_id, name="gop_id")
+        query = select(SessionRow).where(SessionRow.mind_id == self.mind_id, SessionRow.gop_id == gop_id)
+        if lock:
+            query = query.with_for_update(key_share=True)
+        return self.session.scalar(query)
+
+    def require(self, gop_id: str, *, lock: bool = False) -> SessionRow:
+        row = self.row(gop_id, lock=lock)
+        if row is None:
+            raise NotFoundError(f"no session {gop_id!r} in this mind (create it with sessions.ensure)")
+        return row
+
+    def get(self, gop_id: str) -> SessionRecord | None:
+        row = self.row(gop_id)
+        return None if row is None else to_session(row)
+
+    def list(self, *, project_id: str | None = None, status: str | None = None) -> list[SessionRecord]:
+        query = select(SessionRow).where(SessionRow.mind_id == self.mind_id)
+        if project_id is not None:
+            query = query.where(SessionRow.project_id == _check_project(project_id))
+        if status is not None:
+            query = query.where(SessionRow.status == check_choice(status, SESSION_STATUSES, name="status"))
+        query = query.order_by(SessionRow.started_at.desc(), SessionRow.id.desc())
+        return [to_session(r) for r in self.session.scalars(query)]
+
+    def _active_auto(self, project_id: str | None) -> SessionRow | None:
+        return self.session.scalar(select(SessionRow).where(
+            SessionRow.mind_id == self.mind_id,
+            SessionRow.kind == "auto",
+            SessionRow.status == "active",
+            func.coalesce(SessionRow.project_id, "") == (project_id or ""),
+        ).order_by(SessionRow.id.desc()).limit(1))
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def _insert(self, make: Callable[[], SessionRow]) -> SessionRow | None:
+        """Insert in a savepoint; None when a unique index refused it (someone else won)."""
+        try:
+            with self.session.begin_nested():
+                row = make()
+                self.session.add(row)
+            return row
+        except sa_exc.IntegrityError:
+            return None
+
+    def ensure_active(self, project_id: str | None = None) -> SessionRecord:
+        """The one active auto session of (mind, project), created if there is none.
+
+        Named sessions (harvest, MCP day sessions) are never returned (reference §23.12)."""
+        project = _check_project(project_id)
+        for _ in range(_RACE_ATTEMPTS):
+            row = self._active_auto(project)
+            if row is None:
+                row = self._insert(lambda: SessionRow(
+                    mind_id=self.mind_id, gop_id=new_gop_id(), project_id=project, kind="auto"))
+            if row is not None:
+                return to_session(row)
+        raise ConflictError("could not create or find the active session: too many concurrent writers")
+
+    def create(self, project_id: str | None = None) -> SessionRecord:
+        """Start a new auto session for (mind, project); the previous active auto session of that
+        project, if any, is closed (its summary kept), so ensure_active() returns the new one."""
+        project = _check_project(project_id)
+        for _ in range(_RACE_ATTEMPTS):
+            current = self._active_auto(project)
+            if current is not None:
+                self._finish(current, "closed")
+            row = self._insert(lambda: SessionRow(
+                mind_id=self.mind_id, gop_id=new_gop_id(), project_id=project, kind="auto"))
+            if row is not None:
+                return to_session(row)
+        raise ConflictError("could not start a session: too many concurrent writers")
+
+    def ensure(self, gop_id: str, *, project_id: str | None = None,
+               summary: str | None = None) -> SessionRecord:
+        """A named session: returned as is if it exists (any status), else created active."""
+        check_name(gop_id, name="gop_id")
+        project = _check_project(project_id)
+        if summary is not None:
+            check_text(summary, name="summary", allow_empty=True)
+        for _ in range(_RACE_ATTEMPTS):
+            row = self.row(gop_id)
+            if row is None:
+                row = self._insert(lambda: SessionRow(
+                    mind_id=self.mind_id, gop_id=gop_id, project_id=project, kind="named",
+                    summary=summary))
+            if row is not None:
+                return to_session(row)
+        raise ConflictError(f"could not create or find session {gop_id!r}")
+
+    def _finish(self, row: SessionRow, status: str) -> None:
+        row.status = status
+        if row.ended_at is None:
+            row.ended_at = utcnow()
+        self.session.flush()
+
+    def close(self, gop_id: str, summary: str | None = None) -> SessionRecord:
+        """Close a session. ``summary=None`` keeps the existing summary (the seed erased it,
+        reference §23.18)."""
+        if summary is not None:
+            check_text(summary, name="summary", allow_empty=True)
+        row = self.require(gop_id)
+        if summary is not None:
+            row.summary = summary
+        self._finish(row, "closed")
+        return to_session(row)
+
+    def archive(self, gop_id: str) -> SessionRecord:
+        row = self.require(gop_id)
+        self._finish(row, "archived")
+        return to_session(row)
