@@ -3,6 +3,10 @@
 Naming contract shared with the migrations: the keyword index is ``memory_frames_fts`` (SQLite FTS5)
 or the generated column ``memory_frames.content_tsv`` (Postgres); the vector index of embedding
 model N is the table ``frame_vectors_N``.
+
+Lane contract: every filter (minds, session, since/until, and for the vector lane "the manifest
+says ready for this model") is applied *inside* the lane, so a lane returns ``limit`` hits whenever
+that many matching frames exist. Callers therefore never post-filter and never come up short.
 """
 
 from __future__ import annotations
@@ -36,42 +40,96 @@ class LaneHit:
     score: float  # the backend's raw score (bm25, ts_rank_cd, cosine distance)
 
 
+@dataclass(frozen=True)
+class LaneFilter:
+    """The filters every lane applies inside its query."""
+
+    mind_ids: Sequence[int]
+    gop_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @property
+    def narrowed(self) -> bool:
+        """True when more than the mind restricts the lane (the vector lane may need exact scans)."""
+        return self.gop_id is not None or self.since is not None or self.until is not None
+
+
+@dataclass(frozen=True)
+class VectorRow:
+    """One vector to store: the frame, its mind (the partition), its time and session (filters)."""
+
+    frame_id: int
+    mind_id: int
+    gop_id: str
+    created_at: datetime
+    vector: Sequence[float]
+
+
 class SearchAdapter(Protocol):
     dialect: str
 
     def capabilities(self, session: Session) -> Capabilities: ...
 
+    def vector_backend_available(self, session: Session) -> bool:
+        """Cheap (cached) check used on every search; ``capabilities`` says why not."""
+        ...
+
+    # -- lanes ------------------------------------------------------------------------------
+
     def keyword_search(
-        self,
-        session: Session,
-        *,
-        mind_ids: Sequence[int],
-        terms: Sequence[str],
-        limit: int,
-        gop_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[LaneHit]: ...
+        self, session: Session, *, terms: Sequence[str], where: LaneFilter, limit: int
+    ) -> list[LaneHit]:
+        """Best first. ``terms`` come from :func:`waggle_store.search.query.keyword_terms`."""
+        ...
+
+    def like_search(
+        self, session: Session, *, patterns: Sequence[str], where: LaneFilter, limit: int
+    ) -> list[LaneHit]:
+        """The fallback when the keyword index errors: escaped ``LIKE`` patterns, newest first."""
+        ...
 
     def vector_search(
         self,
         session: Session,
         *,
         model_id: int,
-        mind_ids: Sequence[int],
         vector: Sequence[float],
+        where: LaneFilter,
         limit: int,
-        gop_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[LaneHit]: ...
+    ) -> list[LaneHit]:
+        """Nearest first (score = cosine distance), only frames whose manifest is ready for
+        ``model_id`` with the frame's current content hash."""
+        ...
+
+    # -- vector index maintenance -------------------------------------------------------------
 
     def ensure_vector_table(self, session: Session, model_id: int, dimensions: int) -> None: ...
 
-    def upsert_vectors(
-        self, session: Session, model_id: int, rows: Sequence[tuple[int, int, Sequence[float]]]
-    ) -> None:
-        """rows: (frame_id, mind_id, unit vector)."""
+    def vector_table_exists(self, session: Session, model_id: int) -> bool: ...
+
+    def upsert_vectors(self, session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
+        """Replace the vectors of these frames (already validated and unit-normalised)."""
         ...
 
     def delete_vectors(self, session: Session, model_id: int, frame_ids: Sequence[int]) -> None: ...
+
+    def frames_missing_vectors(
+        self, session: Session, model_id: int, mind_id: int | None
+    ) -> list[int]:
+        """Frames whose manifest says ready for ``model_id`` but whose vector row is gone."""
+        ...
+
+    def remove_vector_orphans(self, session: Session, model_id: int) -> int:
+        """Delete vector rows whose frame no longer exists; returns how many."""
+        ...
+
+    # -- keyword index maintenance ------------------------------------------------------------
+
+    def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
+        """Re-index frames missing from (or stale in) the keyword index; returns how many."""
+        ...
+
+    def remove_keyword_orphans(self, session: Session) -> int:
+        """Delete keyword-index rows whose frame no longer exists; returns how many."""
+        ...

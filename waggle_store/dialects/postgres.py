@@ -1,14 +1,69 @@
-"""Postgres adapter: generated tsvector + GIN for keywords, pgvector (HNSW) for vectors."""
+"""Postgres adapter: generated tsvector + GIN for keywords, pgvector (HNSW) for vectors.
+
+Vector tables are ``frame_vectors_N(frame_id → memory_frames ON DELETE CASCADE, mind_id,
+embedding vector(d))`` with an HNSW index (``vector_cosine_ops``; above 2,000 dimensions, which
+HNSW cannot index as ``vector``, an expression index over ``halfvec(d)``). Vectors travel as text
+literals cast to ``vector`` so no pgvector adapter has to be registered on the host's driver.
+
+Filtered KNN: every filter (mind, session, time, manifest) is in the WHERE clause and
+``hnsw.iterative_scan = relaxed_order`` lets the index keep scanning until ``LIMIT`` rows pass
+them. Iterative scans stop at ``hnsw.max_scan_tuples``, so a short page is completed by an exact
+scan, which is only reached when the filtered set is small enough for that to be cheap.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Final
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, bindparam, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects.base import Capabilities
+from waggle_store.dialects.base import Capabilities, LaneFilter, LaneHit, VectorRow, vector_table_name
+from waggle_store.models.base import UTCDateTime
+from waggle_store.search.query import tsquery_terms
+
+#: pgvector's HNSW indexes ``vector`` up to this many dimensions, ``halfvec`` up to 4,000.
+HNSW_MAX_VECTOR_DIMS: Final = 2000
+_TS = UTCDateTime()
+
+
+def _vec_literal(vector: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def _distance_expr(column: str, param: str, dims: int) -> str:
+    """The expression the HNSW index was built on, so the planner can use it."""
+    if dims > HNSW_MAX_VECTOR_DIMS:
+        return f"({column}::halfvec({dims}) <=> CAST(:{param} AS halfvec({dims})))"
+    return f"({column} <=> CAST(:{param} AS vector({dims})))"
+
+
+def _frame_filters(
+    where: LaneFilter, params: dict[str, Any], alias: str = "f", mind_alias: str = "f"
+) -> str:
+    names = []
+    for i, mind_id in enumerate(where.mind_ids):
+        params[f"m{i}"] = int(mind_id)
+        names.append(f":m{i}")
+    sql = [f"{mind_alias}.mind_id IN ({', '.join(names) or 'NULL'})"]
+    if where.gop_id is not None:
+        params["gop_id"] = where.gop_id
+        sql.append(f"{alias}.gop_id = :gop_id")
+    if where.since is not None:
+        params["since"] = where.since
+        sql.append(f"{alias}.created_at >= :since")
+    if where.until is not None:
+        params["until"] = where.until
+        sql.append(f"{alias}.created_at <= :until")
+    return " AND ".join(sql)
+
+
+def _timed(sql: str) -> TextClause:
+    clause = text(sql)
+    binds = [bindparam(name, type_=_TS) for name in ("since", "until") if f":{name}" in sql]
+    return clause.bindparams(*binds) if binds else clause
 
 
 class PostgresAdapter:
@@ -16,6 +71,7 @@ class PostgresAdapter:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._has_vector: bool | None = None
 
     def capabilities(self, session: Session) -> Capabilities:
         reasons: list[str] = []
@@ -42,8 +98,195 @@ class PostgresAdapter:
                 + ("available but not installed (run the migrations as a role allowed to CREATE EXTENSION)"
                    if available else "not installed on this PostgreSQL server")
             )
+        self._has_vector = bool(vec_version)
         return Capabilities("postgresql", keyword_search=tsv, vector_backend=bool(vec_version),
                             reasons=reasons, versions=versions)
 
-    def __getattr__(self, name: str) -> Any:
-        raise NotImplementedError(f"PostgresAdapter.{name} is not implemented yet")
+    def vector_backend_available(self, session: Session) -> bool:
+        if self._has_vector is None:
+            self._has_vector = session.execute(
+                text("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+            ).scalar() is not None
+        return self._has_vector
+
+    # -- lanes ------------------------------------------------------------------------------
+
+    def keyword_search(
+        self, session: Session, *, terms: Sequence[str], where: LaneFilter, limit: int
+    ) -> list[LaneHit]:
+        values = tsquery_terms(terms)
+        if not values or not where.mind_ids:
+            return []
+        params: dict[str, Any] = {"limit": int(limit)}
+        parts = []
+        for i, value in enumerate(values):
+            params[f"t{i}"] = value
+            parts.append(f"plainto_tsquery('english', :t{i})")
+        filters = _frame_filters(where, params)
+        # Normalisation 1 divides by 1 + log(length), the nearest ts_rank_cd has to bm25's
+        # length normalisation, which keeps the two dialects' rankings close.
+        rows = session.execute(
+            _timed(
+                "SELECT f.id, ts_rank_cd(f.content_tsv, q.query, 1) AS score "
+                f"FROM memory_frames f, (SELECT {' || '.join(parts)} AS query) q "
+                f"WHERE f.content_tsv @@ q.query AND {filters} "
+                "ORDER BY score DESC, f.id LIMIT :limit"
+            ),
+            params,
+        ).all()
+        return [LaneHit(int(r[0]), float(r[1])) for r in rows]
+
+    def like_search(
+        self, session: Session, *, patterns: Sequence[str], where: LaneFilter, limit: int
+    ) -> list[LaneHit]:
+        if not patterns or not where.mind_ids:
+            return []
+        params: dict[str, Any] = {"limit": int(limit)}
+        likes = []
+        for i, pattern in enumerate(patterns):
+            params[f"p{i}"] = pattern
+            likes.append(f"f.content ILIKE :p{i} ESCAPE '\\'")
+        filters = _frame_filters(where, params)
+        rows = session.execute(
+            _timed(
+                f"SELECT f.id FROM memory_frames f WHERE {filters} AND ({' OR '.join(likes)}) "
+                "ORDER BY f.created_at DESC, f.id DESC LIMIT :limit"
+            ),
+            params,
+        ).all()
+        return [LaneHit(int(r[0]), 0.0) for r in rows]
+
+    def vector_search(
+        self,
+        session: Session,
+        *,
+        model_id: int,
+        vector: Sequence[float],
+        where: LaneFilter,
+        limit: int,
+    ) -> list[LaneHit]:
+        if not where.mind_ids:
+            return []
+        dims = len(vector)
+        table = vector_table_name(model_id)
+        params: dict[str, Any] = {"q": _vec_literal(vector), "model_id": model_id, "k": int(limit)}
+        # The mind filter on the vector table's own column, which its index covers.
+        filters = _frame_filters(where, params, mind_alias="v")
+        distance = _distance_expr("v.embedding", "q", dims)
+        body = (
+            f"SELECT v.frame_id, {distance} AS d FROM {table} v "
+            "JOIN memory_frames f ON f.id = v.frame_id "
+            "JOIN frame_embeddings e ON e.frame_id = v.frame_id "
+            f"WHERE {filters} AND e.status = 'ready' "
+            "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
+        )
+        # relaxed_order can return rows slightly out of order: re-sort the materialised page.
+        session.execute(
+            text(
+                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                "set_config('hnsw.ef_search', :ef, true)"
+            ),
+            {"ef": str(min(1000, max(40, int(limit))))},
+        )
+        rows = session.execute(
+            _timed(
+                f"WITH c AS MATERIALIZED ({body} ORDER BY {distance} LIMIT :k) "
+                "SELECT frame_id, d FROM c ORDER BY d, frame_id"
+            ),
+            params,
+        ).all()
+        if len(rows) < limit:
+            # "+ 0" hides the indexed expression from the planner: an exact scan of what matches.
+            rows = session.execute(
+                _timed(f"{body} ORDER BY {distance} + 0, v.frame_id LIMIT :k"), params
+            ).all()
+        return [LaneHit(int(r[0]), float(r[1])) for r in rows]
+
+    # -- vector index maintenance -------------------------------------------------------------
+
+    def ensure_vector_table(self, session: Session, model_id: int, dimensions: int) -> None:
+        table = vector_table_name(model_id)
+        dims = int(dimensions)
+        # Two processes registering the same model must not race on CREATE TABLE.
+        session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": table})
+        session.execute(
+            text(
+                f"CREATE TABLE IF NOT EXISTS {table} ("
+                "frame_id bigint PRIMARY KEY REFERENCES memory_frames(id) ON DELETE CASCADE, "
+                f"mind_id bigint NOT NULL, embedding vector({dims}) NOT NULL)"
+            )
+        )
+        session.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_mind_id ON {table} (mind_id)"))
+        if dims > HNSW_MAX_VECTOR_DIMS:
+            index = f"((embedding::halfvec({dims})) halfvec_cosine_ops)"
+        else:
+            index = "(embedding vector_cosine_ops)"
+        session.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw {index}"))
+
+    def vector_table_exists(self, session: Session, model_id: int) -> bool:
+        return session.execute(
+            text("SELECT to_regclass(:name) IS NOT NULL"), {"name": vector_table_name(model_id)}
+        ).scalar() is True
+
+    def upsert_vectors(self, session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
+        if not rows:
+            return
+        table = vector_table_name(model_id)
+        session.execute(
+            text(
+                f"INSERT INTO {table} (frame_id, mind_id, embedding) "
+                "VALUES (:id, :mind_id, CAST(:embedding AS vector)) ON CONFLICT (frame_id) DO UPDATE "
+                "SET mind_id = excluded.mind_id, embedding = excluded.embedding"
+            ),
+            [
+                {"id": int(r.frame_id), "mind_id": int(r.mind_id), "embedding": _vec_literal(r.vector)}
+                for r in rows
+            ],
+        )
+
+    def delete_vectors(self, session: Session, model_id: int, frame_ids: Sequence[int]) -> None:
+        if not frame_ids:
+            return
+        session.execute(
+            text(f"DELETE FROM {vector_table_name(model_id)} WHERE frame_id IN :ids").bindparams(
+                bindparam("ids", expanding=True)
+            ),
+            {"ids": [int(i) for i in frame_ids]},
+        )
+
+    def frames_missing_vectors(
+        self, session: Session, model_id: int, mind_id: int | None
+    ) -> list[int]:
+        params: dict[str, Any] = {"model_id": model_id}
+        mind = ""
+        if mind_id is not None:
+            params["mind_id"] = mind_id
+            mind = "AND f.mind_id = :mind_id"
+        rows = session.execute(
+            text(
+                "SELECT f.id FROM memory_frames f JOIN frame_embeddings e ON e.frame_id = f.id "
+                f"WHERE e.status = 'ready' AND e.model_id = :model_id {mind} AND NOT EXISTS "
+                f"(SELECT 1 FROM {vector_table_name(model_id)} v WHERE v.frame_id = f.id)"
+            ),
+            params,
+        ).all()
+        return [int(r[0]) for r in rows]
+
+    def remove_vector_orphans(self, session: Session, model_id: int) -> int:
+        # The foreign key cascades, so orphans cannot exist; the statement proves it cheaply.
+        result = session.execute(
+            text(
+                f"DELETE FROM {vector_table_name(model_id)} v WHERE NOT EXISTS "
+                "(SELECT 1 FROM memory_frames f WHERE f.id = v.frame_id)"
+            )
+        )
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    # -- keyword index maintenance ------------------------------------------------------------
+
+    def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
+        """A generated column is computed by the server on every write: never missing or stale."""
+        return 0
+
+    def remove_keyword_orphans(self, session: Session) -> int:
+        return 0

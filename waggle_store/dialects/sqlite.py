@@ -1,15 +1,67 @@
-"""SQLite adapter: FTS5 for keywords, sqlite-vec ``vec0`` for vectors."""
+"""SQLite adapter: FTS5 for keywords, sqlite-vec ``vec0`` for vectors.
+
+Vector tables are ``vec0(mind_id integer partition key, embedding float[d] distance_metric=cosine,
+gop_id text, created_ts float)`` with rowid = frame id. The two metadata columns exist so that the
+session and time filters run *inside* the KNN scan (sqlite-vec >= 0.1.6 filters on metadata
+columns), which keeps filtered pages full without a post-filter. What the KNN cannot see is the
+manifest (is this vector current for the frame's content?); those few stale rows are filtered
+afterwards and the scan widens (``k`` up to vec0's limit, then an exact scan) until the page is
+full or the candidates are exhausted.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections.abc import Sequence
+from typing import Any, Final
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, bindparam, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects.base import Capabilities
+from waggle_store.dialects.base import Capabilities, LaneFilter, LaneHit, VectorRow, vector_table_name
 from waggle_store.engine import engine_info
+from waggle_store.models.base import UTCDateTime
+from waggle_store.search.query import fts5_match_expression
+
+#: sqlite-vec 0.1.x refuses a KNN ``k`` above this.
+VEC0_MAX_K: Final = 4096
+_TS = UTCDateTime()
+
+
+def _vec_json(vector: Sequence[float]) -> str:
+    """vec0 accepts JSON text; repr of a float round-trips it exactly."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def _frame_filters(where: LaneFilter, params: dict[str, Any], alias: str = "f") -> str:
+    """SQL conditions on ``memory_frames`` for the mind/session/time filters (bound, never inlined).
+
+    Times are bound through :func:`_timed` so they are written exactly like the stored column
+    (a fixed-width UTC string); a differently formatted string would compare wrongly.
+    """
+    mind_names = []
+    for i, mind_id in enumerate(where.mind_ids):
+        params[f"m{i}"] = int(mind_id)
+        mind_names.append(f":m{i}")
+    sql = [f"{alias}.mind_id IN ({', '.join(mind_names) or 'NULL'})"]
+    if where.gop_id is not None:
+        params["gop_id"] = where.gop_id
+        sql.append(f"{alias}.gop_id = :gop_id")
+    if where.since is not None:
+        params["since"] = where.since
+        sql.append(f"{alias}.created_at >= :since")
+    if where.until is not None:
+        params["until"] = where.until
+        sql.append(f"{alias}.created_at <= :until")
+    return " AND ".join(sql)
+
+
+def _timed(sql: str) -> TextClause:
+    """``text(sql)`` with the time parameters typed as the ``created_at`` column."""
+    clause = text(sql)
+    binds = [bindparam(name, type_=_TS) for name in ("since", "until") if f":{name}" in sql]
+    return clause.bindparams(*binds) if binds else clause
 
 
 class SQLiteAdapter:
@@ -36,5 +88,255 @@ class SQLiteAdapter:
         return Capabilities("sqlite", keyword_search=fts, vector_backend=vec, reasons=reasons,
                             versions=versions)
 
-    def __getattr__(self, name: str) -> Any:
-        raise NotImplementedError(f"SQLiteAdapter.{name} is not implemented yet")
+    def vector_backend_available(self, session: Session) -> bool:
+        info = engine_info(self.engine)
+        if info.vector_extension is None:  # no connection made yet: the probe runs on connect
+            session.connection()
+        return bool(info.vector_extension)
+
+    # -- lanes ------------------------------------------------------------------------------
+
+    def keyword_search(
+        self, session: Session, *, terms: Sequence[str], where: LaneFilter, limit: int
+    ) -> list[LaneHit]:
+        match = fts5_match_expression(terms)
+        if match is None or not where.mind_ids:
+            return []
+        params: dict[str, Any] = {"q": match, "limit": int(limit)}
+        filters = _frame_filters(where, params)
+        rows = session.execute(
+            _timed(
+                "SELECT f.id, bm25(memory_frames_fts) AS score FROM memory_frames_fts "
+                "JOIN memory_frames f ON f.id = memory_frames_fts.rowid "
+                f"WHERE memory_frames_fts MATCH :q AND {filters} "
+                "ORDER BY score, f.id LIMIT :limit"
+            ),
+            params,
+        ).all()
+        return [LaneHit(int(r[0]), float(r[1])) for r in rows]
+
+    def like_search(
+        self, session: Session, *, patterns: Sequence[str], where: LaneFilter, limit: int
+    ) -> list[LaneHit]:
+        if not patterns or not where.mind_ids:
+            return []
+        params: dict[str, Any] = {"limit": int(limit)}
+        likes = []
+        for i, pattern in enumerate(patterns):
+            params[f"p{i}"] = pattern
+            likes.append(f"f.content LIKE :p{i} ESCAPE '\\'")
+        filters = _frame_filters(where, params)
+        rows = session.execute(
+            _timed(
+                f"SELECT f.id FROM memory_frames f WHERE {filters} AND ({' OR '.join(likes)}) "
+                "ORDER BY f.created_at DESC, f.id DESC LIMIT :limit"
+            ),
+            params,
+        ).all()
+        return [LaneHit(int(r[0]), 0.0) for r in rows]
+
+    def vector_search(
+        self,
+        session: Session,
+        *,
+        model_id: int,
+        vector: Sequence[float],
+        where: LaneFilter,
+        limit: int,
+    ) -> list[LaneHit]:
+        hits: list[LaneHit] = []
+        for mind_id in where.mind_ids:
+            hits.extend(self._vector_search_one(session, model_id, vector, where, int(mind_id), limit))
+        hits.sort(key=lambda h: (h.score, h.frame_id))
+        return hits[:limit]
+
+    def _vector_search_one(
+        self,
+        session: Session,
+        model_id: int,
+        vector: Sequence[float],
+        where: LaneFilter,
+        mind_id: int,
+        limit: int,
+    ) -> list[LaneHit]:
+        table = vector_table_name(model_id)
+        qvec = _vec_json(vector)
+        params: dict[str, Any] = {"q": qvec, "mind_id": mind_id}
+        extra = []
+        if where.gop_id is not None:
+            params["gop_id"] = where.gop_id
+            extra.append("AND gop_id = :gop_id")
+        if where.since is not None:
+            params["since_ts"] = where.since.timestamp()
+            extra.append("AND created_ts >= :since_ts")
+        if where.until is not None:
+            params["until_ts"] = where.until.timestamp()
+            extra.append("AND created_ts <= :until_ts")
+        # The manifest check rides along as a LEFT JOIN so one statement both ranks and says
+        # which candidates are current; ``len(rows) < k`` still tells "every candidate seen".
+        knn = text(
+            "SELECT c.rowid, c.distance, f.id IS NOT NULL FROM ("
+            f"SELECT rowid, distance FROM {table} WHERE embedding MATCH :q AND k = :k "
+            f"AND mind_id = :mind_id {' '.join(extra)}) c "
+            "LEFT JOIN frame_embeddings e ON e.frame_id = c.rowid AND e.status = 'ready' "
+            "AND e.model_id = :model_id "
+            "LEFT JOIN memory_frames f ON f.id = c.rowid AND f.content_hash = e.content_hash"
+        )
+        params["model_id"] = model_id
+        k = min(max(limit, 1), VEC0_MAX_K)
+        while True:
+            # Sorted here: vec0 refuses any ORDER BY but its own distance.
+            rows = sorted(session.execute(knn, {**params, "k": k}).all(), key=lambda r: (r[1], r[0]))
+            hits = [LaneHit(int(r[0]), float(r[1])) for r in rows if r[2]]
+            if len(hits) >= limit or len(rows) < k:
+                return hits[:limit]  # full page, or every candidate seen
+            if k >= VEC0_MAX_K:
+                break
+            k = min(k * 4, VEC0_MAX_K)
+        return self._exact_vector_search(session, model_id, qvec, where, mind_id, limit)
+
+    def _exact_vector_search(
+        self, session: Session, model_id: int, qvec: str, where: LaneFilter, mind_id: int, limit: int
+    ) -> list[LaneHit]:
+        """Scan every matching frame: only reached when stale vectors crowd out a 4096-wide KNN."""
+        params: dict[str, Any] = {"q": qvec, "model_id": model_id, "limit": limit}
+        filters = _frame_filters(LaneFilter([mind_id], where.gop_id, where.since, where.until), params)
+        rows = session.execute(
+            _timed(
+                "SELECT f.id, vec_distance_cosine(v.embedding, :q) AS d FROM memory_frames f "
+                "JOIN frame_embeddings e ON e.frame_id = f.id AND e.status = 'ready' "
+                "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
+                f"JOIN {vector_table_name(model_id)} v ON v.rowid = f.id "
+                f"WHERE {filters} ORDER BY d, f.id LIMIT :limit"
+            ),
+            params,
+        ).all()
+        return [LaneHit(int(r[0]), float(r[1])) for r in rows]
+
+    # -- vector index maintenance -------------------------------------------------------------
+
+    def ensure_vector_table(self, session: Session, model_id: int, dimensions: int) -> None:
+        table = vector_table_name(model_id)
+        session.execute(
+            text(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0("
+                "mind_id integer partition key, "
+                f"embedding float[{int(dimensions)}] distance_metric=cosine, "
+                "gop_id text, created_ts float)"
+            )
+        )
+        # Vectors follow their frame out, in the deleting transaction (frame delete, compaction,
+        # drop_mind's cascade): vec0 cannot take a foreign key.
+        session.execute(
+            text(
+                f"CREATE TRIGGER IF NOT EXISTS {table}_ad AFTER DELETE ON memory_frames BEGIN "
+                f"DELETE FROM {table} WHERE rowid = old.id; END"
+            )
+        )
+
+    def vector_table_exists(self, session: Session, model_id: int) -> bool:
+        return session.execute(
+            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
+            {"name": vector_table_name(model_id)},
+        ).scalar() is not None
+
+    def upsert_vectors(self, session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
+        if not rows:
+            return
+        table = vector_table_name(model_id)
+        # vec0 has no upsert (the seed crashed re-indexing a frame, reference §23.3).
+        self.delete_vectors(session, model_id, [r.frame_id for r in rows])
+        session.execute(
+            text(
+                f"INSERT INTO {table}(rowid, mind_id, embedding, gop_id, created_ts) "
+                "VALUES (:id, :mind_id, :embedding, :gop_id, :ts)"
+            ),
+            [
+                {
+                    "id": int(r.frame_id),
+                    "mind_id": int(r.mind_id),
+                    "embedding": _vec_json(r.vector),
+                    "gop_id": r.gop_id,
+                    "ts": r.created_at.timestamp(),
+                }
+                for r in rows
+            ],
+        )
+
+    def delete_vectors(self, session: Session, model_id: int, frame_ids: Sequence[int]) -> None:
+        if not frame_ids:
+            return
+        session.execute(
+            text(f"DELETE FROM {vector_table_name(model_id)} WHERE rowid = :id"),
+            [{"id": int(i)} for i in frame_ids],
+        )
+
+    def frames_missing_vectors(
+        self, session: Session, model_id: int, mind_id: int | None
+    ) -> list[int]:
+        params: dict[str, Any] = {"model_id": model_id}
+        mind = ""
+        if mind_id is not None:
+            params["mind_id"] = mind_id
+            mind = "AND f.mind_id = :mind_id"
+        rows = session.execute(
+            text(
+                "SELECT f.id FROM memory_frames f JOIN frame_embeddings e ON e.frame_id = f.id "
+                f"WHERE e.status = 'ready' AND e.model_id = :model_id {mind} AND NOT EXISTS "
+                f"(SELECT 1 FROM {vector_table_name(model_id)} v WHERE v.rowid = f.id)"
+            ),
+            params,
+        ).all()
+        return [int(r[0]) for r in rows]
+
+    def remove_vector_orphans(self, session: Session, model_id: int) -> int:
+        table = vector_table_name(model_id)
+        ids = [
+            int(r[0])
+            for r in session.execute(
+                text(
+                    f"SELECT v.rowid FROM {table} v WHERE NOT EXISTS "
+                    "(SELECT 1 FROM memory_frames f WHERE f.id = v.rowid)"
+                )
+            ).all()
+        ]
+        self.delete_vectors(session, model_id, ids)
+        return len(ids)
+
+    # -- keyword index maintenance ------------------------------------------------------------
+
+    def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
+        params: dict[str, Any] = {}
+        mind = ""
+        if mind_id is not None:
+            params["mind_id"] = mind_id
+            mind = "AND f.mind_id = :mind_id"
+        # Missing rows, and rows whose text is not the frame's (a write that bypassed triggers).
+        stale = [
+            int(r[0])
+            for r in session.execute(
+                text(
+                    "SELECT f.id FROM memory_frames f LEFT JOIN memory_frames_fts x "
+                    f"ON x.rowid = f.id WHERE (x.rowid IS NULL OR x.content IS NOT f.content) {mind}"
+                ),
+                params,
+            ).all()
+        ]
+        for frame_id in stale:
+            session.execute(text("DELETE FROM memory_frames_fts WHERE rowid = :id"), {"id": frame_id})
+            session.execute(
+                text(
+                    "INSERT INTO memory_frames_fts(rowid, content) "
+                    "SELECT id, content FROM memory_frames WHERE id = :id"
+                ),
+                {"id": frame_id},
+            )
+        return len(stale)
+
+    def remove_keyword_orphans(self, session: Session) -> int:
+        result = session.execute(
+            text(
+                "DELETE FROM memory_frames_fts WHERE rowid NOT IN (SELECT id FROM memory_frames)"
+            )
+        )
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -1,0 +1,119 @@
+"""Rebuild the derived indexes (DESIGN §4) from the tables they derive from.
+
+What drifts and how it is repaired:
+
+* keyword index: SQLite's FTS5 rows are kept by triggers, but a bulk load with triggers off, a
+  restore, or an older writer can leave frames unindexed or stale, and delete paths that bypass
+  the triggers leave orphans. Postgres indexes a generated column, which cannot drift (0).
+* vectors: a frame whose manifest is not ``ready`` for the active model (pending after an embedder
+  outage, failed, written by a different model, content changed since it was embedded), or whose
+  vector row is gone, is embedded again, in batches of :data:`EMBED_BATCH_SIZE`, each embedded
+  outside any transaction and stored in one write transaction.
+* orphans: keyword or vector rows whose frame no longer exists are deleted.
+
+Running it twice in a row returns zeros the second time. Without an embedder (or a vector
+backend) the vector step does nothing and frames stay pending; search stays keyword-only for them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sqlalchemy import or_, select
+
+from waggle_store.errors import NotFoundError
+from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow, MindRow
+from waggle_store.records import ReconcileReport
+from waggle_store.search.vectors import EMBED_BATCH_SIZE, embed_frames, model_key, register_model
+
+if TYPE_CHECKING:
+    from waggle_store.store import Mind, Store
+
+__all__ = ["reconcile"]
+
+log = logging.getLogger(__name__)
+
+
+def _mind_id(store: Store, mind: str | Mind | None) -> int | None:
+    if mind is None:
+        return None
+    if not isinstance(mind, str):
+        return int(mind.id)
+    with store.read() as session:
+        found = session.scalar(select(MindRow.id).where(MindRow.name == mind))
+    if found is None:
+        raise NotFoundError(f"no mind named {mind!r}")
+    return int(found)
+
+
+def _stale_frames(store: Store, model_id: int, mind_id: int | None) -> list[int]:
+    """Frames without a current vector in ``model_id``: no manifest, not ready, another model,
+    another content hash, or a ready manifest whose vector row is missing."""
+    with store.read() as session:
+        query = (
+            select(FrameRow.id)
+            .outerjoin(FrameEmbeddingRow, FrameEmbeddingRow.frame_id == FrameRow.id)
+            .where(
+                or_(
+                    FrameEmbeddingRow.frame_id.is_(None),
+                    FrameEmbeddingRow.status != "ready",
+                    FrameEmbeddingRow.model_id.is_(None),
+                    FrameEmbeddingRow.model_id != model_id,
+                    FrameEmbeddingRow.content_hash != FrameRow.content_hash,
+                )
+            )
+            .order_by(FrameRow.id)
+        )
+        if mind_id is not None:
+            query = query.where(FrameRow.mind_id == mind_id)
+        ids = list(session.scalars(query))
+        missing = store.adapter.frames_missing_vectors(session, model_id, mind_id)
+    return sorted(set(ids) | set(missing))
+
+
+def reconcile(
+    store: Store,
+    *,
+    mind: str | Mind | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReconcileReport:
+    """Repair the keyword and vector indexes of one mind (or all); see the module docstring.
+
+    ``progress(done, total)`` is called after each embedding batch. Orphan rows belong to no mind
+    any more, so they are removed store-wide even when ``mind`` is given.
+    """
+    mind_id = _mind_id(store, mind)
+    with store.write() as session:
+        fts_fixed = store.adapter.repair_keyword_index(session, mind_id)
+        orphans = store.adapter.remove_keyword_orphans(session)
+        vector_backend = store.adapter.vector_backend_available(session)
+        if vector_backend:
+            model_ids = list(session.scalars(select(EmbeddingModelRow.id)))
+            for model_id in model_ids:
+                if store.adapter.vector_table_exists(session, model_id):
+                    orphans += store.adapter.remove_vector_orphans(session, model_id)
+
+    vectors_fixed = 0
+    if store.embedder is not None and vector_backend:
+        try:
+            key = model_key(store.embedder)  # may probe a remote provider: outside any transaction
+        except Exception as exc:  # provider down: the keyword repairs above still count
+            log.warning("reconcile cannot embed: the embedder failed: %s", exc)
+            return ReconcileReport(fts_fixed=fts_fixed, vectors_fixed=0, orphans_removed=orphans)
+        with store.write() as session:
+            model_id = register_model(session, store.adapter, key)
+        todo = _stale_frames(store, model_id, mind_id)
+        done = 0
+        for start in range(0, len(todo), EMBED_BATCH_SIZE):
+            batch = todo[start : start + EMBED_BATCH_SIZE]
+            report = embed_frames(store, batch)
+            vectors_fixed += report.embedded
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(todo))
+            if report.error is not None and report.embedded == 0:
+                log.warning("reconcile stopped embedding: %s", report.error)
+                break
+    return ReconcileReport(fts_fixed=fts_fixed, vectors_fixed=vectors_fixed, orphans_removed=orphans)

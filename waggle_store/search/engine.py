@@ -1,0 +1,338 @@
+"""HybridSearch (DESIGN §5): keyword and vector lanes, normalised RRF, relevance, explain.
+
+One algorithm for both dialects: every piece of SQL that differs lives in the adapter; this module
+validates input, embeds the query (outside any transaction: network calls never hold a database
+lock), runs the lanes in one read transaction, fuses, scores and explains.
+
+Degradation is explicit, never silent: a lane that cannot run (no embedder, no vector backend, no
+vectors for the embedder's model yet, no keyword terms) is left out of the fusion and named in
+``explain["degraded"]``; a keyword index that errors falls back to an escaped LIKE scan; an
+embedder that fails at query time leaves the keyword results. Nothing here turns a backend
+failure into an exception for the caller except a broken database connection.
+
+``lanes=`` (an addition to the API, used by benchmarks and diagnostics) restricts the search to
+``{"keyword"}`` or ``{"vector"}``; the default runs both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from sqlalchemy import bindparam, select, text, update
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.orm import Session
+
+from waggle_store.dialects.base import LaneFilter, LaneHit
+from waggle_store.errors import InvalidInputError
+from waggle_store.models import EntityRow, FrameRow
+from waggle_store.records import Frame, SearchResult
+from waggle_store.search.fusion import rrf_fuse
+from waggle_store.search.query import keyword_terms, like_patterns
+from waggle_store.search.scoring import compute_relevance, get_profile
+from waggle_store.search.vectors import find_active_model, model_key
+from waggle_store.timeutil import optional_utc, utcnow
+
+if TYPE_CHECKING:
+    from waggle_store.store import Mind
+
+__all__ = ["LANES", "MAX_LIMIT", "recall", "search"]
+
+log = logging.getLogger(__name__)
+
+LANES: Final = ("keyword", "vector")
+MAX_LIMIT: Final = 1000
+#: Each lane fetches this many times ``limit`` candidates for the fusion (DESIGN §5).
+OVERFETCH: Final = 2
+#: Graph hops counted by the contextual score (scoring gives 0 beyond 3).
+MAX_GRAPH_DEPTH: Final = 3
+#: Longest entity name, in words, looked for in the query; and a bound on the query words used.
+_MAX_NAME_WORDS: Final = 5
+_MAX_QUERY_WORDS: Final = 200
+
+
+@dataclasses.dataclass
+class _Plan:
+    terms: list[str]
+    where: LaneFilter
+    limit: int
+    profile: str
+    context: dict[int, int] | None
+    lanes: frozenset[str]
+
+
+def _validate(mind: Mind, query: Any, limit: Any, gop_id: Any, profile: Any, since: Any,
+              until: Any, context: Any, lanes: Any) -> _Plan:
+    if not isinstance(query, str):
+        raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInputError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
+    if gop_id is not None and not isinstance(gop_id, str):
+        raise InvalidInputError(f"gop_id must be a string or None, got {type(gop_id).__name__}")
+    chosen = get_profile(profile).name
+    since_utc = optional_utc(since, name="since")
+    until_utc = optional_utc(until, name="until")
+    if since_utc is not None and until_utc is not None and since_utc > until_utc:
+        raise InvalidInputError(f"since ({since_utc.isoformat()}) is after until ({until_utc.isoformat()})")
+    distances: dict[int, int] | None = None
+    if context is not None:
+        if not isinstance(context, Mapping):
+            raise InvalidInputError("context must be a mapping {frame_id: graph distance} or None")
+        distances = {}
+        for key, value in context.items():
+            if isinstance(key, bool) or isinstance(value, bool) or not isinstance(key, int) \
+                    or not isinstance(value, int):
+                raise InvalidInputError("context must map integer frame ids to integer distances")
+            distances[key] = value
+    if lanes is None:
+        chosen_lanes = frozenset(LANES)
+    else:
+        if isinstance(lanes, str) or not isinstance(lanes, Collection):
+            raise InvalidInputError(f"lanes must be a collection of {LANES}, got {lanes!r}")
+        chosen_lanes = frozenset(lanes)
+        if not chosen_lanes or not chosen_lanes <= set(LANES):
+            raise InvalidInputError(f"lanes must be a non-empty subset of {LANES}, got {lanes!r}")
+    return _Plan(
+        terms=keyword_terms(query),
+        where=LaneFilter((mind.id,), gop_id, since_utc, until_utc),
+        limit=limit,
+        profile=chosen,
+        context=distances,
+        lanes=chosen_lanes,
+    )
+
+
+def _embed_query(mind: Mind, query: str, plan: _Plan, degraded: list[str]) -> tuple[list[float] | None, Any]:
+    """The query vector and the embedder's model key, or (None, None) with the reason recorded."""
+    if "vector" not in plan.lanes:
+        return None, None
+    embedder = mind.store.embedder
+    if embedder is None:
+        degraded.append("vector lane off: no embedder configured")
+        return None, None
+    if not query.strip():
+        degraded.append("vector lane off: empty query")
+        return None, None
+    try:
+        vector = list(embedder.embed_query(query))
+        return vector, model_key(embedder)
+    except Exception as exc:  # a provider outage must not take keyword search down with it
+        log.warning("query embedding failed, searching keywords only: %s", exc)
+        degraded.append(f"vector lane off: the embedder failed: {type(exc).__name__}: {exc}")
+        return None, None
+
+
+def _keyword_lane(mind: Mind, session: Session, plan: _Plan, k: int, explain: dict[str, Any],
+                  query: str) -> list[LaneHit] | None:
+    adapter = mind.store.adapter
+    try:
+        return adapter.keyword_search(session, terms=plan.terms, where=plan.where, limit=k)
+    except sa_exc.DBAPIError as exc:
+        session.rollback()  # Postgres aborts the transaction on error; start a fresh one
+        log.warning("keyword index failed, using the LIKE fallback: %s", exc.orig)
+        explain["degraded"].append(f"keyword index failed ({exc.orig}); LIKE fallback used")
+        explain["keyword_backend"] = "like"
+    try:
+        return adapter.like_search(session, patterns=like_patterns(query), where=plan.where, limit=k)
+    except sa_exc.DBAPIError as exc:
+        session.rollback()
+        explain["degraded"].append(f"keyword lane off: LIKE fallback failed ({exc.orig})")
+        return None
+
+
+def _vector_lane(mind: Mind, session: Session, plan: _Plan, k: int, qvec: list[float] | None,
+                 key: Any, degraded: list[str]) -> list[LaneHit] | None:
+    if qvec is None:
+        return None
+    adapter = mind.store.adapter
+    if not adapter.vector_backend_available(session):
+        degraded.append("vector lane off: no vector backend (see store.health())")
+        return None
+    model_id = find_active_model(session, key)
+    if model_id is None:
+        degraded.append(
+            f"vector lane off: no active vectors for {key.provider}/{key.model}/{key.dimensions} "
+            "(run store.reconcile())"
+        )
+        return None
+    try:
+        return adapter.vector_search(session, model_id=model_id, vector=qvec, where=plan.where, limit=k)
+    except sa_exc.DBAPIError as exc:
+        session.rollback()
+        log.warning("vector lane failed, searching keywords only: %s", exc.orig)
+        degraded.append(f"vector lane off: the vector index failed ({exc.orig})")
+        return None
+
+
+def _query_names(query: str) -> list[str]:
+    """Case-folded word n-grams of the query: the entity names it could be naming."""
+    words: list[str] = []
+    for raw in query.casefold().split()[:_MAX_QUERY_WORDS]:
+        word = raw.strip(".,;:!?\"'()[]{}<>")
+        if word.endswith("'s") or word.endswith("’s"):
+            word = word[:-2]
+        if word:
+            words.append(word)
+    names: dict[str, None] = {}
+    for n in range(1, _MAX_NAME_WORDS + 1):
+        for i in range(len(words) - n + 1):
+            names[" ".join(words[i : i + n])] = None
+    return list(names)
+
+
+_DISTANCES_SQL: Final = text(
+    "WITH RECURSIVE edges(a, b) AS ("
+    " SELECT source_id, target_id FROM knowledge_relations"
+    " WHERE mind_id = :mind_id AND valid_to IS NULL"
+    " UNION ALL SELECT target_id, source_id FROM knowledge_relations"
+    " WHERE mind_id = :mind_id AND valid_to IS NULL),"
+    " walk(entity_id, depth) AS ("
+    " SELECT id, 0 FROM knowledge_entities WHERE id IN :seeds"
+    " UNION SELECT edges.b, walk.depth + 1 FROM walk JOIN edges ON edges.a = walk.entity_id"
+    " WHERE walk.depth < :max_depth)"
+    " SELECT m.frame_id, MIN(walk.depth) FROM walk"
+    " JOIN entity_mentions m ON m.entity_id = walk.entity_id"
+    " WHERE m.frame_id IN :frames GROUP BY m.frame_id"
+).bindparams(bindparam("seeds", expanding=True), bindparam("frames", expanding=True))
+
+
+def _graph_distances(session: Session, mind_id: int, query: str, frame_ids: Sequence[int]) -> dict[int, int]:
+    """Hops from any entity named in the query to the nearest entity each frame mentions.
+
+    Relations are walked in both directions (proximity is symmetric for ranking) and only while
+    active (``valid_to IS NULL``), up to :data:`MAX_GRAPH_DEPTH`, in one recursive query.
+    """
+    names = _query_names(query)
+    if not names or not frame_ids:
+        return {}
+    seeds: list[int] = []
+    for start in range(0, len(names), 500):
+        seeds.extend(
+            session.scalars(
+                select(EntityRow.id).where(
+                    EntityRow.mind_id == mind_id,
+                    EntityRow.valid_to.is_(None),
+                    EntityRow.name_key.in_(names[start : start + 500]),
+                )
+            )
+        )
+    if not seeds:
+        return {}
+    rows = session.execute(
+        _DISTANCES_SQL,
+        {"mind_id": mind_id, "seeds": seeds, "frames": list(frame_ids), "max_depth": MAX_GRAPH_DEPTH},
+    ).all()
+    return {int(r[0]): int(r[1]) for r in rows}
+
+
+def _frame_record(row: FrameRow) -> Frame:
+    return Frame(
+        id=row.id, frame_type=row.frame_type, gop_id=row.gop_id, t=row.t,
+        base_frame_id=row.base_frame_id, content=row.content, importance=row.importance,
+        source=row.source, access_count=row.access_count, created_at=row.created_at,
+        last_accessed=row.last_accessed,
+    )
+
+
+def search(
+    mind: Mind,
+    query: str,
+    *,
+    limit: int = 20,
+    gop_id: str | None = None,
+    profile: str = "balanced",
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
+    context: Mapping[int, int] | None = None,
+    lanes: Collection[str] | None = None,
+) -> list[SearchResult]:
+    """Hybrid search of one mind; see the module docstring and DESIGN §5."""
+    plan = _validate(mind, query, limit, gop_id, profile, since, until, context, lanes)
+    degraded: list[str] = []
+    qvec, key = _embed_query(mind, query, plan, degraded)
+    k = plan.limit * OVERFETCH
+    meta: dict[str, Any] = {"degraded": degraded, "keyword_backend": mind.store.adapter.dialect}
+    with mind.store.read() as session:
+        ran: dict[str, list[LaneHit]] = {}
+        if "keyword" in plan.lanes:
+            if plan.terms:
+                hits = _keyword_lane(mind, session, plan, k, meta, query)
+                if hits is not None:
+                    ran["keyword"] = hits
+            else:
+                degraded.append("keyword lane off: no search terms in the query")
+        hits = _vector_lane(mind, session, plan, k, qvec, key, degraded)
+        if hits is not None:
+            ran["vector"] = hits
+        fused = rrf_fuse({lane: [h.frame_id for h in lane_hits] for lane, lane_hits in ran.items()})
+        if not fused:
+            return []
+        rows = {
+            row.id: row
+            for row in session.scalars(
+                select(FrameRow).where(FrameRow.id.in_(list(fused)), FrameRow.mind_id == mind.id)
+            )
+        }
+        distances = plan.context
+        if distances is None:
+            distances = _graph_distances(session, mind.id, query, list(rows))
+    raw_scores = {
+        lane: {h.frame_id: h.score for h in lane_hits} for lane, lane_hits in ran.items()
+    }
+    now = utcnow()
+    results: list[SearchResult] = []
+    for frame_id, fusion in fused.items():
+        row = rows.get(frame_id)
+        if row is None:  # deleted between the lane and the fetch
+            continue
+        distance = distances.get(frame_id)
+        relevance, parts = compute_relevance(
+            last_accessed=row.last_accessed, access_count=row.access_count,
+            importance=row.importance, graph_distance=distance, profile=plan.profile, now=now,
+        )
+        final = fusion.score * relevance
+        explain = {
+            "lanes": {
+                lane: {"rank": rank, "score": raw_scores[lane][frame_id]}
+                for lane, rank in fusion.ranks.items()
+            },
+            "lanes_run": list(ran),
+            "keyword_backend": meta["keyword_backend"] if "keyword" in ran else None,
+            "rrf": fusion.score,
+            "rrf_raw": fusion.raw,
+            "relevance": relevance,
+            "final": final,
+            "profile": plan.profile,
+            "graph_distance": distance,
+            "subscores": parts,
+            "degraded": list(degraded),
+        }
+        results.append(SearchResult(_frame_record(row), fusion.score, relevance, final, explain))
+    # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
+    results.sort(key=lambda r: r.final_score, reverse=True)
+    return results[: plan.limit]
+
+
+def recall(mind: Mind, query: str, **options: Any) -> list[SearchResult]:
+    """:func:`search`, then touch every returned frame in one UPDATE (access count, last access)."""
+    results = search(mind, query, **options)
+    if not results:
+        return results
+    now = utcnow()
+    ids = [r.frame.id for r in results]
+    with mind.store.write() as session:
+        session.execute(
+            update(FrameRow)
+            .where(FrameRow.id.in_(ids), FrameRow.mind_id == mind.id)
+            .values(access_count=FrameRow.access_count + 1, last_accessed=now)
+            .execution_options(synchronize_session=False)
+        )
+    return [
+        dataclasses.replace(
+            r, frame=dataclasses.replace(r.frame, access_count=r.frame.access_count + 1, last_accessed=now)
+        )
+        for r in results
+    ]

@@ -1,0 +1,305 @@
+"""Embedding-model registration and vector writes: the one path by which vectors enter a store.
+
+Vectors of different models are never compared: each registered (provider, model, dimensions)
+triple gets its own vector table, and only the *active* model (``store_meta`` key
+:data:`ACTIVE_MODEL_KEY`) is searched. Registering another model makes it active; frames whose
+manifest names an older model are then stale, and ``reconcile`` re-embeds them.
+
+The manifest (``frame_embeddings``) is the truth about a frame's vector: ``ready`` with the
+content hash that was embedded, or ``pending``/``failed`` with the error. A frame whose embedding
+failed is never given a stand-in vector.
+
+Network calls never hold a database lock: :func:`embed_frames` reads the texts in one short read
+transaction, embeds with no transaction open, then writes every vector in one write transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import insert, select, update
+from sqlalchemy.orm import Session
+
+from waggle_store.dialects.base import SearchAdapter, VectorRow
+from waggle_store.embeddings.base import validate_vector
+from waggle_store.errors import InvalidInputError, WaggleStoreError
+from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow, StoreMeta
+from waggle_store.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from waggle_store.store import Store
+
+__all__ = [
+    "ACTIVE_MODEL_KEY",
+    "EMBED_BATCH_SIZE",
+    "EmbedReport",
+    "ModelKey",
+    "active_model_id",
+    "embed_frames",
+    "find_active_model",
+    "mark_pending",
+    "model_key",
+    "register_model",
+    "store_vectors",
+]
+
+log = logging.getLogger(__name__)
+
+#: ``store_meta`` key holding the id of the embedding model that search uses.
+ACTIVE_MODEL_KEY: Final = "active_embedding_model"
+#: Texts per embedding request (the seed's reconcile batch).
+EMBED_BATCH_SIZE: Final = 50
+
+
+@dataclass(frozen=True)
+class ModelKey:
+    provider: str
+    model: str
+    dimensions: int
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    """What :func:`embed_frames` did: vectors stored, frames left pending/failed, last error."""
+
+    embedded: int
+    failed: int
+    error: str | None = None
+
+
+def model_key(embedder: Any) -> ModelKey:
+    """The registration key of an embedder. Reading ``dimensions`` may probe a remote provider,
+    so call this outside any transaction."""
+    return ModelKey(str(embedder.provider), str(embedder.model), int(embedder.dimensions))
+
+
+def _as_key(embedder: Any) -> ModelKey:
+    return embedder if isinstance(embedder, ModelKey) else model_key(embedder)
+
+
+def _set_meta(session: Session, key: str, value: str) -> None:
+    """Portable race-free upsert of one ``store_meta`` row."""
+    done = session.execute(update(StoreMeta).where(StoreMeta.key == key).values(value=value))
+    if done.rowcount:  # type: ignore[attr-defined]
+        return
+    try:
+        with session.begin_nested():
+            session.execute(insert(StoreMeta).values(key=key, value=value))
+    except sa_exc.IntegrityError:
+        session.execute(update(StoreMeta).where(StoreMeta.key == key).values(value=value))
+
+
+def active_model_id(session: Session) -> int | None:
+    value = session.scalar(select(StoreMeta.value).where(StoreMeta.key == ACTIVE_MODEL_KEY))
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def find_active_model(session: Session, embedder: Any) -> int | None:
+    """The id of ``embedder``'s model if it is registered *and* active, else None.
+
+    Search embeds the query with the store's embedder, so it may only compare against that
+    model's vectors; if another model is active the vector lane has nothing comparable.
+    """
+    key = _as_key(embedder)
+    return session.scalar(
+        select(EmbeddingModelRow.id).where(
+            EmbeddingModelRow.provider == key.provider,
+            EmbeddingModelRow.model == key.model,
+            EmbeddingModelRow.dimensions == key.dimensions,
+            EmbeddingModelRow.status == "active",
+        )
+    )
+
+
+def register_model(session: Session, adapter: SearchAdapter, embedder: Any) -> int:
+    """Get or create the model row (race-free), create its vector table, make it the active model."""
+    key = _as_key(embedder)
+    if key.dimensions < 1:
+        raise InvalidInputError(f"an embedding model needs at least 1 dimension, got {key.dimensions}")
+    where = (
+        EmbeddingModelRow.provider == key.provider,
+        EmbeddingModelRow.model == key.model,
+        EmbeddingModelRow.dimensions == key.dimensions,
+    )
+    row = session.scalar(select(EmbeddingModelRow).where(*where))
+    if row is None:
+        try:
+            with session.begin_nested():
+                row = EmbeddingModelRow(
+                    provider=key.provider, model=key.model, dimensions=key.dimensions,
+                    metric="cosine", status="building",
+                )
+                session.add(row)
+        except sa_exc.IntegrityError:  # another process registered it first
+            row = session.scalar(select(EmbeddingModelRow).where(*where))
+            if row is None:
+                raise
+    adapter.ensure_vector_table(session, row.id, key.dimensions)
+    if row.status != "active":
+        session.execute(
+            update(EmbeddingModelRow)
+            .where(EmbeddingModelRow.status == "active", EmbeddingModelRow.id != row.id)
+            .values(status="retired")
+        )
+        row.status = "active"
+    if active_model_id(session) != row.id:
+        _set_meta(session, ACTIVE_MODEL_KEY, str(row.id))
+    session.flush()
+    return int(row.id)
+
+
+def _upsert_manifest(session: Session, values: list[dict[str, Any]]) -> None:
+    """Insert or update manifest rows (``frame_id`` plus the columns to set)."""
+    if not values:
+        return
+    ids = [v["frame_id"] for v in values]
+    existing: set[int] = set()
+    for start in range(0, len(ids), 500):
+        existing.update(
+            session.scalars(
+                select(FrameEmbeddingRow.frame_id).where(
+                    FrameEmbeddingRow.frame_id.in_(ids[start : start + 500])
+                )
+            )
+        )
+    updates = [v for v in values if v["frame_id"] in existing]
+    inserts = [v for v in values if v["frame_id"] not in existing]
+    if updates:
+        session.execute(update(FrameEmbeddingRow), updates)
+    if inserts:
+        session.execute(insert(FrameEmbeddingRow), inserts)
+
+
+def _frames(session: Session, frame_ids: Sequence[int]) -> dict[int, FrameRow]:
+    found: dict[int, FrameRow] = {}
+    ids = list(dict.fromkeys(int(i) for i in frame_ids))
+    for start in range(0, len(ids), 500):
+        for row in session.scalars(select(FrameRow).where(FrameRow.id.in_(ids[start : start + 500]))):
+            found[row.id] = row
+    return found
+
+
+def store_vectors(
+    session: Session,
+    adapter: SearchAdapter,
+    model_id: int,
+    rows: Sequence[tuple[int, str, Sequence[float]]],
+) -> int:
+    """Store ``(frame_id, content_hash_embedded, vector)`` rows and mark their manifests ready.
+
+    Every vector is checked first (dimension, NaN, infinity, zero → DimensionMismatchError /
+    InvalidVectorError) and nothing is written if one fails. A frame deleted meanwhile, or whose
+    content changed since it was embedded (hash differs), is skipped: its manifest stays pending
+    and the next reconcile embeds the new text. Returns how many vectors were stored.
+    """
+    model = session.get(EmbeddingModelRow, model_id)
+    if model is None:
+        raise InvalidInputError(f"no embedding model with id {model_id}; register it first")
+    checked = [
+        (int(fid), str(chash), validate_vector(vec, model.dimensions, normalize=True))
+        for fid, chash, vec in rows
+    ]
+    frames = _frames(session, [fid for fid, _, _ in checked])
+    current = [(fid, chash, vec) for fid, chash, vec in checked
+               if fid in frames and frames[fid].content_hash == chash]
+    adapter.upsert_vectors(
+        session,
+        model_id,
+        [
+            VectorRow(fid, frames[fid].mind_id, frames[fid].gop_id, frames[fid].created_at, vec)
+            for fid, _, vec in current
+        ],
+    )
+    now = utcnow()
+    _upsert_manifest(
+        session,
+        [
+            {"frame_id": fid, "model_id": model_id, "content_hash": chash, "status": "ready",
+             "error": None, "updated_at": now}
+            for fid, chash, _ in current
+        ],
+    )
+    return len(current)
+
+
+def mark_pending(
+    session: Session, frame_ids: Sequence[int], error: str | None, *, status: str = "pending",
+    model_id: int | None = None,
+) -> None:
+    """Record that these frames have no current vector (``pending`` = retry later, ``failed`` =
+    the provider returned something unstorable), with the reason."""
+    frames = _frames(session, frame_ids)
+    now = utcnow()
+    _upsert_manifest(
+        session,
+        [
+            {"frame_id": fid, "model_id": model_id, "content_hash": row.content_hash,
+             "status": status, "error": (error or "")[:2000] or None, "updated_at": now}
+            for fid, row in frames.items()
+        ],
+    )
+
+
+def embed_frames(store: Store, frame_ids: Sequence[int], *, batch_size: int = EMBED_BATCH_SIZE) -> EmbedReport:
+    """Embed these frames with the store's embedder and store their vectors.
+
+    Per batch: read texts (short read transaction), embed (no transaction), write vectors and
+    manifests (one write transaction). A provider failure leaves the batch ``pending`` with the
+    error and stops: the provider is down, and reconcile will retry. No embedder or no vector
+    backend → nothing happens (the frames stay pending; search runs keyword-only).
+    """
+    embedder = store.embedder
+    ids = list(dict.fromkeys(int(i) for i in frame_ids))
+    if embedder is None or not ids:
+        return EmbedReport(0, 0)
+    with store.read() as session:
+        if not store.adapter.vector_backend_available(session):
+            return EmbedReport(0, 0)
+    embedded = failed = 0
+    error: str | None = None
+    for start in range(0, len(ids), max(1, batch_size)):
+        batch = ids[start : start + batch_size]
+        with store.read() as session:
+            texts = {
+                row.id: (row.content, row.content_hash) for row in _frames(session, batch).values()
+            }
+        order = [fid for fid in batch if fid in texts]
+        if not order:
+            continue
+        try:
+            vectors = embedder.embed_documents([texts[fid][0] for fid in order])
+            key = model_key(embedder)
+            if len(vectors) != len(order):
+                raise WaggleStoreError(
+                    f"the embedder returned {len(vectors)} vectors for {len(order)} texts"
+                )
+        except Exception as exc:  # any provider failure: record it, never invent a vector
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("embedding %d frames failed: %s", len(order), error)
+            with store.write() as session:
+                mark_pending(session, order, error)
+            failed += len(order)
+            break
+        good: list[tuple[int, str, Sequence[float]]] = []
+        bad: dict[int, str] = {}
+        for fid, vec in zip(order, vectors, strict=True):
+            try:
+                good.append((fid, texts[fid][1], validate_vector(vec, key.dimensions, normalize=True)))
+            except InvalidInputError as exc:
+                bad[fid] = f"{type(exc).__name__}: {exc}"
+        with store.write() as session:
+            model_id = register_model(session, store.adapter, key)
+            embedded += store_vectors(session, store.adapter, model_id, good)
+            for fid, why in bad.items():
+                mark_pending(session, [fid], why, status="failed", model_id=model_id)
+        if bad:
+            failed += len(bad)
+            error = next(iter(bad.values()))
+    return EmbedReport(embedded, failed, error)
