@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
@@ -152,11 +152,13 @@ class FrameRepository:
         return [to_frame(r) for r in self.session.scalars(query)]
 
     def stats(self) -> FrameStats:
-        by_type = dict(self.session.execute(select(FrameRow.frame_type, func.count()).where(
-            FrameRow.mind_id == self.mind_id).group_by(FrameRow.frame_type)).tuples().all())
-        by_importance = dict(self.session.execute(select(FrameRow.importance, func.count()).where(
-            FrameRow.mind_id == self.mind_id).group_by(FrameRow.importance)).tuples().all())
-        return FrameStats(sum(by_type.values()), by_type, by_importance)
+        def count_by(column: Any) -> dict[str, int]:
+            rows = self.session.execute(select(column, func.count()).where(
+                FrameRow.mind_id == self.mind_id).group_by(column))
+            return {str(key): int(n) for key, n in rows}
+
+        by_type = count_by(FrameRow.frame_type)
+        return FrameStats(sum(by_type.values()), by_type, count_by(FrameRow.importance))
 
     def references(self, frame_id: int) -> list[int]:
         """The frame ids a B-frame points at; [] for any other frame or an unknown id."""
