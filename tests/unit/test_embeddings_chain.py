@@ -1,0 +1,224 @@
+"""resolve_embedder / EmbeddingChain: "auto" probing order, fallback, explicit failures, status.
+
+No test here touches the real network: Ollama points at the local test server or a closed local
+port, API keys are removed (or point at the local server), and the local provider is made
+unavailable unless a test wants it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+
+import pytest
+from embedding_http import EmbeddingServer, Reply, closed_port_url, embedding_server
+
+from waggle_store.embeddings import (
+    EmbeddingChain,
+    EmbeddingFallbackWarning,
+    HashingEmbedder,
+    OllamaEmbedder,
+    RetryPolicy,
+    resolve_embedder,
+)
+from waggle_store.embeddings import chain as chain_module
+from waggle_store.errors import EmbeddingProviderError, InvalidInputError
+
+__all__ = ["embedding_server"]
+
+FAST = RetryPolicy(max_attempts=3, initial_wait=0.01, max_wait=0.05)
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Nothing answers unless a test says so."""
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "VOYAGE_API_KEY",
+        "LITELLM_BASE_URL",
+        "LITELLM_PROXY_API_BASE",
+        "LITELLM_API_KEY",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OLLAMA_HOST", closed_port_url())
+    real = chain_module._package_available
+    monkeypatch.setattr(
+        chain_module,
+        "_package_available",
+        lambda name: name != "sentence_transformers" and real(name),
+    )
+    yield
+
+
+def resolve_quietly(spec: str, **kw: object) -> EmbeddingChain:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmbeddingFallbackWarning)
+        chain = resolve_embedder(spec, **kw)  # type: ignore[arg-type]
+    assert chain is not None
+    return chain
+
+
+def test_none_means_no_embedder() -> None:
+    assert resolve_embedder(None) is None
+
+
+def test_auto_falls_back_to_hashing_with_a_warning_and_reason() -> None:
+    with pytest.warns(EmbeddingFallbackWarning, match="no embedding provider answered"):
+        chain = resolve_embedder("auto")
+    assert chain is not None
+    assert chain.is_fallback is True
+    assert chain.provider == "hashing"
+    assert isinstance(chain.active, HashingEmbedder)
+    status = chain.status()
+    assert status.active_provider == "hashing"
+    assert status.available_providers == ["hashing"]
+    assert status.dimensions == 384
+    assert status.last_error is not None
+    for reason in (
+        "local: sentence-transformers not installed",
+        "ollama:",
+        "voyage: VOYAGE_API_KEY not set",
+        "openai: OPENAI_API_KEY not set",
+    ):
+        assert reason in status.last_error
+    assert len(chain.embed_query("still works")) == 384
+
+
+def test_auto_stops_at_the_first_provider_that_answers(
+    embedding_server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", embedding_server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", embedding_server.openai_base_url)
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmbeddingFallbackWarning)
+        chain = resolve_embedder("auto")
+    assert chain is not None
+    assert chain.provider == "ollama"
+    assert chain.is_fallback is False
+    assert chain.model_id == "ollama/nomic-embed-text/8"
+    # Ollama answered the probe; voyage and openai were never asked.
+    assert [r.path for r in embedding_server.requests] == ["/api/embed"]
+    status = chain.status()
+    assert status.last_error is None
+    assert status.available_providers == ["ollama", "hashing"]
+
+
+def test_auto_moves_on_to_openai_when_ollama_is_down(
+    embedding_server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", embedding_server.openai_base_url)
+    chain = resolve_quietly("auto")
+    assert chain.provider == "openai"
+    assert [r.path for r in embedding_server.requests] == ["/openai/v1/embeddings"]
+
+
+def test_auto_probe_is_a_single_attempt(
+    embedding_server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", embedding_server.url)
+    embedding_server.script(Reply.error(503, "warming up"))
+    chain = resolve_quietly("auto")
+    assert chain.is_fallback
+    assert embedding_server.count == 1
+    assert "HTTP 503" in (chain.status().last_error or "")
+
+
+def test_auto_respects_the_tier(
+    embedding_server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", embedding_server.openai_base_url)
+    chain = resolve_quietly("auto", tier="FREE")
+    assert chain.is_fallback
+    assert embedding_server.count == 0  # openai is not a FREE provider: not even probed
+    assert "openai: not allowed for tier FREE" in (chain.status().last_error or "")
+    assert chain.status().tier == "FREE"
+
+
+def test_explicit_provider_failing_its_probe_raises() -> None:
+    with pytest.raises(EmbeddingProviderError) as info:
+        resolve_embedder("ollama", probe_policy=RetryPolicy.no_retry())
+    assert info.value.provider == "ollama"
+    with pytest.raises(EmbeddingProviderError, match="OPENAI_API_KEY"):
+        resolve_embedder("openai")
+    with pytest.raises(EmbeddingProviderError, match="LITELLM_BASE_URL"):
+        resolve_embedder("litellm")
+
+
+def test_explicit_provider_probe_uses_retries(
+    embedding_server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", embedding_server.url)
+    embedding_server.script(Reply.error(500, "boom"))
+    chain = resolve_embedder("Ollama", probe_policy=FAST)
+    assert chain is not None and chain.provider == "ollama"
+    assert embedding_server.count == 2
+
+
+def test_explicit_litellm_from_environment(
+    embedding_server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LITELLM_BASE_URL", embedding_server.url + "/openai/v1/")
+    chain = resolve_embedder("litellm")
+    assert chain is not None
+    assert chain.model_id == "litellm/text-embedding/8"
+    assert embedding_server.requests[0].headers["authorization"] == "Bearer no-key"
+
+
+def test_explicit_hashing_is_not_a_fallback() -> None:
+    chain = resolve_embedder("hashing")
+    assert chain is not None
+    assert chain.is_fallback is False
+    assert chain.status().last_error is None
+
+
+def test_unknown_provider_name() -> None:
+    with pytest.raises(InvalidInputError, match="unknown embedding provider 'mock'"):
+        resolve_embedder("mock")
+    with pytest.raises(InvalidInputError):
+        resolve_embedder(42)  # type: ignore[arg-type]
+
+
+def test_instance_is_wrapped_without_a_probe(embedding_server: EmbeddingServer) -> None:
+    emb = OllamaEmbedder(host=embedding_server.url, retry=FAST)
+    chain = resolve_embedder(emb)
+    assert chain is not None
+    assert chain.active is emb
+    assert embedding_server.count == 0
+    assert resolve_embedder(chain) is chain
+
+
+def test_runtime_failure_raises_and_is_recorded(embedding_server: EmbeddingServer) -> None:
+    chain = resolve_embedder(OllamaEmbedder(host=embedding_server.url, retry=FAST))
+    assert chain is not None
+    assert len(chain.embed_documents(["ok"])[0]) == 8
+    embedding_server.script(*[Reply.error(500, "down")] * 3)
+    with pytest.raises(EmbeddingProviderError):
+        chain.embed_documents(["no fake vector please"])
+    assert "HTTP 500" in (chain.status().last_error or "")
+    assert chain.provider == "ollama"  # no silent switch to another model
+
+
+def test_reprobe_switches_from_fallback_when_a_provider_appears(
+    embedding_server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chain = resolve_quietly("auto")
+    assert chain.is_fallback
+    monkeypatch.setenv("OLLAMA_HOST", embedding_server.url)
+    status = chain.reprobe()
+    assert status.active_provider == "ollama"
+    assert status.last_error is None
+    assert chain.is_fallback is False
+    assert chain.model_id == "ollama/nomic-embed-text/8"
+
+
+def test_reprobe_of_explicit_provider_records_errors(embedding_server: EmbeddingServer) -> None:
+    chain = resolve_embedder(OllamaEmbedder(host=embedding_server.url, retry=FAST))
+    assert chain is not None
+    embedding_server.script(*[Reply.error(500, "down")] * 3)
+    assert "HTTP 500" in (chain.reprobe().last_error or "")
+    assert chain.reprobe().last_error is None
