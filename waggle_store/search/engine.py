@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -170,7 +171,9 @@ def _vector_lane(mind: Mind, session: Session, plan: _Plan, k: int, qvec: list[f
 def _query_names(query: str) -> list[str]:
     """Case-folded word n-grams of the query: the entity names it could be naming."""
     words: list[str] = []
-    for raw in query.casefold().split()[:_MAX_QUERY_WORDS]:
+    # Control/format characters (NUL above all, which Postgres refuses) never name an entity.
+    clean = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in query[:20_000])
+    for raw in clean.casefold().split()[:_MAX_QUERY_WORDS]:
         word = raw.strip(".,;:!?\"'()[]{}<>")
         if word.endswith("'s") or word.endswith("’s"):
             word = word[:-2]
