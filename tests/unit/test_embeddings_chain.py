@@ -188,7 +188,12 @@ def test_instance_is_wrapped_without_a_probe(embedding_server: EmbeddingServer) 
     chain = resolve_embedder(emb)
     assert chain is not None
     assert chain.active is emb
+    status = chain.status()  # a status report makes no network call
+    assert (status.active_provider, status.dimensions) == ("ollama", None)
     assert embedding_server.count == 0
+    assert chain.dimensions == 8  # reading the dimension itself does probe, once
+    assert chain.status().dimensions == 8
+    assert embedding_server.count == 1
     assert resolve_embedder(chain) is chain
 
 

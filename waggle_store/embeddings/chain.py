@@ -180,11 +180,14 @@ class EmbeddingChain:
         available = [active.provider]
         if active.provider != "hashing":
             available.append("hashing")
+        # A status report must not make network calls or load models: read what is known.
+        missing = object()
+        known = inspect.getattr_static(active, "known_dimensions", missing)
         dims: int | None
-        try:
+        if known is missing:
             dims = active.dimensions
-        except EmbeddingProviderError as exc:
-            dims, self._last_error = None, str(exc)
+        else:
+            dims = getattr(active, "known_dimensions", None)
         return EmbedderStatus(
             active_provider=active.provider,
             model=active.model,

@@ -66,6 +66,11 @@ class LocalEmbedder:
         return self._dimensions
 
     @property
+    def known_dimensions(self) -> int | None:
+        """The dimension if the model is already loaded (reading it does not load the model)."""
+        return self._dimensions
+
+    @property
     def model_id(self) -> str:
         return make_model_id(self.provider, self.model, self.dimensions)
 

@@ -49,6 +49,11 @@ class RemoteEmbedder(ABC):
         return self._dimensions
 
     @property
+    def known_dimensions(self) -> int | None:
+        """The dimension if configured or already seen, without asking the provider."""
+        return self._dimensions
+
+    @property
     def model_id(self) -> str:
         return make_model_id(self.provider, self.model, self.dimensions)
 
