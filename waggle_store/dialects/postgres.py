@@ -124,13 +124,14 @@ class PostgresAdapter:
             parts.append(f"plainto_tsquery('english', :t{i})")
         filters = _frame_filters(where, params)
         # Normalisation 1 divides by 1 + log(length), the nearest ts_rank_cd has to bm25's
-        # length normalisation, which keeps the two dialects' rankings close.
+        # length normalisation; equal ranks (common: ts_rank_cd ignores stop words in the length)
+        # go to the shorter frame, as bm25 would rank them. Both keep the dialects' rankings close.
         rows = session.execute(
             _timed(
                 "SELECT f.id, ts_rank_cd(f.content_tsv, q.query, 1) AS score "
                 f"FROM memory_frames f, (SELECT {' || '.join(parts)} AS query) q "
                 f"WHERE f.content_tsv @@ q.query AND {filters} "
-                "ORDER BY score DESC, f.id LIMIT :limit"
+                "ORDER BY score DESC, length(f.content), f.id LIMIT :limit"
             ),
             params,
         ).all()

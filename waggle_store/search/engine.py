@@ -50,6 +50,9 @@ MAX_LIMIT: Final = 1000
 OVERFETCH: Final = 2
 #: Graph hops counted by the contextual score (scoring gives 0 beyond 3).
 MAX_GRAPH_DEPTH: Final = 3
+#: Cosine distance at or above which a "nearest" vector shares nothing with the query
+#: (similarity <= 0): such hits are noise, and would only push real matches down.
+MAX_VECTOR_DISTANCE: Final = 1.0 - 1e-6
 #: Longest entity name, in words, looked for in the query; and a bound on the query words used.
 _MAX_NAME_WORDS: Final = 5
 _MAX_QUERY_WORDS: Final = 200
@@ -160,7 +163,8 @@ def _vector_lane(mind: Mind, session: Session, plan: _Plan, k: int, qvec: list[f
         )
         return None
     try:
-        return adapter.vector_search(session, model_id=model_id, vector=qvec, where=plan.where, limit=k)
+        hits = adapter.vector_search(session, model_id=model_id, vector=qvec, where=plan.where, limit=k)
+        return [h for h in hits if h.score < MAX_VECTOR_DISTANCE]
     except sa_exc.DBAPIError as exc:
         session.rollback()
         log.warning("vector lane failed, searching keywords only: %s", exc.orig)

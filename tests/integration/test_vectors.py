@@ -1,0 +1,177 @@
+"""Vector indexes per embedding model (DESIGN §4): registration, validation, writes, deletes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pytest
+from sqlalchemy import select, text
+
+import waggle_store as ws
+from waggle_store.dialects import vector_table_name
+from waggle_store.embeddings import HashingEmbedder
+from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, StoreMeta
+from waggle_store.search.vectors import (
+    ACTIVE_MODEL_KEY,
+    ModelKey,
+    active_model_id,
+    embed_frames,
+    register_model,
+    store_vectors,
+)
+
+
+class FlakyEmbedder:
+    """A deterministic embedder whose provider can be switched off."""
+
+    provider = "flaky"
+    model = "flaky-v1"
+    dimensions = 64
+
+    def __init__(self) -> None:
+        self.down = False
+        self._inner = HashingEmbedder(64)
+
+    @property
+    def model_id(self) -> str:
+        return "flaky/flaky-v1/64"
+
+    def _check(self) -> None:
+        if self.down:
+            raise ws.EmbeddingProviderError("flaky: 503 service unavailable", provider="flaky",
+                                            status=503, retryable=True)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self._check()
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self._check()
+        return self._inner.embed_query(text)
+
+
+def _count(store: ws.Store, model_id: int) -> int:
+    with store.read() as s:
+        return int(s.execute(text(f"SELECT count(*) FROM {vector_table_name(model_id)}")).scalar_one())
+
+
+def _manifest(store: ws.Store, frame_id: int) -> FrameEmbeddingRow:
+    with store.read() as s:
+        row = s.get(FrameEmbeddingRow, frame_id)
+        assert row is not None
+        return row
+
+
+def test_register_model_is_idempotent_and_switches_active(store: ws.Store) -> None:
+    with store.write() as s:
+        first = register_model(s, store.adapter, ModelKey("hashing", "m", 8))
+        again = register_model(s, store.adapter, ModelKey("hashing", "m", 8))
+        assert first == again
+        assert active_model_id(s) == first
+        assert store.adapter.vector_table_exists(s, first)
+    with store.write() as s:
+        second = register_model(s, store.adapter, ModelKey("hashing", "m", 12))
+        assert second != first
+        statuses = dict(s.execute(select(EmbeddingModelRow.id, EmbeddingModelRow.status)).all())
+        assert statuses == {first: "retired", second: "active"}
+        assert s.get(StoreMeta, ACTIVE_MODEL_KEY).value == str(second)  # type: ignore[union-attr]
+    with store.write() as s:
+        assert register_model(s, store.adapter, ModelKey("hashing", "m", 8)) == first
+        assert active_model_id(s) == first
+
+
+def test_vectors_are_validated(store: ws.Store, mind: ws.Mind) -> None:
+    gop = mind.sessions.ensure("g").gop_id
+    frame = mind.frames.create_i(gop, "validated")
+    chash = _manifest(store, frame.id).content_hash
+    bad = {
+        "dimension": ([1.0, 0.0], ws.DimensionMismatchError),
+        "nan": ([math.nan, 1.0, 0.0, 0.0], ws.InvalidVectorError),
+        "inf": ([math.inf, 1.0, 0.0, 0.0], ws.InvalidVectorError),
+        "zero": ([0.0, 0.0, 0.0, 0.0], ws.InvalidVectorError),
+        "text": ("abcd", ws.InvalidVectorError),
+    }
+    for vector, error in bad.values():
+        with pytest.raises(error), store.write() as s:
+            model_id = register_model(s, store.adapter, ModelKey("test", "v", 4))
+            store_vectors(s, store.adapter, model_id, [(frame.id, chash, vector)])  # type: ignore[list-item]
+    with store.write() as s:
+        model_id = register_model(s, store.adapter, ModelKey("test", "v", 4))
+        assert store_vectors(s, store.adapter, model_id, [(frame.id, chash, [3.0, 0.0, 4.0, 0.0])]) == 1
+        # Storing again replaces (vec0 has no upsert; the seed crashed here, reference §23.3).
+        assert store_vectors(s, store.adapter, model_id, [(frame.id, chash, [0.0, 1.0, 0.0, 0.0])]) == 1
+        # A stale hash (content changed since embedding) is skipped, never stored as current.
+        assert store_vectors(s, store.adapter, model_id, [(frame.id, "0" * 64, [1.0, 0, 0, 0])]) == 0
+    assert _count(store, model_id) == 1
+    assert _manifest(store, frame.id).status == "ready"
+
+
+def test_vectors_follow_frame_deletes_and_drop_mind(store: ws.Store) -> None:
+    keep, gone = store.mind("keep"), store.mind("gone")
+    ids = []
+    for m in (keep, gone):
+        gop = m.sessions.ensure("g").gop_id
+        ids += [m.frames.create_i(gop, f"{m.name} frame {n}").id for n in range(3)]
+    assert embed_frames(store, ids).embedded == 6
+    with store.read() as s:
+        model_id = active_model_id(s)
+    assert model_id is not None and _count(store, model_id) == 6
+    keep.frames.delete(ids[0])
+    assert _count(store, model_id) == 5
+    store.drop_mind("gone")
+    assert _count(store, model_id) == 2
+    assert store.reconcile().orphans_removed == 0
+
+
+def test_embedder_outage_leaves_frame_pending_then_reconcile_fixes(store_factory) -> None:  # type: ignore[no-untyped-def]
+    flaky = FlakyEmbedder()
+    store = store_factory(embedder=flaky)
+    mind = store.mind("m")
+    gop = mind.sessions.ensure("g").gop_id
+    ok = mind.frames.create_i(gop, "the deployment blueprint for gop a")
+    assert embed_frames(store, [ok.id]).embedded == 1
+    flaky.down = True
+    frame = mind.frames.create_i(gop, "quarterly report on the zephyr project")
+    report = embed_frames(store, [frame.id])
+    assert (report.embedded, report.failed) == (0, 1) and "503" in (report.error or "")
+    manifest = _manifest(store, frame.id)
+    assert manifest.status == "pending" and "503" in (manifest.error or "")
+    # Keyword search still finds it while the embedder is down, and says why vectors are off.
+    results = mind.search("zephyr report")
+    assert results and results[0].frame.id == frame.id
+    assert any("embedder failed" in d for d in results[0].explain["degraded"])
+    assert store.reconcile().vectors_fixed == 0  # still down: nothing fixed, nothing faked
+    assert _manifest(store, frame.id).status == "pending"
+    flaky.down = False
+    assert store.reconcile().vectors_fixed == 1
+    assert _manifest(store, frame.id).status == "ready"
+    vector_only = mind.search("quarterly report on the zephyr project", lanes=("vector",))
+    assert vector_only[0].frame.id == frame.id
+    assert store.reconcile() == ws.ReconcileReport(0, 0, 0)
+
+
+def test_model_change_makes_old_vectors_stale(store_factory) -> None:  # type: ignore[no-untyped-def]
+    first = store_factory(embedder=HashingEmbedder(32))
+    mind = first.mind("m")
+    gop = mind.sessions.ensure("g").gop_id
+    ids = [mind.frames.create_i(gop, f"note number {n} about gardening").id for n in range(4)]
+    assert first.reconcile().vectors_fixed == 4
+    second = store_factory(embedder=HashingEmbedder(48))
+    m2 = second.mind("m")
+    # The new embedder's model has no vectors yet: keyword-only, never a cross-model comparison.
+    results = m2.search("gardening note")
+    assert results and all("vector" not in r.explain["lanes_run"] for r in results)
+    assert second.reconcile().vectors_fixed == 4
+    assert {r.frame.id for r in m2.search("gardening", lanes=("vector",))} == set(ids)
+    # The first store's model is retired now: its vector lane stays off rather than mixing models.
+    assert all("vector" not in r.explain["lanes_run"] for r in mind.search("gardening"))
+
+
+def test_high_dimensional_model(store_factory) -> None:  # type: ignore[no-untyped-def]
+    store = store_factory(embedder=HashingEmbedder(2048))  # halfvec index on Postgres
+    mind = store.mind("m")
+    gop = mind.sessions.ensure("g").gop_id
+    ids = [mind.frames.create_i(gop, text).id for text in ("red apples", "green pears", "blue sky")]
+    assert embed_frames(store, ids).embedded == 3
+    assert mind.search("green pears", lanes=("vector",))[0].frame.id == ids[1]
