@@ -1,0 +1,317 @@
+"""Graph walks (one recursive query each) and the cognify/search helpers, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import sqlalchemy as sa
+
+import waggle_store as ws
+from waggle_store.repositories import knowledge as repo
+
+
+@contextmanager
+def count_statements(store: ws.Store) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def before(conn: object, cursor: object, statement: str, *args: object) -> None:
+        seen.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", before)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", before)
+
+
+def chain(mind: ws.Mind) -> dict[str, ws.Entity]:
+    """A→B→C→D by 'leads', plus A→D by 'dislikes'."""
+    k = mind.knowledge
+    e = {n: k.create_entity("node", n) for n in "ABCD"}
+    for s, t in ("AB", "BC", "CD"):
+        k.create_relation(e[s].id, e[t].id, "leads")
+    k.create_relation(e["A"].id, e["D"].id, "dislikes")
+    return e
+
+
+# -- traverse -----------------------------------------------------------------------------------
+
+
+def test_traverse_chain_by_depth(mind: ws.Mind) -> None:
+    e = chain(mind)
+    k = mind.knowledge
+    assert [x.name for x in k.traverse(e["A"].id, "leads", 1)] == ["B"]
+    assert {x.name for x in k.traverse(e["A"].id, "leads", 2)} == {"B", "C"}
+    assert [x.name for x in k.traverse(e["A"].id, "leads", 3)] == ["B", "C", "D"]  # BFS order
+    assert [x.name for x in k.traverse(e["A"].id, "leads", 0)] == []
+    assert [x.name for x in k.traverse(e["A"].id, "dislikes", 3)] == ["D"]
+    # No type: D is one hop away through 'dislikes'.
+    assert [x.name for x in k.traverse(e["A"].id, None, 3)] == ["B", "D", "C"]
+    assert k.traverse(e["D"].id, "leads", 3) == []  # outgoing edges only
+
+
+def test_traverse_is_cycle_safe(mind: ws.Mind) -> None:
+    k = mind.knowledge
+    a, b = k.create_entity("node", "A"), k.create_entity("node", "B")
+    k.create_relation(a.id, b.id, "links")
+    k.create_relation(b.id, a.id, "links")
+    assert [x.name for x in k.traverse(a.id, "links", 5)] == ["B"]
+    k.create_relation(a.id, a.id, "links")  # a self-loop is harmless too
+    assert [x.name for x in k.traverse(a.id, "links", 20)] == ["B"]
+
+
+def test_traverse_dense_graph_at_max_depth_stays_bounded(store: ws.Store, mind: ws.Mind) -> None:
+    """A complete digraph has n^d paths of length d; the walk stays at nodes × depth rows."""
+    k = mind.knowledge
+    nodes = [k.create_entity("node", f"n{i}") for i in range(12)]
+    with store.write() as session:
+        for s in nodes:
+            for t in nodes:
+                if s.id != t.id:
+                    repo.create_relation(session, mind.id, s.id, t.id, "links")
+    assert len(k.traverse(nodes[0].id, "links", repo.MAX_DEPTH)) == 11
+    assert set(k.bfs_distances(nodes[0].id, repo.MAX_DEPTH).values()) == {1}
+
+
+def test_traverse_skips_retired_entities_and_relations(mind: ws.Mind) -> None:
+    e = chain(mind)
+    k = mind.knowledge
+    k.retire_entity(e["C"].id)
+    assert [x.name for x in k.traverse(e["A"].id, "leads", 3)] == ["B"]  # C neither returned nor expanded
+    k.retire_relation(k.relations_from(e["A"].id, "leads")[0].id)
+    assert k.traverse(e["A"].id, "leads", 3) == []
+
+
+def test_traverse_is_one_recursive_query(store: ws.Store, mind: ws.Mind) -> None:
+    e = chain(mind)
+    with store.read() as session:
+        session.execute(sa.select(1))  # the transaction is open before counting
+        with count_statements(store) as seen:
+            rows = repo.traverse(session, mind.id, e["A"].id, "leads", 3)
+            distances = repo.graph_distances(session, mind.id, [e["A"].id], 3)
+    assert [(r.name, hops) for r, hops in rows] == [("B", 1), ("C", 2), ("D", 3)]
+    assert distances[e["D"].id] == 1  # undirected, any type: A–D via 'dislikes'
+    assert len(seen) == 2 and all("RECURSIVE" in s.upper() for s in seen)
+
+
+def test_walk_arguments_are_checked(mind: ws.Mind) -> None:
+    e = chain(mind)
+    k = mind.knowledge
+    for bad in (-1, repo.MAX_DEPTH + 1, 2.5, "3", True):
+        with pytest.raises(ws.InvalidInputError, match="max_depth"):
+            k.traverse(e["A"].id, "leads", bad)  # type: ignore[arg-type]
+        with pytest.raises(ws.InvalidInputError, match="max_depth"):
+            k.bfs_distances(e["A"].id, bad)  # type: ignore[arg-type]
+    with pytest.raises(ws.NotFoundError):
+        k.traverse(999_999)
+    with pytest.raises(ws.NotFoundError):
+        k.bfs_distances(999_999)
+
+
+# -- distances ----------------------------------------------------------------------------------
+
+
+def test_bfs_distances(mind: ws.Mind) -> None:
+    k = mind.knowledge
+    a, b, c, d = (k.create_entity("node", n) for n in "ABCD")
+    k.create_relation(a.id, b.id, "r1")
+    k.create_relation(b.id, c.id, "r2")
+    k.create_relation(c.id, d.id, "r3")
+    assert k.bfs_distances(a.id) == {b.id: 1, c.id: 2, d.id: 3}
+    assert k.bfs_distances(a.id, max_depth=2) == {b.id: 1, c.id: 2}
+    k.create_relation(a.id, c.id, "shortcut")
+    assert k.bfs_distances(a.id) == {b.id: 1, c.id: 1, d.id: 2}
+    lonely = k.create_entity("node", "E")
+    assert lonely.id not in k.bfs_distances(a.id)
+    assert k.bfs_distances(d.id) == {}
+    k.retire_entity(d.id)  # the seed still reported retired targets; we do not
+    assert k.bfs_distances(a.id) == {b.id: 1, c.id: 1}
+
+
+def test_graph_distances_for_the_contextual_score(store: ws.Store, mind: ws.Mind) -> None:
+    e = chain(mind)
+    ids = {n: x.id for n, x in e.items()}
+    with store.read() as session:
+        undirected = repo.graph_distances(session, mind.id, [ids["D"]], max_depth=3)
+        directed = repo.graph_distances(session, mind.id, [ids["D"]], max_depth=3, undirected=False)
+        two_starts = repo.graph_distances(session, mind.id, [ids["B"], ids["D"]], max_depth=1)
+        leads_only = repo.graph_distances(session, mind.id, [ids["D"]], max_depth=3,
+                                          relation_type="leads")
+        nothing = repo.graph_distances(session, mind.id, [], max_depth=3)
+    assert undirected == {ids["D"]: 0, ids["A"]: 1, ids["C"]: 1, ids["B"]: 2}  # start at 0
+    assert directed == {ids["D"]: 0}
+    assert two_starts == {ids["B"]: 0, ids["D"]: 0, ids["A"]: 1, ids["C"]: 1}
+    assert leads_only == {ids["D"]: 0, ids["C"]: 1, ids["B"]: 2, ids["A"]: 3}
+    assert nothing == {}
+
+
+# -- cognify helpers ----------------------------------------------------------------------------
+
+
+def test_upsert_entity_has_no_window(store: ws.Store, mind: ws.Mind) -> None:
+    """§23.11: with 500+ entities of a type, the seed re-created names past its 500-row window."""
+    with store.write() as session:
+        for i in range(600):
+            repo.create_entity(session, mind.id, "concept", f"Phase {i:03d}")
+        zeta = repo.create_entity(session, mind.id, "concept", "Zeta Phase")
+    assert "Zeta Phase" not in {e.name for e in mind.knowledge.entities_by_type("concept")}  # past 500
+
+    with store.write() as session:
+        row, created = repo.upsert_entity(session, mind.id, "concept", "  ZETA   phase ")
+        assert (row.id, created) == (zeta.id, False)
+        again, created = repo.upsert_entity(session, mind.id, "concept", "Phase 599")
+        assert not created and again.name == "Phase 599"
+        other_type, created = repo.upsert_entity(session, mind.id, "project", "Zeta Phase")
+        assert created and other_type.id != zeta.id
+    assert mind.knowledge.entity_type_counts() == {"concept": 601, "project": 1}
+
+    mind.knowledge.retire_entity(zeta.id)
+    with store.write() as session:
+        fresh, created = repo.upsert_entity(session, mind.id, "concept", "Zeta Phase", {"v": 2})
+    assert created and fresh.id != zeta.id and fresh.properties == {"v": 2}
+
+
+def test_upsert_entity_matches_unicode_case_insensitively(store: ws.Store, mind: ws.Mind) -> None:
+    with store.write() as session:
+        first, created = repo.upsert_entity(session, mind.id, "place", "Zürich")
+        assert created
+        same, created = repo.upsert_entity(session, mind.id, "place", "ZÜRICH")
+        assert (same.id, created) == (first.id, False)
+        # NFKC: a decomposed "u + combining diaeresis" is the same name.
+        same, created = repo.upsert_entity(session, mind.id, "place", "zu\u0308rich")
+        assert (same.id, created) == (first.id, False)
+
+
+def test_ensure_relation_one_edge_per_unordered_pair(store: ws.Store, mind: ws.Mind) -> None:
+    k = mind.knowledge
+    a, b, c = (k.create_entity("tech", n) for n in ("Python", "SQLite", "Postgres"))
+    with store.write() as session:
+        ab, created = repo.ensure_relation(session, mind.id, a.id, b.id, "co_occurs_with", 0.8,
+                                           unordered=True, properties={"source": "cognify"})
+        assert created
+        ba, created = repo.ensure_relation(session, mind.id, b.id, a.id, "co_occurs_with", 0.8,
+                                           unordered=True)
+        assert (ba.id, created) == (ab.id, False)
+        _, created = repo.ensure_relation(session, mind.id, a.id, c.id, "co_occurs_with", 0.8,
+                                          unordered=True)
+        assert created
+        # Directed types: B→A is a different edge from A→B, and each exists once.
+        _, created = repo.ensure_relation(session, mind.id, a.id, b.id, "depends_on", 0.9)
+        assert created
+        _, created = repo.ensure_relation(session, mind.id, b.id, a.id, "depends_on", 0.9)
+        assert created
+        _, created = repo.ensure_relation(session, mind.id, b.id, a.id, "depends_on", 0.9)
+        assert not created
+    co = k.relations_from(a.id, "co_occurs_with") + k.relations_from(b.id, "co_occurs_with")
+    assert len(co) == 2 and co[0].confidence == 0.8 and co[0].properties == {"source": "cognify"}
+
+    k.retire_relation(ab.id)  # a retired edge does not count: the pair gets a new one
+    with store.write() as session:
+        _, created = repo.ensure_relation(session, mind.id, b.id, a.id, "co_occurs_with", 0.8,
+                                          unordered=True)
+        assert created
+
+
+def test_ensure_relation_checks_ends_and_mind(store: ws.Store) -> None:
+    one, two = store.mind("one"), store.mind("two")
+    a = one.knowledge.create_entity("tech", "A")
+    b = two.knowledge.create_entity("tech", "B")
+    with pytest.raises(ws.NotFoundError), store.write() as session:
+        repo.ensure_relation(session, one.id, a.id, b.id, "co_occurs_with", 0.8, unordered=True)
+    with pytest.raises(ws.InvalidInputError), store.write() as session:
+        repo.ensure_relation(session, one.id, a.id, a.id, "uses", 2.0)
+
+
+def test_add_mention_is_idempotent(store: ws.Store, mind: ws.Mind) -> None:
+    gop = mind.sessions.ensure_active().gop_id
+    frame = mind.frames.create_i(gop, "Alice leads Apollo")
+    alice = mind.knowledge.create_entity("person", "Alice")
+    with store.write() as session:
+        assert repo.add_mention(session, alice.id, frame.id) is True
+        assert repo.add_mention(session, alice.id, frame.id) is False
+    with store.write() as session:
+        assert repo.add_mention(session, alice.id, frame.id) is False
+        assert repo.mentioned_entity_ids(session, [frame.id, 999]) == {frame.id: [alice.id]}
+    with pytest.raises(ws.NotFoundError), store.write() as session:
+        repo.add_mention(session, alice.id, 999_999)
+
+
+def test_entity_ids_named_in_whole_words(store: ws.Store, mind: ws.Mind) -> None:
+    k = mind.knowledge
+    sarah = k.create_entity("person", "Sarah Chen")
+    apollo = k.create_entity("project", "Project Apollo")
+    node = k.create_entity("tech", "node.js")
+    cpp = k.create_entity("tech", "C++")
+    al = k.create_entity("person", "Al")
+    zurich = k.create_entity("place", "Zürich")
+    gone = k.create_entity("person", "Gone Person")
+    k.retire_entity(gone.id)
+    other = store.mind("other").knowledge.create_entity("person", "Sarah Chen")
+
+    def named(text: str) -> list[int]:
+        with store.read() as session:
+            return repo.entity_ids_named_in(session, mind.id, text)
+
+    text = "Yesterday PROJECT APOLLO was led by sarah   chen, using Node.js and C++ in ZÜRICH."
+    assert named(text) == [apollo.id, sarah.id, node.id, cpp.id, zurich.id]  # text order
+    assert named("Also, Alfred and Sarah Chenoweth came along") == []  # whole words only
+    assert named("Al came too") == [al.id]
+    assert named("Gone Person") == []  # retired
+    assert other.id not in named("Sarah Chen")
+    assert named("") == [] and named("!!! ...") == []
+    with pytest.raises(ws.InvalidInputError):
+        named(None)  # type: ignore[arg-type]
+
+
+def test_entity_ids_named_in_long_text_and_many_entities(store: ws.Store, mind: ws.Mind) -> None:
+    with store.write() as session:
+        for i in range(700):
+            repo.create_entity(session, mind.id, f"type{i % 7}", f"Entity Number {i}")
+    text = " ".join(f"word{i}" for i in range(3000)) + " and entity number 642 here"
+    with store.read() as session:
+        ids = repo.entity_ids_named_in(session, mind.id, text)
+        (name,) = session.scalars(
+            sa.select(repo.EntityRow.name).where(repo.EntityRow.id.in_(ids))).all()
+    assert name == "Entity Number 642"
+
+
+def test_concurrent_upserts_create_one_entity(store: ws.Store, mind: ws.Mind) -> None:
+    """Two writers upserting the same name: the second waits for the first and reuses its row."""
+    import threading
+    import time
+
+    first_wrote = threading.Event()
+    results: dict[str, tuple[int, bool]] = {}
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            with store.write() as session:
+                row, created = repo.upsert_entity(session, mind.id, "person", "Race Winner")
+                results["first"] = (row.id, created)
+                first_wrote.set()
+                time.sleep(0.5)  # hold the transaction open while the second one tries
+        except BaseException as exc:
+            errors.append(exc)
+            first_wrote.set()
+
+    def second() -> None:
+        first_wrote.wait(10)
+        try:
+            with store.write() as session:
+                row, created = repo.upsert_entity(session, mind.id, "person", "race winner")
+                results["second"] = (row.id, created)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    assert results["first"][1] is True
+    assert results["second"] == (results["first"][0], False)
+    assert mind.knowledge.entity_type_counts() == {"person": 1}
