@@ -120,8 +120,8 @@ class EmbeddingServer:
 
     @property
     def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        port = self._httpd.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     @property
     def openai_base_url(self) -> str:

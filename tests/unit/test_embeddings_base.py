@@ -37,7 +37,7 @@ def test_invalid_vectors(vec: list[object]) -> None:
 
 def test_string_is_not_a_vector() -> None:
     with pytest.raises(InvalidVectorError):
-        validate_vector("12", 2)
+        validate_vector("12", 2)  # type: ignore[arg-type]
 
 
 def test_errors_are_invalid_input() -> None:
