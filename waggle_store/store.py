@@ -326,8 +326,14 @@ def open_store(
     except BaseException:
         engine.dispose()
         raise
-    return Store(engine, embedder=resolved, tier=tier, user_id=user_id, tier_policy=tier_policy,
-                 schema=config.schema)
+    store = Store(engine, embedder=resolved, tier=tier, user_id=user_id, tier_policy=tier_policy,
+                  schema=config.schema)
+    if tier is not None and resolved is not None:
+        from waggle_store.embeddings.metered import MeteredEmbedder
+
+        store.embedder = MeteredEmbedder(resolved, store, user_id=user_id, tier=tier,
+                                         policy=tier_policy)
+    return store
 
 
 def _resolve_embedder(spec: Any, *, tier: str | None, tier_policy: Any) -> Any:
