@@ -323,6 +323,32 @@ def test_pattern_order_then_text_order() -> None:
     assert [e[0] for e in edges(text)] == ["led_by", "reports_to", "depends_on"]
 
 
+def test_long_capitalised_stretches_stay_linear() -> None:
+    # The regex form backtracked quadratically here (10,000 words took minutes); no timing is
+    # asserted, but a regression shows up as a test that does not finish.
+    stretch = " ".join(["Abc Def"] * 5000)
+    text = f"{stretch} leads {stretch}. Sarah Chen leads Project Apollo."
+    entities = extract_entities(text)
+    assert [e.name for e in entities][-2:] == ["Sarah Chen", "Project Apollo"]
+    relations = extract_relations(text, entities)
+    assert ExtractedRelation("Project Apollo", "Sarah Chen", "led_by", 0.9) in relations
+
+
+def test_appositive_subject() -> None:
+    assert edges("Sarah Chen from Acme Corp leads Project Apollo now.") == [
+        ("led_by", "Project Apollo", "Sarah Chen", 0.9),
+        ("affiliated_with", "Sarah Chen", "Acme Corp", 0.75),
+    ]
+
+
+def test_capitalised_the_before_a_name_is_not_part_of_the_endpoint() -> None:
+    # The entity pass drops "The Billing Service" whole (the seed's skip rule); the relation
+    # still names the service cleanly, and is kept because the team is a known entity.
+    assert edges("The Billing Service is maintained by Platform Team.") == [
+        ("maintained_by", "Billing Service", "Platform Team", 0.85)
+    ]
+
+
 # ---------------------------------------------------------------- the pluggable protocol
 
 

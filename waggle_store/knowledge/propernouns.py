@@ -81,9 +81,14 @@ RUN = rf"(?<!{_WORD_CHAR}){WORD}(?:{HSPACE}{WORD})+(?!{_WORD_CHAR})"
 _RUN_RE = re.compile(RUN, re.ASCII)
 
 
+def run_spans(shaped: str) -> list[tuple[int, int]]:
+    """(start, end) of every maximal capitalised run in an already shaped text, left to right."""
+    return [m.span() for m in _RUN_RE.finditer(shaped)]
+
+
 def find_runs(text: str) -> list[str]:
     """Capitalised runs left to right, without overlap (a run consumes its words)."""
-    return [text[m.start() : m.end()] for m in _RUN_RE.finditer(shape(text))]
+    return [text[start:end] for start, end in run_spans(shape(text))]
 
 
 def strip_leading_fillers(words: list[str], *, also_skip_words: bool = False) -> list[str]:
@@ -156,6 +161,7 @@ __all__ = [
     "endpoint_name",
     "entity_name",
     "find_runs",
+    "run_spans",
     "shape",
     "strip_leading_fillers",
 ]

@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from waggle_store.knowledge.propernouns import HSPACE, RUN, endpoint_name, shape
+from waggle_store.knowledge.propernouns import HSPACE, endpoint_name, run_spans, shape
 from waggle_store.records import ExtractedEntity, ExtractedRelation
 
 MIN_TEXT_LENGTH = 20
@@ -84,21 +84,55 @@ RULES: tuple[RelationRule, ...] = (
 )
 
 
-def _compile(rule: RelationRule) -> re.Pattern[str]:
-    run = RUN
-    appositive = rf"(?:{_S}(?:from|at){_S}{run})?" if rule.appositive else ""
+@dataclass(frozen=True)
+class _Compiled:
+    rule: RelationRule
+    link: re.Pattern[str]  # the whole gap between two names: " is led by ", " leads the "
+
+
+def _compile(rule: RelationRule) -> _Compiled:
     trigger = f"(?P<fwd>{rule.forward})"
     if rule.inverse is not None:
         trigger = f"(?:{trigger}|(?P<inv>{rule.inverse}))"
-    return re.compile(
-        rf"(?P<src>{run}){appositive}{_S}{trigger}{_S}(?:the{_S})?(?P<tgt>{run})", re.ASCII
-    )
+    return _Compiled(rule, re.compile(rf"{_S}{trigger}{_S}(?:the{_S})?", re.ASCII))
 
 
-# Compiled over the text's shape (see propernouns.shape), in the seed's order.
-_COMPILED: tuple[tuple[RelationRule, re.Pattern[str]], ...] = tuple(
-    (rule, _compile(rule)) for rule in RULES
-)
+# Matched against the text's shape (see propernouns.shape), in the seed's order.
+_COMPILED: tuple[_Compiled, ...] = tuple(_compile(rule) for rule in RULES)
+_APPOSITIVE = re.compile(rf"{_S}(?:from|at){_S}", re.ASCII)
+
+
+def _scan(
+    compiled: _Compiled, shaped: str, runs: list[tuple[int, int]]
+) -> list[tuple[int, int, bool]]:
+    """(subject run, object run, inverse?) for each match, left to right, matches consuming.
+
+    Equivalent to the seed's one-regex-per-type scan: a name is a maximal capitalised run, so a
+    match always starts and ends on whole runs, and what lies between two names either is a
+    trigger phrase or is not. Walking the runs keeps the scan linear; the regex form
+    backtracked quadratically over long capitalised stretches.
+    """
+    found: list[tuple[int, int, bool]] = []
+    index = 0
+    while index + 1 < len(runs):
+        gap = shaped[runs[index][1] : runs[index + 1][0]]
+        link = compiled.link.fullmatch(gap)
+        target = index + 1
+        appositive = (
+            link is None
+            and compiled.rule.appositive
+            and index + 2 < len(runs)
+            and _APPOSITIVE.fullmatch(gap) is not None
+        )
+        if appositive:
+            link = compiled.link.fullmatch(shaped[runs[index + 1][1] : runs[index + 2][0]])
+            target = index + 2
+        if link is None:
+            index += 1
+            continue
+        found.append((index, target, link.groupdict().get("inv") is not None))
+        index = target + 1
+    return found
 
 
 def extract_relations(text: str, entities: Sequence[ExtractedEntity]) -> list[ExtractedRelation]:
@@ -110,16 +144,18 @@ def extract_relations(text: str, entities: Sequence[ExtractedEntity]) -> list[Ex
         return []
     text = unicodedata.normalize("NFC", text)
     shaped = shape(text)
+    runs = run_spans(shaped)
     known = {unicodedata.normalize("NFC", e.name).casefold() for e in entities}
     seen: set[tuple[str, str, str]] = set()
     relations: list[ExtractedRelation] = []
-    for rule, regex in _COMPILED:
-        for match in regex.finditer(shaped):
-            subject = endpoint_name(text[match.start("src") : match.end("src")])
-            obj = endpoint_name(text[match.start("tgt") : match.end("tgt")])
+    for compiled in _COMPILED:
+        rule = compiled.rule
+        for subject_run, object_run, inverse in _scan(compiled, shaped, runs):
+            subject = endpoint_name(text[slice(*runs[subject_run])])
+            obj = endpoint_name(text[slice(*runs[object_run])])
             if subject is None or obj is None:
                 continue
-            source, target = (obj, subject) if match.groupdict().get("inv") else (subject, obj)
+            source, target = (obj, subject) if inverse else (subject, obj)
             if source.casefold() == target.casefold():
                 continue
             if source.casefold() not in known and target.casefold() not in known:
