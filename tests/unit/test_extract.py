@@ -344,7 +344,7 @@ def test_appositive_subject() -> None:
 def test_capitalised_the_before_a_name_is_not_part_of_the_endpoint() -> None:
     # The entity pass drops "The Billing Service" whole (the seed's skip rule); the relation
     # still names the service cleanly, and is kept because the team is a known entity.
-    assert edges("The Billing Service is maintained by Platform Team.") == [
+    assert edges("The Billing Service is maintained by Platform Team for Sarah Chen.") == [
         ("maintained_by", "Billing Service", "Platform Team", 0.85)
     ]
 
