@@ -170,10 +170,14 @@ class FrameRepository:
 
     # -- inserts ------------------------------------------------------------------------------
 
+    def _lock_session(self, gop_id: str) -> None:
+        """Lock the session row before reading MAX(t): concurrent writers to one session queue
+        here (Postgres row lock; on SQLite BEGIN IMMEDIATE already serialises writers)."""
+        self.sessions.require(gop_id, lock=True)
+
     def _insert(self, frame_type: str, gop_id: str, content: str, *, base_frame_id: int | None,
                 importance: str, source: str, created_at: datetime | None) -> FrameRow:
-        # Lock the session row, then read MAX(t): concurrent writers to one session queue here.
-        self.sessions.require(gop_id, lock=True)
+        # The caller has locked the session row (_lock_session), so MAX(t) + 1 cannot race.
         next_t = self.session.scalar(select(func.coalesce(func.max(FrameRow.t), -1) + 1).where(
             FrameRow.mind_id == self.mind_id, FrameRow.gop_id == gop_id))
         digest = content_hash(content)
@@ -186,7 +190,6 @@ class FrameRepository:
         self.session.flush()
         self.session.add(FrameEmbeddingRow(frame_id=row.id, model_id=None, content_hash=digest,
                                            status="pending"))
-        self.session.flush()
         return row
 
     def create_i(self, gop_id: str, content: str, *, importance: str = "normal",
@@ -200,7 +203,8 @@ class FrameRepository:
         check_choice(importance, IMPORTANCE_LEVELS, name="importance")
         check_choice(source, FRAME_SOURCES, name="source")
         when = optional_utc(created_at, name="created_at")
-        self.sessions.require(gop_id)
+        self._lock_session(gop_id)
+        # Then the mind row: two transactions cannot both miss the same duplicate (Postgres).
         self.session.scalar(select(MindRow.id).where(MindRow.id == self.mind_id)
                             .with_for_update(key_share=True))
         duplicate = self.find_duplicate(content)
@@ -217,7 +221,7 @@ class FrameRepository:
         check_id(base_frame_id, name="base_frame_id")
         check_choice(importance, IMPORTANCE_LEVELS, name="importance")
         check_choice(source, FRAME_SOURCES, name="source")
-        self.sessions.require(gop_id)
+        self._lock_session(gop_id)
         base = self.row(base_frame_id)
         if base is None or base.frame_type != "I" or base.gop_id != gop_id:
             raise InvalidInputError(
@@ -238,7 +242,7 @@ class FrameRepository:
         refs = [check_id(r, name="referenced frame id") for r in referenced_frame_ids]
         if not refs:
             raise InvalidInputError("a B-frame must reference at least one frame")
-        self.sessions.require(gop_id)
+        self._lock_session(gop_id)
         wanted = {base_frame_id, *refs}
         found = set(self.session.scalars(select(FrameRow.id).where(
             FrameRow.mind_id == self.mind_id, FrameRow.id.in_(wanted))))
