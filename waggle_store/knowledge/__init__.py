@@ -1,0 +1,12 @@
+"""Entity and relation extraction (the knowledge graph's input), and status polarity."""
+
+from __future__ import annotations
+
+from waggle_store.knowledge.extract import (
+    EntityExtractor,
+    RuleBasedExtractor,
+    extract_entities,
+    extract_relations,
+)
+
+__all__ = ["EntityExtractor", "RuleBasedExtractor", "extract_entities", "extract_relations"]
