@@ -34,7 +34,7 @@ def _worker(url: str, schema: str | None, index: int, barrier: Any, results: Any
         finally:
             store.close()
         results.put((index, None))
-    except BaseException:  # report everything to the parent; the test fails on any of it
+    except BaseException:  # noqa: BLE001 - report everything to the parent; the test fails on any of it
         results.put((index, traceback.format_exc()))
 
 

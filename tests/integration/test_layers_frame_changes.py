@@ -154,8 +154,8 @@ def test_compact_refuses_bad_ages(mind: ws.Mind) -> None:
 def test_schema_rules_behind_the_api(engine: sa.Engine, store: ws.Store, mind: ws.Mind, gop: str) -> None:
     """§22.6 where it applies: CHECKs refuse bad enums, and (unlike the seed) a duplicate t too."""
     frame = mind.frames.create_i(gop, "row")
-    good = dict(mind_id=mind.id, frame_type="I", gop_id=gop, t=7, content="x", content_hash="h",
-                importance="normal", source="user_stated", access_count=0)
+    good = {"mind_id": mind.id, "frame_type": "I", "gop_id": gop, "t": 7, "content": "x",
+            "content_hash": "h", "importance": "normal", "source": "user_stated", "access_count": 0}
     for bad in ({"frame_type": "X"}, {"importance": "urgent"}, {"source": "team_sync"}, {"t": frame.t},
                 {"gop_id": "no-such-session"}):
         with pytest.raises(sa.exc.IntegrityError), sa.orm.Session(engine) as s, s.begin():

@@ -11,7 +11,13 @@ from sqlalchemy.orm import Session
 from waggle_store.errors import InvalidInputError, NotFoundError
 from waggle_store.models import AWARENESS_CATEGORIES, AwarenessRow
 from waggle_store.records import AwarenessItem
-from waggle_store.repositories.common import check_choice, check_id, check_int, check_json, check_text
+from waggle_store.repositories.common import (
+    check_choice,
+    check_id,
+    check_int,
+    check_json,
+    check_text,
+)
 from waggle_store.timeutil import optional_utc, utcnow
 
 MAX_ACTIVE_ITEMS = 10

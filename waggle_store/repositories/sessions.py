@@ -14,8 +14,8 @@ import string
 from collections.abc import Callable
 from datetime import datetime
 
-from sqlalchemy import func, select
 from sqlalchemy import exc as sa_exc
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from waggle_store.errors import ConflictError, NotFoundError
