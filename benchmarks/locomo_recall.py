@@ -1,0 +1,175 @@
+"""Retrieval quality on LoCoMo through the public API (protocol: ../shared/eval/README.md).
+
+    python benchmarks/locomo_recall.py PATH [--embedder hashing|local|both] [--url URL]
+
+For each embedder it builds one store (SQLite in a temporary directory unless ``--url`` names a
+database), one mind per conversation, one session per LoCoMo session and one frame per turn
+(``mind.frames.create_i(..., created_at=<session date>)``), embeds with ``store.reconcile()``,
+then asks every category 1-4 question three ways with ``mind.search(question, limit=50,
+lanes=...)``: keyword only, vector only, and hybrid (both lanes, the default).
+
+Prints recall@{1,5,10,20,50}, hit@10, MRR and recall@10 per category for each lane set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
+
+import waggle_store as ws  # noqa: E402
+
+KS = (1, 5, 10, 20, 50)
+LANE_SETS: dict[str, tuple[str, ...]] = {
+    "keyword": ("keyword",),
+    "vector": ("vector",),
+    "hybrid": ("keyword", "vector"),
+}
+_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m) on (\d{1,2}) (\w+),? (\d{4})", re.I)
+_MONTHS = {m: i for i, m in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+     "october", "november", "december"], start=1)}
+
+
+def parse_session_date(text: str) -> datetime:
+    """"1:56 pm on 8 May, 2023" → an aware UTC datetime (LoCoMo gives no zone; UTC is assumed)."""
+    m = _DATE.search(text)
+    if not m:
+        raise ValueError(f"unrecognised LoCoMo date {text!r}")
+    hour, minute, ampm, day, month, year = m.groups()
+    h = int(hour) % 12 + (12 if ampm.lower() == "pm" else 0)
+    return datetime(int(year), _MONTHS[month.lower()], int(day), h, int(minute), tzinfo=UTC)
+
+
+def normalise_dia_id(raw: str) -> str:
+    """"D:11:26" → "D11:26", "D30:05" → "D30:5"."""
+    m = re.fullmatch(r"D:?(\d+):(\d+)", raw.strip())
+    return f"D{int(m.group(1))}:{int(m.group(2))}" if m else raw.strip()
+
+
+def gold_ids(evidence: Sequence[str], known: set[str]) -> set[str]:
+    out: set[str] = set()
+    for entry in evidence:
+        for part in re.split(r"[;\s]+", entry):
+            if part:
+                dia = normalise_dia_id(part)
+                if dia in known:
+                    out.add(dia)
+    return out
+
+
+def load_sample(store: ws.Store, sample: dict[str, Any]) -> tuple[ws.Mind, dict[int, set[str]]]:
+    """Create the sample's mind; returns it and frame id → dia_ids (dedup can merge turns)."""
+    mind = store.mind(f"{sample['sample_id']}-{uuid.uuid4().hex[:6]}")
+    conv = sample["conversation"]
+    frame_dias: dict[int, set[str]] = defaultdict(set)
+    sessions = sorted(
+        (int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k)),
+    )
+    for n in sessions:
+        when = parse_session_date(conv[f"session_{n}_date_time"])
+        gop = mind.sessions.ensure(f"session_{n}").gop_id
+        for turn in conv[f"session_{n}"]:
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [shares {turn['blip_caption']}]"
+            frame = mind.frames.create_i(gop, text, created_at=when)
+            frame_dias[frame.id].add(normalise_dia_id(turn["dia_id"]))
+    return mind, frame_dias
+
+
+def evaluate(store: ws.Store, data: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    per_lane: dict[str, dict[str, Any]] = {
+        name: {"recall": defaultdict(list), "hit10": [], "mrr": [], "cat": defaultdict(list)}
+        for name in LANE_SETS
+    }
+    loaded = [(sample, *load_sample(store, sample)) for sample in data]
+    store.reconcile()
+    for sample, mind, frame_dias in loaded:
+        known = set().union(*frame_dias.values())
+        for qa in sample["qa"]:
+            if qa.get("category") not in (1, 2, 3, 4):
+                continue
+            gold = gold_ids(qa.get("evidence", []), known)
+            if not gold:
+                continue
+            for name, lanes in LANE_SETS.items():
+                results = mind.search(qa["question"], limit=max(KS), lanes=lanes)
+                ranked: list[str] = []
+                for r in results:  # a frame merged by dedup stands for each of its turns
+                    ranked.extend(sorted(frame_dias[r.frame.id]))
+                m = per_lane[name]
+                for k in KS:
+                    m["recall"][k].append(len(set(ranked[:k]) & gold) / len(gold))
+                m["hit10"].append(1.0 if set(ranked[:10]) & gold else 0.0)
+                first = next((i for i, d in enumerate(ranked) if d in gold), None)
+                m["mrr"].append(0.0 if first is None else 1.0 / (first + 1))
+                m["cat"][qa["category"]].append(len(set(ranked[:10]) & gold) / len(gold))
+    summary: dict[str, dict[str, Any]] = {}
+    for name, m in per_lane.items():
+        mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
+        summary[name] = {
+            **{f"recall@{k}": mean(m["recall"][k]) for k in KS},
+            "hit@10": mean(m["hit10"]),
+            "mrr": mean(m["mrr"]),
+            **{f"cat{c}_recall@10": mean(v) for c, v in sorted(m["cat"].items())},
+            "questions": len(m["mrr"]),
+        }
+    return summary
+
+
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--embedder", choices=("hashing", "local", "both"), default="both")
+    parser.add_argument("--url", help="database URL (default: a temporary SQLite file)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    args = parser.parse_args(argv)
+    data = json.loads(args.path.read_text())
+    names = ["hashing", "local"] if args.embedder == "both" else [args.embedder]
+    report: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            from waggle_store.embeddings import HashingEmbedder, LocalEmbedder
+
+            embedder = HashingEmbedder() if name == "hashing" else LocalEmbedder()
+            url = args.url or f"sqlite:///{Path(tmp) / f'locomo-{name}.db'}"
+            schema = f"locomo_{uuid.uuid4().hex[:8]}" if url.startswith("postgresql") else None
+            started = time.perf_counter()
+            with ws.open_store(url, embedder=embedder, schema=schema) as store:
+                report[name] = evaluate(store, data)
+                report[name]["dialect"] = store.engine.dialect.name
+                if schema:
+                    with store.engine.begin() as conn:
+                        conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
+            report[name]["seconds"] = round(time.perf_counter() - started, 1)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    for name, by_lane in report.items():
+        print(f"\n== embedder: {name} ({by_lane['dialect']}, {by_lane['seconds']} s) ==")
+        cols = [f"recall@{k}" for k in KS] + ["hit@10", "mrr"]
+        cats = sorted(c for c in by_lane["hybrid"] if c.startswith("cat"))
+        print(f"{'lanes':8} " + " ".join(f"{c:>9}" for c in cols + [c.replace('_recall@10', ' r@10') for c in cats]))
+        for lane in LANE_SETS:
+            row = by_lane[lane]
+            print(f"{lane:8} " + " ".join(f"{row[c]:9.3f}" for c in cols + cats))
+        print(f"questions: {by_lane['hybrid']['questions']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
