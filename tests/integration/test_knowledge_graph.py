@@ -293,7 +293,7 @@ def test_concurrent_upserts_create_one_entity(store: ws.Store, mind: ws.Mind) ->
                 results["first"] = (row.id, created)
                 first_wrote.set()
                 time.sleep(0.5)  # hold the transaction open while the second one tries
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread below
             errors.append(exc)
             first_wrote.set()
 
@@ -303,7 +303,7 @@ def test_concurrent_upserts_create_one_entity(store: ws.Store, mind: ws.Mind) ->
             with store.write() as session:
                 row, created = repo.upsert_entity(session, mind.id, "person", "race winner")
                 results["second"] = (row.id, created)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread below
             errors.append(exc)
 
     threads = [threading.Thread(target=first), threading.Thread(target=second)]
@@ -315,3 +315,37 @@ def test_concurrent_upserts_create_one_entity(store: ws.Store, mind: ws.Mind) ->
     assert results["first"][1] is True
     assert results["second"] == (results["first"][0], False)
     assert mind.knowledge.entity_type_counts() == {"person": 1}
+
+
+def test_retire_entity_inside_a_unit_of_work_updates_loaded_relations(store: ws.Store,
+                                                                      mind: ws.Mind) -> None:
+    """The cognify path shares one session: edge rows it already holds must see the retirement."""
+    with store.write() as session:
+        a, _ = repo.upsert_entity(session, mind.id, "tech", "A")
+        b, _ = repo.upsert_entity(session, mind.id, "tech", "B")
+        edge, _ = repo.ensure_relation(session, mind.id, a.id, b.id, "uses", 0.9)
+        assert repo.retire_entity(session, mind.id, b.id) is True
+        assert repo.retire_entity(session, mind.id, b.id) is False
+        assert edge.valid_to is not None
+        again, created = repo.ensure_relation(session, mind.id, a.id, a.id, "uses", 0.9)
+        assert created and again.id != edge.id
+        with pytest.raises(ws.InvalidInputError):
+            repo.relations(session, mind.id, a.id, direction="sideways")
+
+
+def test_graph_lock_is_retaken_after_a_rolled_back_savepoint(store: ws.Store, mind: ws.Mind) -> None:
+    """Postgres loses a row lock taken in a savepoint that rolls back; the next upsert relocks."""
+
+    class Abort(Exception):
+        pass
+
+    with store.write() as session:
+        with count_statements(store) as seen:
+            with pytest.raises(Abort), session.begin_nested():
+                repo.upsert_entity(session, mind.id, "person", "A")
+                raise Abort
+            repo.upsert_entity(session, mind.id, "person", "B")
+            repo.upsert_entity(session, mind.id, "person", "C")  # lock held at top level now
+        locks = [s for s in seen if "FROM minds" in s]
+    assert len(locks) == 2
+    assert mind.knowledge.entity_type_counts() == {"person": 2}

@@ -146,17 +146,21 @@ def lock_graph(session: Session, mind_id: int) -> None:
     an entity and both insert it. Locking the mind row (``FOR NO KEY UPDATE``, so frame inserts
     referencing the mind are not blocked) makes the check-then-insert atomic per mind. SQLite
     needs nothing: its writers are already serialised by ``BEGIN IMMEDIATE`` and the clause is
-    not rendered there. Taken once per transaction.
+    not rendered there.
+
+    The lock is taken once per (transaction or savepoint): Postgres drops a row lock taken
+    inside a savepoint that is rolled back, so a lock taken in a savepoint only counts for it.
     """
-    transaction = session.get_transaction()
-    held: tuple[object, set[int]] | None = session.info.get(_LOCK_INFO_KEY)
-    if held is not None and held[0] is transaction and mind_id in held[1]:
+    root = session.get_transaction()
+    scope = session.get_nested_transaction() or root
+    held: tuple[object, dict[object, set[int]]] | None = session.info.get(_LOCK_INFO_KEY)
+    if held is None or held[0] is not root:
+        held = (root, {})
+        session.info[_LOCK_INFO_KEY] = held
+    if mind_id in held[1].get(root, ()) or mind_id in held[1].get(scope, ()):
         return
     session.execute(sa.select(MindRow.id).where(MindRow.id == mind_id).with_for_update(key_share=True))
-    if held is None or held[0] is not transaction:
-        held = (transaction, set())
-        session.info[_LOCK_INFO_KEY] = held
-    held[1].add(mind_id)
+    held[1].setdefault(scope, set()).add(mind_id)
 
 
 # -- entities ---------------------------------------------------------------------------------
@@ -304,7 +308,7 @@ def retire_entity(session: Session, mind_id: int, entity_id: int) -> bool:
         .where(RelationRow.mind_id == mind_id, RelationRow.valid_to.is_(None),
                sa.or_(RelationRow.source_id == entity_id, RelationRow.target_id == entity_id))
         .values(valid_to=sa.case((RelationRow.valid_from > now, RelationRow.valid_from), else_=now))
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session="fetch")  # relation rows already loaded stay true
     )
     session.flush()
     return True
@@ -374,6 +378,8 @@ def ensure_relation(session: Session, mind_id: int, source_id: int, target_id: i
 def relations(session: Session, mind_id: int, entity_id: int, relation_type: str | None = None,
               *, direction: str = "from") -> list[RelationRow]:
     """Active relations leaving (``direction="from"``) or entering (``"to"``) an entity."""
+    if direction not in ("from", "to"):
+        raise InvalidInputError(f"direction must be 'from' or 'to', got {direction!r}")
     column = RelationRow.source_id if direction == "from" else RelationRow.target_id
     query = sa.select(RelationRow).where(RelationRow.mind_id == mind_id, column == entity_id,
                                          RelationRow.valid_to.is_(None))

@@ -65,6 +65,7 @@ def _walk(mind_id: int, start_ids: list[int], max_depth: int, *, relation_type: 
         .cte("walk", recursive=True)
     )
     rel = sa.orm.aliased(RelationRow, name="rel")
+    other: sa.ColumnElement[int] | sa.orm.InstrumentedAttribute[int]
     if undirected:
         on = sa.or_(rel.source_id == walk.c.node, rel.target_id == walk.c.node)
         other = sa.case((rel.source_id == walk.c.node, rel.target_id), else_=rel.source_id)
