@@ -22,7 +22,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from waggle_store.errors import InvalidInputError, ValidationError, WaggleStoreError
+from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.knowledge.extract import extract_entities, extract_relations
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS, FrameEmbeddingRow, FrameRow
 from waggle_store.records import (
@@ -31,11 +31,18 @@ from waggle_store.records import (
     ExtractedEntity,
     ExtractedRelation,
     MemoryInput,
+    ValidationSchema,
 )
-from waggle_store.repositories import knowledge as kg
 from waggle_store.repositories.common import check_choice, check_content, content_hash
 from waggle_store.repositories.frames import FrameRepository
-from waggle_store.repositories.knowledge_graph import add_mention
+from waggle_store.repositories.graph_bulk import (
+    EdgeSpec,
+    EntitySpec,
+    add_mentions,
+    ensure_edges,
+    upsert_entities,
+)
+from waggle_store.repositories.knowledge import lock_graph
 from waggle_store.repositories.knowledge_schema import get_validation_schema
 from waggle_store.repositories.sessions import SessionRepository
 from waggle_store.search.vectors import mark_pending, model_key, register_model, store_vectors
@@ -145,72 +152,68 @@ def _write_frame(session: Session, mind_id: int, gop_id: str, item: _Item) -> tu
     return frame.id, True
 
 
-def _write_graph(session: Session, mind_id: int, frame_id: int, item: _Item) -> tuple[int, int]:
-    """Entities, mentions, co-occurrence and semantic relations; returns (entities, new edges)."""
-    schema = get_validation_schema(session, mind_id)
+def _write_graph(session: Session, mind_id: int, frame_id: int, item: _Item,
+                 schema: ValidationSchema | None) -> tuple[int, int]:
+    """Entities, mentions, co-occurrence and semantic relations; returns (entities, new edges).
+
+    What the mind's ValidationSchema refuses is skipped and logged, not fatal: the memory itself
+    is still stored, and a schema too strict for the rule-based extractor shows in the log.
+    """
+    specs = [EntitySpec(e.type, e.name, {"confidence": e.confidence, "source": "cognify"})
+             for e in item.entities]
+    rows, refused = upsert_entities(session, mind_id, specs, schema)
     ids: list[int] = []
     by_name: dict[str, int] = {}
-    for entity in item.entities:
-        try:
-            with session.begin_nested():
-                row, _ = kg.upsert_entity(
-                    session, mind_id, entity.type, entity.name,
-                    {"confidence": entity.confidence, "source": "cognify"}, schema=schema,
-                )
-        except ValidationError as exc:
-            # The mind's schema refuses what the rule-based extractor found; the memory itself
-            # is still stored. Logged so that a schema too strict for cognify is visible.
-            log.info("cognify skipped entity %r (%s): %s", entity.name, entity.type, exc)
+    types: dict[int, str] = {}
+    for entity, row in zip(item.entities, rows, strict=True):
+        if row is None:
             continue
-        if row.id not in ids:
+        if row.id not in types:
             ids.append(row.id)
+            types[row.id] = row.entity_type
         by_name.setdefault(entity.name.casefold(), row.id)
-        add_mention(session, row.id, frame_id)
-    created = 0
-    for i, source_id in enumerate(ids):
-        for target_id in ids[i + 1 :]:
-            created += _edge(session, mind_id, source_id, target_id, CO_OCCURRENCE,
-                             CO_OCCURRENCE_CONFIDENCE, "cognify", schema, unordered=True)
+    add_mentions(session, frame_id, ids)
+    edges = [EdgeSpec(a, b, CO_OCCURRENCE, CO_OCCURRENCE_CONFIDENCE, {"source": "cognify"},
+                      unordered=True)
+             for i, a in enumerate(ids) for b in ids[i + 1 :]]
     for rel in item.relations:
         source_id = by_name.get(rel.source.casefold())
         target_id = by_name.get(rel.target.casefold())
-        if source_id is None or target_id is None or source_id == target_id:
-            continue
-        created += _edge(session, mind_id, source_id, target_id, rel.relation_type,
-                         rel.confidence, "semantic", schema)
+        if source_id is not None and target_id is not None and source_id != target_id:
+            edges.append(EdgeSpec(source_id, target_id, rel.relation_type, rel.confidence,
+                                  {"source": "semantic"}))
+    created, edge_refused = ensure_edges(session, mind_id, edges, types, schema)
+    for why in refused + edge_refused:
+        log.info("cognify skipped a graph write the mind's schema refuses: %s", why)
     return len(ids), created
 
 
-def _edge(session: Session, mind_id: int, source_id: int, target_id: int, relation_type: str,
-          confidence: float, origin: str, schema: Any, *, unordered: bool = False) -> int:
-    try:
-        with session.begin_nested():
-            _, created = kg.ensure_relation(
-                session, mind_id, source_id, target_id, relation_type, confidence,
-                unordered=unordered, properties={"source": origin}, schema=schema,
-            )
-    except ValidationError as exc:
-        log.info("cognify skipped relation %s between %d and %d: %s", relation_type, source_id,
-                 target_id, exc)
-        return 0
-    return int(created)
-
-
-def _write_vector(session: Session, mind: Mind, frame_id: int, vector: list[float] | None,
-                  model_id: int | None, embed_error: str | None) -> bool:
-    """Store the frame's vector unless it already has a current one; True when it is ready."""
-    manifest = session.get(FrameEmbeddingRow, frame_id)
-    row = session.get(FrameRow, frame_id)
-    assert row is not None  # written in this transaction
-    if (manifest is not None and manifest.status == "ready" and manifest.model_id == model_id
-            and manifest.content_hash == row.content_hash and model_id is not None):
-        return True
-    if vector is None or model_id is None:
-        if embed_error:
-            mark_pending(session, [frame_id], embed_error)
-        return False
-    return store_vectors(session, mind.store.adapter, model_id,
-                         [(frame_id, row.content_hash, vector)]) == 1
+def _write_vectors(session: Session, mind: Mind, vectors: dict[int, list[float] | None],
+                   model_id: int | None, embed_error: str | None) -> set[int]:
+    """Store the frames' vectors (skipping those already current); returns the ready frame ids."""
+    if not vectors:
+        return set()
+    rows = {r.id: r for r in session.scalars(select(FrameRow).where(FrameRow.id.in_(vectors)))}
+    manifests = {m.frame_id: m for m in session.scalars(
+        select(FrameEmbeddingRow).where(FrameEmbeddingRow.frame_id.in_(vectors)))}
+    ready: set[int] = set()
+    todo: list[tuple[int, str, list[float]]] = []
+    missing: list[int] = []
+    for frame_id, vector in vectors.items():
+        row, manifest = rows[frame_id], manifests.get(frame_id)
+        if (model_id is not None and manifest is not None and manifest.status == "ready"
+                and manifest.model_id == model_id and manifest.content_hash == row.content_hash):
+            ready.add(frame_id)  # a dedup hit whose vector is current: nothing to write
+        elif vector is not None and model_id is not None:
+            todo.append((frame_id, row.content_hash, vector))
+        else:
+            missing.append(frame_id)
+    if todo:
+        store_vectors(session, mind.store.adapter, model_id, todo)  # type: ignore[arg-type]
+        ready.update(frame_id for frame_id, _, _ in todo)
+    if missing and embed_error:
+        mark_pending(session, missing, embed_error)
+    return ready
 
 
 def _vector_backend(mind: Mind) -> bool:
@@ -227,21 +230,28 @@ def _write_items(mind: Mind, items: Sequence[_Item], gop_id: str | None,
     written: dict[int, _Written] = {}
     with mind.store.write() as session:
         gop = _resolve_gop(session, mind.id, gop_id)
+        # Taken once at the root so the per-item savepoints reuse it (Postgres: the graph's
+        # check-then-insert is serialised per mind; SQLite writers are serialised already).
+        lock_graph(session, mind.id)
+        schema = get_validation_schema(session, mind.id)
         model_id = (register_model(session, mind.store.adapter, model_key(mind.store.embedder))
                     if vectors is not None else None)
+        pending_vectors: dict[int, list[float] | None] = {}
         for position, item in enumerate(items):
-            vector = vectors[position] if vectors is not None else None
             try:
                 with session.begin_nested():
                     frame_id, _new = _write_frame(session, mind.id, gop, item)
-                    n_entities, n_relations = _write_graph(session, mind.id, frame_id, item)
-                    ready = _write_vector(session, mind, frame_id, vector, model_id, embed_error)
+                    n_entities, n_relations = _write_graph(session, mind.id, frame_id, item, schema)
             except (WaggleStoreError, sa_exc.IntegrityError) as exc:
                 if on_error is None:
                     raise
                 on_error(item, exc)
                 continue
-            written[item.index] = _Written(frame_id, n_entities, n_relations, ready)
+            pending_vectors[frame_id] = vectors[position] if vectors is not None else None
+            written[item.index] = _Written(frame_id, n_entities, n_relations, False)
+        ready = _write_vectors(session, mind, pending_vectors, model_id, embed_error)
+        for w in written.values():
+            w.vector_ready = w.frame_id in ready
     return written
 
 
