@@ -7,7 +7,8 @@ errors, so that after any exception nothing of that call remains.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from datetime import datetime
 from contextlib import contextmanager
 from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from waggle_store.facade.knowledge import KnowledgeAPI
     from waggle_store.facade.kv import KVAPI
     from waggle_store.facade.sessions import SessionsAPI
-    from waggle_store.records import BatchResult, CognifyResult
+    from waggle_store.records import BatchResult, CognifyResult, MemoryInput
 
 
 def _package_version() -> str:
@@ -264,25 +265,51 @@ class Mind:
 
         return KVAPI(self)
 
-    def search(self, query: str, **options: Any) -> list[SearchResult]:
+    def search(self, query: str, *, limit: int = 20, gop_id: str | None = None,
+               profile: str = "balanced", since: datetime | str | None = None,
+               until: datetime | str | None = None,
+               context: Mapping[int, int] | None = None,
+               lanes: Collection[str] | None = None) -> list[SearchResult]:
+        """Hybrid keyword + vector search of this mind (DESIGN §5).
+
+        ``lanes`` restricts the lanes that run ({"keyword"}, {"vector"}; default both), for
+        evaluation and debugging.
+        """
         from waggle_store.search.engine import search
 
-        return search(self, query, **options)
+        return search(self, query, limit=limit, gop_id=gop_id, profile=profile, since=since,
+                      until=until, context=context, lanes=lanes)
 
-    def recall(self, query: str, **options: Any) -> list[SearchResult]:
+    def recall(self, query: str, *, limit: int = 20, gop_id: str | None = None,
+               profile: str = "balanced", since: datetime | str | None = None,
+               until: datetime | str | None = None,
+               context: Mapping[int, int] | None = None,
+               lanes: Collection[str] | None = None) -> list[SearchResult]:
+        """search() that also counts an access (touch) of every frame it returns."""
         from waggle_store.search.engine import recall
 
-        return recall(self, query, **options)
+        return recall(self, query, limit=limit, gop_id=gop_id, profile=profile, since=since,
+                      until=until, context=context, lanes=lanes)
 
-    def cognify(self, content: str, **options: Any) -> CognifyResult:
+    def cognify(self, content: str, *, importance: str = "normal", gop_id: str | None = None,
+                created_at: datetime | str | None = None, source: str = "user_stated",
+                link: bool = True) -> CognifyResult:
+        """Store a memory: frame, entities, relations and vector in one transaction (DESIGN §6).
+
+        ``link=False`` skips the related-frames search when the caller does not need it.
+        """
         from waggle_store.pipeline.cognify import cognify
 
-        return cognify(self, content, **options)
+        return cognify(self, content, importance=importance, gop_id=gop_id,
+                       created_at=created_at, source=source, link=link)
 
-    def cognify_batch(self, items: Any, **options: Any) -> BatchResult:
+    def cognify_batch(self, items: Iterable[str | MemoryInput], *, importance: str = "normal",
+                      gop_id: str | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> BatchResult:
+        """Cognify many memories: embedded in batches, written in few transactions."""
         from waggle_store.pipeline.cognify import cognify_batch
 
-        return cognify_batch(self, items, **options)
+        return cognify_batch(self, items, importance=importance, gop_id=gop_id, progress=progress)
 
 
 def _translate(exc: BaseException) -> BaseException:

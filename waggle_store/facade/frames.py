@@ -64,12 +64,22 @@ class FramesAPI:
             return self._repo(s).create_b(gop_id, description, base_frame_id, referenced_frame_ids)
 
     def update(self, frame_id: int, content: str, *, importance: str | None = None) -> Frame:
-        """New content: keyword index follows, the vector is dropped and marked pending."""
+        """New content: the keyword index follows in the same transaction; the old vector is
+        dropped and the frame re-embedded right after (it stays pending if that fails)."""
         with self.mind.store.write() as s:
             frame, changed = self._repo(s).update(frame_id, content, importance=importance)
             if changed:
                 self._drop_vectors(s, [frame.id])
-            return frame
+        if changed:
+            self._reembed([frame.id])
+        return frame
+
+    def _reembed(self, frame_ids: Sequence[int]) -> None:
+        """Embed outside the write transaction; a failure leaves the manifest pending for reconcile."""
+        from waggle_store.search.vectors import embed_frames
+
+        if frame_ids:
+            embed_frames(self.mind.store, frame_ids)
 
     def delete(self, frame_id: int) -> None:
         """Delete a frame; frames based on it keep working with base_frame_id = None."""
@@ -91,7 +101,8 @@ class FramesAPI:
             result = self._repo(s).compact(max_temp_age_days=max_temp_age_days,
                                            max_deprecated_age_days=max_deprecated_age_days)
             self._drop_vectors(s, result.deleted_ids + result.rewritten_ids)
-            return result.report
+        self._reembed(result.rewritten_ids)
+        return result.report
 
     # -- reads --------------------------------------------------------------------------------
 
