@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
+from alembic import command
 from waggle_store.config import StoreConfig
 from waggle_store.errors import MigrationError
 

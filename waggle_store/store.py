@@ -8,8 +8,8 @@ errors, so that after any exception nothing of that call remains.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from datetime import datetime
 from contextlib import contextmanager
+from datetime import datetime
 from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,14 @@ from waggle_store.errors import (
     WaggleStoreError,
 )
 from waggle_store.models import MIND_KINDS, MindRow
-from waggle_store.records import EmbedderStatus, Health, MindInfo, QuotaStatus, ReconcileReport, SearchResult
+from waggle_store.records import (
+    EmbedderStatus,
+    Health,
+    MindInfo,
+    QuotaStatus,
+    ReconcileReport,
+    SearchResult,
+)
 
 if TYPE_CHECKING:
     from waggle_store.facade.awareness import AwarenessAPI

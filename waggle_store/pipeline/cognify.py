@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import select
@@ -107,7 +107,7 @@ def _embed(mind: Mind, texts: Sequence[str]) -> tuple[list[list[float]] | None, 
         return None, None
     try:
         vectors = embedder.embed_documents(list(texts))
-    except Exception as exc:  # provider down, quota, bad response: the frames go in pending
+    except Exception as exc:  # noqa: BLE001 - provider down, quota, bad response: frames go in pending
         reason = f"{type(exc).__name__}: {exc}"
         log.warning("embedding %d text(s) failed; frames stored as pending: %s", len(texts), reason)
         return None, reason

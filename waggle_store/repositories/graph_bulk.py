@@ -56,8 +56,8 @@ def upsert_entities(session: Session, mind_id: int, specs: Sequence[EntitySpec],
                    sa.tuple_(EntityRow.entity_type, EntityRow.name_key).in_(list(set(keys))))
             .order_by(EntityRow.id)
         )
-        for row in rows:
-            found.setdefault((row.entity_type, row.name_key), row)
+        for existing in rows:
+            found.setdefault((existing.entity_type, existing.name_key), existing)
     refused: list[str] = []
     now = utcnow()
     new: list[EntityRow] = []
