@@ -243,12 +243,8 @@ _FRAME_COLUMNS: Final = (
 
 
 def _frame_record(row: Any) -> Frame:
-    return Frame(
-        id=row.id, frame_type=row.frame_type, gop_id=row.gop_id, t=row.t,
-        base_frame_id=row.base_frame_id, content=row.content, importance=row.importance,
-        source=row.source, access_count=row.access_count, created_at=row.created_at,
-        last_accessed=row.last_accessed,
-    )
+    """A row of :data:`_FRAME_COLUMNS`, unpacked by position (``Row.t`` is a SQLAlchemy name)."""
+    return Frame(*tuple(row))
 
 
 def search(
