@@ -46,6 +46,9 @@ def test_alembic_cli_upgrade_downgrade_upgrade(target) -> None:
         else:
             cols = {c["name"] for c in sa.inspect(engine).get_columns("memory_frames", schema=target.schema)}
             assert "content_tsv" in cols
+        check = _alembic(target, "check")
+        assert check.returncode == 0, check.stderr
+        assert "No new upgrade operations detected" in check.stdout + check.stderr
         down = _alembic(target, "downgrade", "base")
         assert down.returncode == 0, down.stderr
         left = _tables(engine, target.schema) - {"waggle_alembic_version", "sqlite_sequence"}
