@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from sqlalchemy import text
 
@@ -71,9 +73,19 @@ def test_no_embedder_repairs_keywords_only(store_factory) -> None:  # type: igno
     assert store.reconcile() == ws.ReconcileReport(0, 0, 0)
 
 
-def test_sqlite_fts_repair_and_orphans(store: ws.Store, mind: ws.Mind, target) -> None:  # type: ignore[no-untyped-def]
-    if target.dialect != "sqlite":
-        pytest.skip("Postgres indexes a generated column: there is no keyword index to drift")
+@pytest.fixture
+def sqlite_store(tmp_path) -> Iterator[ws.Store]:  # type: ignore[no-untyped-def]
+    """SQLite only: Postgres indexes a generated column, so there is no keyword index to drift."""
+    store = ws.open_store(f"sqlite:///{tmp_path / 'fts.db'}", embedder="hashing")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def test_sqlite_fts_repair_and_orphans(sqlite_store: ws.Store) -> None:
+    store = sqlite_store
+    mind = store.mind("test")
     gop = mind.sessions.ensure("g").gop_id
     f1 = mind.frames.create_i(gop, "quantum entanglement notes")
     f2 = mind.frames.create_i(gop, "lost and found")
