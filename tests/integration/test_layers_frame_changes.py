@@ -42,7 +42,7 @@ def gop(mind: ws.Mind) -> str:
     return mind.sessions.ensure("gop-test").gop_id
 
 
-def test_update_reindexes_rehashes_and_marks_pending(store: ws.Store, mind: ws.Mind, gop: str) -> None:
+def test_update_reindexes_rehashes_and_reembeds(store: ws.Store, mind: ws.Mind, gop: str) -> None:
     frame = mind.frames.create_i(gop, "original wording")
     with store.write() as s:  # pretend the vector was computed
         s.get(FrameEmbeddingRow, frame.id).status = "ready"
@@ -51,7 +51,9 @@ def test_update_reindexes_rehashes_and_marks_pending(store: ws.Store, mind: ws.M
     assert keyword_ids(store, "revised") == {frame.id}
     assert keyword_ids(store, "original") == set()
     row = manifest(store, frame.id)
-    assert (row.status, row.content_hash) == ("pending", content_hash("revised wording"))
+    # The store has an embedder: update re-embeds the new text right after the write (with the
+    # provider down it stays pending: tests/integration/test_frame_vectors.py).
+    assert (row.status, row.content_hash) == ("ready", content_hash("revised wording"))
     # The dedup key follows the content: the new text dedups, the old one no longer does.
     assert mind.frames.create_i(gop, "revised wording").id == frame.id
     assert mind.frames.create_i(gop, "original wording").id != frame.id
@@ -120,7 +122,7 @@ def test_compact_merges_pframes_into_the_latest_iframe(store: ws.Store, mind: ws
     assert mind.frames.get(b.id) is not None
     assert keyword_ids(store, "delta03") == {iframe.id}  # re-indexed, no orphan rows left
     assert index_orphans(store) == 0
-    assert manifest(store, iframe.id).status == "pending"
+    assert manifest(store, iframe.id).status == "ready"  # re-embedded after the merge
     assert manifest(store, iframe.id).content_hash == content_hash(merged.content)
     assert mind.frames.compact().pframes_merged == 0  # 5 left: nothing more to do
 

@@ -102,8 +102,12 @@ def reserve(
             return usage(session, user_id, when)
         current = session.execute(select(EmbeddingUsage.count).where(row)).scalar_one_or_none()
         if current is not None:
-            # The row exists, so the guard refused: the increment would pass the quota.
-            raise EmbeddingQuotaExceededError(tier_name, quota, int(current))
+            if 0 <= quota < int(current) + n:
+                # The guard refused: the increment would pass the quota.
+                raise EmbeddingQuotaExceededError(tier_name, quota, int(current))
+            # The row appeared after our UPDATE looked (another transaction created this
+            # month's row and committed in between): the conditional UPDATE decides again.
+            continue
         if 0 <= quota < n:
             raise EmbeddingQuotaExceededError(tier_name, quota, 0)
         try:
