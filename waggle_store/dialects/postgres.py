@@ -1,14 +1,20 @@
 """Postgres adapter: generated tsvector + GIN for keywords, pgvector (HNSW) for vectors.
 
 Vector tables are ``frame_vectors_N(frame_id → memory_frames ON DELETE CASCADE, mind_id,
-embedding vector(d))`` with an HNSW index (``vector_cosine_ops``; above 2,000 dimensions, which
-HNSW cannot index as ``vector``, an expression index over ``halfvec(d)``). Vectors travel as text
-literals cast to ``vector`` so no pgvector adapter has to be registered on the host's driver.
+embedding vector(d), gop_id, created_at)`` with an HNSW index (``vector_cosine_ops``; above 2,000
+dimensions, which HNSW cannot index as ``vector``, an expression index over ``halfvec(d)``).
+Vectors travel as text literals cast to ``vector`` so no pgvector adapter has to be registered on
+the host's driver.
 
-Filtered KNN: every filter (mind, session, time, manifest) is in the WHERE clause and
-``hnsw.iterative_scan = relaxed_order`` lets the index keep scanning until ``LIMIT`` rows pass
-them. Iterative scans stop at ``hnsw.max_scan_tuples``, so a short page is completed by an exact
-scan, which is only reached when the filtered set is small enough for that to be cheap.
+Filtered KNN: the ordered query reads the vector table alone, so the planner can use the HNSW
+index (a join to ``memory_frames``/``frame_embeddings`` inside it made Postgres sort the whole
+mind instead). The mind, session and time filters are on the vector table's own columns (copied
+from the frame when the vector is stored, like the SQLite ``vec0`` metadata columns) and
+``hnsw.iterative_scan = relaxed_order`` keeps the index scanning until ``LIMIT`` rows pass them.
+The manifest (is this vector current for the frame's content?) is checked on the materialised
+candidates; stale ones are dropped and the KNN widens until the page is full. Iterative scans stop
+at ``hnsw.max_scan_tuples``, so a short page is completed by an exact scan, which is only reached
+when the filtered set is small enough for that to be cheap.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from waggle_store.search.query import tsquery_terms
 
 #: pgvector's HNSW indexes ``vector`` up to this many dimensions, ``halfvec`` up to 4,000.
 HNSW_MAX_VECTOR_DIMS: Final = 2000
+#: Widest KNN page asked of the HNSW index before an exact scan takes over.
+KNN_MAX_K: Final = 4096
 _TS = UTCDateTime()
 
 
@@ -72,6 +80,7 @@ class PostgresAdapter:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._has_vector: bool | None = None
+        self._filter_columns: set[int] = set()
 
     def capabilities(self, session: Session) -> Capabilities:
         reasons: list[str] = []
@@ -170,38 +179,76 @@ class PostgresAdapter:
             return []
         dims = len(vector)
         table = vector_table_name(model_id)
-        params: dict[str, Any] = {"q": _vec_literal(vector), "model_id": model_id, "k": int(limit)}
-        # The mind filter on the vector table's own column, which its index covers.
-        filters = _frame_filters(where, params, mind_alias="v")
+        limit = max(int(limit), 1)
+        params: dict[str, Any] = {"q": _vec_literal(vector), "model_id": model_id}
         distance = _distance_expr("v.embedding", "q", dims)
-        body = (
-            f"SELECT v.frame_id, {distance} AS d FROM {table} v "
-            "JOIN memory_frames f ON f.id = v.frame_id "
-            "JOIN frame_embeddings e ON e.frame_id = v.frame_id "
-            f"WHERE {filters} AND e.status = 'ready' "
-            "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
-        )
-        # relaxed_order can return rows slightly out of order: re-sort the materialised page.
+        # relaxed_order can return rows slightly out of order: every page is re-sorted below.
         session.execute(
             text(
                 "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
                 "set_config('hnsw.ef_search', :ef, true)"
             ),
-            {"ef": str(min(1000, max(40, int(limit))))},
+            {"ef": str(min(1000, max(40, limit)))},
         )
+        if not where.narrowed or self._has_filter_columns(session, model_id):
+            # The KNN sees the vector table alone (any join in the ordered query keeps the planner
+            # off the HNSW index): mind, session and time filters on its own columns, which the
+            # iterative scan applies while it walks the graph. The manifest is checked on the
+            # materialised candidates; stale ones are dropped and the scan widens on a shortfall.
+            knn_filters = _frame_filters(where, params, alias="v", mind_alias="v")
+            knn = _timed(
+                f"WITH c AS MATERIALIZED (SELECT v.frame_id, {distance} AS d FROM {table} v "
+                f"WHERE {knn_filters} ORDER BY {distance} LIMIT :k) "
+                "SELECT c.frame_id, c.d, f.id IS NOT NULL FROM c "
+                "LEFT JOIN frame_embeddings e ON e.frame_id = c.frame_id AND e.status = 'ready' "
+                "AND e.model_id = :model_id "
+                "LEFT JOIN memory_frames f ON f.id = c.frame_id AND f.content_hash = e.content_hash "
+                "ORDER BY c.d, c.frame_id"
+            )
+            k = limit
+            while True:
+                rows = session.execute(knn, {**params, "k": k}).all()
+                hits = [LaneHit(int(r[0]), float(r[1])) for r in rows if r[2]]
+                if len(hits) >= limit:
+                    return hits[:limit]
+                # Fewer rows than asked: the candidates are exhausted, or the iterative scan hit
+                # hnsw.max_scan_tuples; the exact scan below settles both.
+                if len(rows) < k or k >= KNN_MAX_K:
+                    break
+                k = min(k * 4, KNN_MAX_K)
+            params = {"q": params["q"], "model_id": model_id}
+        # Exact scan of the frames that pass every filter ("+ 0" hides the indexed expression
+        # from the planner). Reached when the KNN came up short, or for a session/time filter on
+        # a vector table created before those columns existed.
+        filters = _frame_filters(where, params, mind_alias="v")
         rows = session.execute(
             _timed(
-                f"WITH c AS MATERIALIZED ({body} ORDER BY {distance} LIMIT :k) "
-                "SELECT frame_id, d FROM c ORDER BY d, frame_id"
+                f"SELECT v.frame_id, {distance} AS d FROM {table} v "
+                "JOIN memory_frames f ON f.id = v.frame_id "
+                "JOIN frame_embeddings e ON e.frame_id = v.frame_id "
+                f"WHERE {filters} AND e.status = 'ready' "
+                "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
+                f"ORDER BY {distance} + 0, v.frame_id LIMIT :k"
             ),
-            params,
+            {**params, "k": limit},
         ).all()
-        if len(rows) < limit:
-            # "+ 0" hides the indexed expression from the planner: an exact scan of what matches.
-            rows = session.execute(
-                _timed(f"{body} ORDER BY {distance} + 0, v.frame_id LIMIT :k"), params
-            ).all()
         return [LaneHit(int(r[0]), float(r[1])) for r in rows]
+
+    def _has_filter_columns(self, session: Session, model_id: int) -> bool:
+        """Whether ``frame_vectors_N`` carries ``gop_id``/``created_at`` (added in place by
+        :meth:`ensure_vector_table`; columns are never dropped, so a yes is cached)."""
+        if model_id in self._filter_columns:
+            return True
+        found = session.execute(
+            text(
+                "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(:name) "
+                "AND attname IN ('gop_id', 'created_at') AND NOT attisdropped"
+            ),
+            {"name": vector_table_name(model_id)},
+        ).scalar() == 2
+        if found:
+            self._filter_columns.add(model_id)
+        return found
 
     # -- vector index maintenance -------------------------------------------------------------
 
@@ -214,9 +261,21 @@ class PostgresAdapter:
             text(
                 f"CREATE TABLE IF NOT EXISTS {table} ("
                 "frame_id bigint PRIMARY KEY REFERENCES memory_frames(id) ON DELETE CASCADE, "
-                f"mind_id bigint NOT NULL, embedding vector({dims}) NOT NULL)"
+                f"mind_id bigint NOT NULL, embedding vector({dims}) NOT NULL, "
+                "gop_id text, created_at timestamptz)"
             )
         )
+        if not self._has_filter_columns(session, model_id):
+            # A table created before the filter columns existed: add and fill them once.
+            session.execute(
+                text(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS gop_id text, "
+                     "ADD COLUMN IF NOT EXISTS created_at timestamptz")
+            )
+            session.execute(
+                text(f"UPDATE {table} v SET gop_id = f.gop_id, created_at = f.created_at "
+                     "FROM memory_frames f WHERE f.id = v.frame_id")
+            )
+            self._filter_columns.add(model_id)
         session.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_mind_id ON {table} (mind_id)"))
         if dims > HNSW_MAX_VECTOR_DIMS:
             index = f"((embedding::halfvec({dims})) halfvec_cosine_ops)"
@@ -235,12 +294,15 @@ class PostgresAdapter:
         table = vector_table_name(model_id)
         session.execute(
             text(
-                f"INSERT INTO {table} (frame_id, mind_id, embedding) "
-                "VALUES (:id, :mind_id, CAST(:embedding AS vector)) ON CONFLICT (frame_id) DO UPDATE "
-                "SET mind_id = excluded.mind_id, embedding = excluded.embedding"
-            ),
+                f"INSERT INTO {table} (frame_id, mind_id, embedding, gop_id, created_at) "
+                "VALUES (:id, :mind_id, CAST(:embedding AS vector), :gop_id, :created_at) "
+                "ON CONFLICT (frame_id) DO UPDATE SET mind_id = excluded.mind_id, "
+                "embedding = excluded.embedding, gop_id = excluded.gop_id, "
+                "created_at = excluded.created_at"
+            ).bindparams(bindparam("created_at", type_=_TS)),
             [
-                {"id": int(r.frame_id), "mind_id": int(r.mind_id), "embedding": _vec_literal(r.vector)}
+                {"id": int(r.frame_id), "mind_id": int(r.mind_id), "embedding": _vec_literal(r.vector),
+                 "gop_id": r.gop_id, "created_at": r.created_at}
                 for r in rows
             ],
         )
