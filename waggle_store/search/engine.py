@@ -23,18 +23,18 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import bindparam, select, text, update
+from sqlalchemy import String, bindparam, select, text, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import LaneFilter, LaneHit
 from waggle_store.errors import InvalidInputError
-from waggle_store.models import EntityRow, FrameRow
+from waggle_store.models import FrameRow
 from waggle_store.records import Frame, SearchResult
 from waggle_store.search.fusion import rrf_fuse
 from waggle_store.search.query import keyword_terms, like_patterns
 from waggle_store.search.scoring import compute_relevance, get_profile
-from waggle_store.search.vectors import find_active_model, model_key
+from waggle_store.search.vectors import model_key
 from waggle_store.timeutil import optional_utc, utcnow
 
 if TYPE_CHECKING:
@@ -148,14 +148,13 @@ def _keyword_lane(mind: Mind, session: Session, plan: _Plan, k: int, explain: di
 
 
 def _vector_lane(mind: Mind, session: Session, plan: _Plan, k: int, qvec: list[float] | None,
-                 key: Any, degraded: list[str]) -> list[LaneHit] | None:
+                 key: Any, model_id: int | None, degraded: list[str]) -> list[LaneHit] | None:
     if qvec is None:
         return None
     adapter = mind.store.adapter
     if not adapter.vector_backend_available(session):
         degraded.append("vector lane off: no vector backend (see store.health())")
         return None
-    model_id = find_active_model(session, key)
     if model_id is None:
         degraded.append(
             f"vector lane off: no active vectors for {key.provider}/{key.model}/{key.dimensions} "
@@ -190,6 +189,42 @@ def _query_names(query: str) -> list[str]:
     return list(names)
 
 
+#: One round trip before the lanes for what a search looks up: the id of the embedder's model if it
+#: is registered *and* active (search may only compare the query with that model's vectors; see
+#: :func:`waggle_store.search.vectors.find_active_model`), and the mind's current entities named by
+#: the query (seeds of the contextual score). Looked up per search, not cached, so a model that
+#: another process registered is seen at once; a Core statement built once, so it costs a round
+#: trip and little Python.
+_LOOKUP_SQL: Final = text(
+    "SELECT 0, id FROM embedding_models WHERE provider = :provider AND model = :model"
+    " AND dimensions = :dimensions AND status = 'active'"
+    " UNION ALL SELECT 1, id FROM knowledge_entities"
+    " WHERE mind_id = :mind_id AND valid_to IS NULL AND name_key IN :names"
+).bindparams(bindparam("names", expanding=True, type_=String()))
+_NAMES_PER_LOOKUP: Final = 500
+
+
+def _lookups(session: Session, mind_id: int, key: Any, names: Sequence[str]) -> tuple[int | None, list[int]]:
+    """The active model id for ``key`` (None without a key) and the entity ids named in ``names``."""
+    conn = session.connection()
+    model_id: int | None = None
+    seeds: list[int] = []
+    start = 0
+    while True:
+        chunk = list(names[start : start + _NAMES_PER_LOOKUP])
+        params = {"provider": None, "model": None, "dimensions": None, "mind_id": mind_id, "names": chunk}
+        if start == 0 and key is not None:
+            params.update(provider=key.provider, model=key.model, dimensions=key.dimensions)
+        for kind, row_id in conn.execute(_LOOKUP_SQL, params):
+            if kind == 0:
+                model_id = int(row_id)
+            else:
+                seeds.append(int(row_id))
+        start += _NAMES_PER_LOOKUP
+        if start >= len(names):
+            return model_id, seeds
+
+
 _DISTANCES_SQL: Final = text(
     "WITH RECURSIVE edges(a, b) AS ("
     " SELECT source_id, target_id FROM knowledge_relations"
@@ -206,39 +241,34 @@ _DISTANCES_SQL: Final = text(
 ).bindparams(bindparam("seeds", expanding=True), bindparam("frames", expanding=True))
 
 
-def _graph_distances(session: Session, mind_id: int, query: str, frame_ids: Sequence[int]) -> dict[int, int]:
-    """Hops from any entity named in the query to the nearest entity each frame mentions.
+def _graph_distances(session: Session, mind_id: int, seeds: Sequence[int],
+                     frame_ids: Sequence[int]) -> dict[int, int]:
+    """Hops from any entity named in the query (``seeds``, from :func:`_lookups`) to the nearest
+    entity each frame mentions.
 
     Relations are walked in both directions (proximity is symmetric for ranking) and only while
     active (``valid_to IS NULL``), up to :data:`MAX_GRAPH_DEPTH`, in one recursive query.
     """
-    names = _query_names(query)
-    if not names or not frame_ids:
+    if not seeds or not frame_ids:
         return {}
-    seeds: list[int] = []
-    for start in range(0, len(names), 500):
-        seeds.extend(
-            session.scalars(
-                select(EntityRow.id).where(
-                    EntityRow.mind_id == mind_id,
-                    EntityRow.valid_to.is_(None),
-                    EntityRow.name_key.in_(names[start : start + 500]),
-                )
-            )
-        )
-    if not seeds:
-        return {}
-    rows = session.execute(
+    rows = session.connection().execute(
         _DISTANCES_SQL,
-        {"mind_id": mind_id, "seeds": seeds, "frames": list(frame_ids), "max_depth": MAX_GRAPH_DEPTH},
+        {"mind_id": mind_id, "seeds": list(seeds), "frames": list(frame_ids), "max_depth": MAX_GRAPH_DEPTH},
     ).all()
     return {int(r[0]): int(r[1]) for r in rows}
 
 
-_FRAME_COLUMNS: Final = (
-    FrameRow.id, FrameRow.frame_type, FrameRow.gop_id, FrameRow.t, FrameRow.base_frame_id,
-    FrameRow.content, FrameRow.importance, FrameRow.source, FrameRow.access_count,
-    FrameRow.created_at, FrameRow.last_accessed,
+_FRAMES: Final = FrameRow.__table__
+_FRAME_COLUMNS: Final = tuple(
+    _FRAMES.c[name] for name in (
+        "id", "frame_type", "gop_id", "t", "base_frame_id", "content", "importance", "source",
+        "access_count", "created_at", "last_accessed",
+    )
+)
+#: The candidates' frames, in one Core statement built once (plain table columns: no ORM
+#: compilation or entity handling on the hot path).
+_FRAME_FETCH: Final = select(*_FRAME_COLUMNS).where(
+    _FRAMES.c.id.in_(bindparam("ids", expanding=True)), _FRAMES.c.mind_id == bindparam("mind_id")
 )
 
 
@@ -265,7 +295,10 @@ def search(
     qvec, key = _embed_query(mind, query, plan, degraded)
     k = plan.limit * OVERFETCH
     meta: dict[str, Any] = {"degraded": degraded, "keyword_backend": mind.store.adapter.dialect}
+    # Entity names are only looked up when the contextual score needs them.
+    names = _query_names(query) if plan.context is None else []
     with mind.store.read() as session:
+        model_id, seeds = _lookups(session, mind.id, key if qvec is not None else None, names)
         ran: dict[str, list[LaneHit]] = {}
         if "keyword" in plan.lanes:
             if plan.terms:
@@ -274,7 +307,7 @@ def search(
                     ran["keyword"] = hits
             else:
                 degraded.append("keyword lane off: no search terms in the query")
-        hits = _vector_lane(mind, session, plan, k, qvec, key, degraded)
+        hits = _vector_lane(mind, session, plan, k, qvec, key, model_id, degraded)
         if hits is not None:
             ran["vector"] = hits
         fused = rrf_fuse({lane: [h.frame_id for h in lane_hits] for lane, lane_hits in ran.items()})
@@ -283,14 +316,12 @@ def search(
         # Core rows, not ORM instances: building identity-mapped objects for every candidate
         # was a measurable share of a search's time (benchmarks/README.md).
         rows = {
-            row.id: row
-            for row in session.execute(
-                select(*_FRAME_COLUMNS).where(FrameRow.id.in_(list(fused)), FrameRow.mind_id == mind.id)
-            )
+            row[0]: row
+            for row in session.connection().execute(_FRAME_FETCH, {"ids": list(fused), "mind_id": mind.id})
         }
         distances = plan.context
         if distances is None:
-            distances = _graph_distances(session, mind.id, query, list(rows))
+            distances = _graph_distances(session, mind.id, seeds, list(rows))
     now = utcnow()
     scored: list[tuple[float, int, float, dict[str, float], int | None]] = []
     for frame_id, fusion in fused.items():
