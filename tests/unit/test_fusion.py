@@ -1,4 +1,9 @@
-"""Reciprocal Rank Fusion: 0-based ranks, k = 60, normalised over the available lanes."""
+"""Reciprocal Rank Fusion: 0-based ranks, k = 60, normalised over the available lanes.
+
+The first half pins the unweighted contract (``weights=None``: plain normalised RRF), which the
+confidence-weighted fusion reduces to; the second half pins the lane confidences and how
+weighted fusion scores, normalises and orders.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from waggle_store.errors import InvalidInputError
-from waggle_store.search.fusion import RRF_K, FusedScore, rrf_fuse
+from waggle_store.search.fusion import (
+    CONFIDENCE_POWER,
+    LANE_CONFIDENCE,
+    RRF_K,
+    FusedScore,
+    keyword_confidence,
+    rrf_fuse,
+    vector_confidence,
+)
 
 
 def test_k_is_sixty() -> None:
@@ -109,5 +122,138 @@ def test_scores_lie_in_unit_interval_and_match_the_raw_sum(lanes: dict[str, list
         assert result.frame_id == frame_id
         assert 0.0 < result.score <= 1.0
         assert result.score == pytest.approx(result.raw / (len(lanes) / RRF_K))
+        assert set(result.weights) == set(result.ranks)
+        assert all(w == 1.0 for w in result.weights.values())
+        assert sum(result.contributions.values()) == pytest.approx(result.score)
         for lane, rank in result.ranks.items():
             assert lanes[lane].index(frame_id) == rank
+
+
+# -- confidence-weighted fusion ------------------------------------------------------------------
+
+
+def test_confidence_is_the_square_of_the_strength() -> None:
+    assert CONFIDENCE_POWER == 2
+    assert set(LANE_CONFIDENCE) == {"keyword", "vector"}
+
+
+def test_keyword_confidence_is_relative_to_the_best_hit() -> None:
+    # FTS5 bm25 is negative (more negative is better); ts_rank_cd is positive: magnitudes count.
+    assert keyword_confidence([-8.0, -4.0, -2.0]) == [1.0, 0.25, 0.0625]
+    assert keyword_confidence([0.4, 0.2]) == [1.0, 0.25]
+    assert keyword_confidence([-8.0, -4.0], power=1) == [1.0, 0.5]
+    # The LIKE fallback scores every hit 0.0: no evidence beyond the order, so nothing is damped.
+    assert keyword_confidence([0.0, 0.0, 0.0]) == [1.0, 1.0, 1.0]
+    assert keyword_confidence([]) == []
+    with pytest.raises(InvalidInputError):
+        keyword_confidence([float("nan")])
+
+
+def test_vector_confidence_stands_out_from_the_lanes_median() -> None:
+    # similarities 0.9, 0.6, 0.5, 0.5, 0.4 and the orthogonal pseudo-candidate 0.0: median 0.5.
+    distances = [0.1, 0.4, 0.5, 0.5, 0.6]
+    conf = vector_confidence(distances)
+    assert conf[0] == pytest.approx(((0.9 - 0.5) / 0.5) ** 2)
+    assert conf[1] == pytest.approx(((0.6 - 0.5) / 0.5) ** 2)
+    assert conf[2:] == [0.0, 0.0, 0.0]  # at or below the background: no vector evidence
+    assert vector_confidence(distances, power=1)[0] == pytest.approx(0.8)
+    # An exact match (distance 0) is full confidence whatever the background.
+    assert vector_confidence([0.0, 0.5, 0.5])[0] == 1.0
+    assert vector_confidence([]) == []
+
+
+def test_vector_confidence_of_a_lone_hit_uses_the_orthogonal_background() -> None:
+    # One hit at similarity 0.6: background median(0.6, 0.0) = 0.3, strength 0.3 / 0.7.
+    assert vector_confidence([0.4]) == [pytest.approx((0.3 / 0.7) ** 2)]
+    assert vector_confidence([0.0, 0.0]) == [1.0, 1.0]  # all exact: nothing stands out
+
+
+def test_vector_confidence_is_in_the_unit_interval_and_follows_the_order() -> None:
+    distances = [0.05, 0.2, 0.2, 0.35, 0.7, 0.99]
+    conf = vector_confidence(distances)
+    assert all(0.0 <= c <= 1.0 for c in conf)
+    assert conf == sorted(conf, reverse=True)
+
+
+def test_top_of_every_lane_still_scores_exactly_one_with_weights() -> None:
+    lanes = {"keyword": [7, 8, 9], "vector": [7, 9, 8]}
+    weights = {"keyword": keyword_confidence([-6.0, -3.0, -1.0]),
+               "vector": vector_confidence([0.3, 0.5, 0.6])}
+    fused = rrf_fuse(lanes, weights=weights)
+    assert fused[7].score == 1.0
+    assert dict(fused[7].weights) == {"keyword": 1.0, "vector": weights["vector"][0]}
+    assert fused[7].raw == pytest.approx(2 / 60)  # the seed-style raw sum stays unweighted
+    for f in fused.values():
+        assert 0.0 <= f.score <= 1.0
+        assert sum(f.contributions.values()) == pytest.approx(f.score)
+
+
+def test_one_strong_hit_beats_two_middling_ones() -> None:
+    # Frame 1 is keyword's clear best match and vector did not find it; frame 2 is middling in
+    # both lanes. Plain RRF puts 2 first (in both lanes); confidence weighting puts 1 first.
+    lanes = {"keyword": [1, 2, 3, 4], "vector": [5, 2, 6, 7]}
+    plain = rrf_fuse(lanes)
+    assert plain[2].score > plain[1].score
+    weights = {"keyword": keyword_confidence([-10.0, -5.0, -4.0, -3.0]),
+               "vector": vector_confidence([0.45, 0.5, 0.55, 0.6])}
+    weighted = rrf_fuse(lanes, weights=weights)
+    assert weighted[1].score > weighted[2].score
+
+
+def test_a_weak_lane_counts_little_in_the_normalisation() -> None:
+    # Vector's best hit barely stands out: a keyword top it did not find still scores near 1.
+    weights = {"keyword": [1.0, 0.5], "vector": [0.1, 0.05]}
+    fused = rrf_fuse({"keyword": [1, 2], "vector": [3, 4]}, weights=weights)
+    assert fused[1].score == pytest.approx(1 / 1.1)
+    assert fused[3].score == pytest.approx(0.1 / 1.1)
+    # A lane that ran and found nothing counts fully, as without weights.
+    assert rrf_fuse({"keyword": [1], "vector": []}, weights={"keyword": [1.0]})[1].score == 0.5
+
+
+def test_weights_of_one_are_plain_rrf_and_zero_weights_score_zero() -> None:
+    lanes = {"keyword": [1, 2, 3], "vector": [3, 1]}
+    plain = rrf_fuse(lanes)
+    ones = rrf_fuse(lanes, weights={"keyword": [1.0] * 3, "vector": [1.0] * 2})
+    assert {i: f.score for i, f in plain.items()} == {i: f.score for i, f in ones.items()}
+    zero = rrf_fuse({"keyword": [1], "vector": [2]}, weights={"vector": [0.0]})
+    assert zero[1].score == 1.0  # the vector lane's best term is 0: it adds nothing anywhere
+    assert zero[2].score == 0.0 and dict(zero[2].contributions) == {"vector": 0.0}
+    assert rrf_fuse({"vector": [1, 2]}, weights={"vector": [0.0, 0.0]})[1].score == 0.0
+
+
+def test_a_duplicate_keeps_the_weight_of_its_first_position() -> None:
+    fused = rrf_fuse({"keyword": [4, 5, 4]}, weights={"keyword": [0.5, 1.0, 0.9]})
+    assert fused[4].weights["keyword"] == 0.5 and fused[4].ranks["keyword"] == 0
+
+
+def test_invalid_weights_are_rejected() -> None:
+    with pytest.raises(InvalidInputError, match="weights for"):
+        rrf_fuse({"keyword": [1, 2]}, weights={"keyword": [1.0]})
+    with pytest.raises(InvalidInputError, match="not in"):
+        rrf_fuse({"keyword": [1]}, weights={"keyword": [1.5]})
+    with pytest.raises(InvalidInputError, match="not in"):
+        rrf_fuse({"keyword": [1]}, weights={"keyword": [float("nan")]})
+    with pytest.raises(InvalidInputError, match="not passed"):
+        rrf_fuse({"keyword": [1]}, weights={"vector": [1.0]})
+
+
+weighted_lane = st.lists(
+    st.tuples(st.integers(min_value=1, max_value=50), st.floats(min_value=0.0, max_value=1.0)),
+    max_size=30,
+)
+
+
+@given(st.dictionaries(st.sampled_from(["keyword", "vector", "chunk"]), weighted_lane, max_size=3))
+def test_weighted_scores_lie_in_unit_interval_and_sum_their_contributions(
+    lanes: dict[str, list[tuple[int, float]]],
+) -> None:
+    fused = rrf_fuse(
+        {lane: [i for i, _ in hits] for lane, hits in lanes.items()},
+        weights={lane: [w for _, w in hits] for lane, hits in lanes.items()},
+    )
+    for result in fused.values():
+        assert 0.0 <= result.score <= 1.0
+        assert sum(result.contributions.values()) == pytest.approx(result.score)
+        for lane, rank in result.ranks.items():
+            assert lanes[lane][rank][0] == result.frame_id
+            assert result.weights[lane] == lanes[lane][rank][1]

@@ -31,7 +31,7 @@ from waggle_store.dialects.base import LaneFilter, LaneHit
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import FrameRow
 from waggle_store.records import Frame, SearchResult
-from waggle_store.search.fusion import rrf_fuse
+from waggle_store.search.fusion import LANE_CONFIDENCE, rrf_fuse
 from waggle_store.search.query import keyword_terms, like_patterns
 from waggle_store.search.scoring import compute_relevance, get_profile
 from waggle_store.search.vectors import model_key
@@ -310,7 +310,17 @@ def search(
         hits = _vector_lane(mind, session, plan, k, qvec, key, model_id, degraded)
         if hits is not None:
             ran["vector"] = hits
-        fused = rrf_fuse({lane: [h.frame_id for h in lane_hits] for lane, lane_hits in ran.items()})
+        # Confidence-weighted RRF (search/fusion.py): each lane's hits are weighted by that
+        # lane's own raw scores (bm25 / ts_rank_cd relative to its best hit; cosine similarity
+        # standing out from the lane's median), so a lane's clear best match is not outranked by
+        # frames that merely appear in both lanes.
+        fused = rrf_fuse(
+            {lane: [h.frame_id for h in lane_hits] for lane, lane_hits in ran.items()},
+            weights={
+                lane: LANE_CONFIDENCE[lane]([h.score for h in lane_hits])
+                for lane, lane_hits in ran.items()
+            },
+        )
         if not fused:
             return []
         # Core rows, not ORM instances: building identity-mapped objects for every candidate
@@ -336,13 +346,21 @@ def search(
         scored.append((fusion.score * relevance, frame_id, relevance, parts, distance))
     # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
     scored.sort(key=lambda item: item[0], reverse=True)
-    raw_scores = {lane: {h.frame_id: h.score for h in lane_hits} for lane, lane_hits in ran.items()}
+    raw_scores: dict[str, dict[int, float]] = {}
+    for lane, lane_hits in ran.items():
+        for h in lane_hits:  # the first (best-ranked) hit of a frame, as the fusion counts it
+            raw_scores.setdefault(lane, {}).setdefault(h.frame_id, h.score)
     results: list[SearchResult] = []
     for final, frame_id, relevance, parts, distance in scored[: plan.limit]:
         fusion = fused[frame_id]
         explain = {
             "lanes": {
-                lane: {"rank": rank, "score": raw_scores[lane][frame_id]}
+                lane: {
+                    "rank": rank,
+                    "score": raw_scores[lane][frame_id],
+                    "weight": fusion.weights[lane],
+                    "contribution": fusion.contributions[lane],
+                }
                 for lane, rank in fusion.ranks.items()
             },
             "lanes_run": list(ran),

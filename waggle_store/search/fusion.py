@@ -1,10 +1,45 @@
-"""Reciprocal Rank Fusion of the search lanes, normalised so that 1.0 means "top everywhere".
+"""Confidence-weighted Reciprocal Rank Fusion of the search lanes, normalised to ``[0, 1]``.
 
-The seed summed ``1/(k + rank)`` and used that raw number as the score; it tops out at about
-0.033 for two lanes, which made every downstream threshold (0.1, 0.6, 0.7) unreachable
-(reference §23.8). Here the raw sum is kept for ``explain`` and the score is divided by the best
-sum possible with the lanes that ran, so it lies in ``[0, 1]`` and a frame ranked first in every
-available lane scores exactly 1.0.
+**Base: RRF, k = 60, 0-based ranks** (DESIGN §5). A frame at rank ``r`` of a lane gets
+``k / (k + r)`` from that lane (1.0 at rank 0); the score is the sum over the lanes that ran,
+normalised so that the top of every lane scores 1.0 (below). The seed summed ``1/(k + rank)``
+and used that raw number as the score; it tops out at about 0.033 for two lanes, which made
+every downstream threshold (0.1, 0.6, 0.7) unreachable (reference §23.8). The seed-style sum is kept as ``raw`` for ``explain``.
+
+**Confidence weights.** With k = 60 a lane's ranks are almost flat (rank 10 still gets 0.86), so
+plain RRF ranks "in both lanes, anywhere in the top 40" above "the clear best match of one lane",
+and loses to BM25 alone at k = 10 (``../shared/eval/README.md``; ``benchmarks/README.md``). Each
+hit's term is therefore multiplied by a confidence in ``[0, 1]`` computed from *that lane's own
+raw scores for this query* (no constant fitted to a data set, no comparison of one lane's scale
+with another's):
+
+* keyword: strength ``s / s_top``, the hit's bm25 (SQLite) or ``ts_rank_cd`` (Postgres) relative
+  to the best hit of the lane (magnitudes, so FTS5's negative bm25 works as is). bm25 has no
+  upper bound and its scale changes with the corpus, so the lane's best hit is the reference: it
+  always has strength 1. A hit matching only a common word (a speaker's name) next to hits that
+  match the rare words of the query gets a small strength, although its rank may be close.
+  A lane whose scores are all equal (the LIKE fallback gives 0.0) has strength 1 everywhere.
+* vector: strength ``(sim - m) / (1 - m)`` clipped to ``[0, 1]``, with ``sim = 1 - cosine
+  distance`` and ``m`` the median similarity of the lane's candidates (with one orthogonal
+  pseudo-candidate at 0.0 so one or two hits still have a background). Cosine has a natural top
+  (1: same direction as the query) but no natural zero: a real embedder gives unrelated text a
+  similarity well above 0 (all-MiniLM-L6-v2: about 0.4 on conversation text). The strength is
+  how far the hit stands out from what this query finds everywhere, as a share of the way to an
+  exact match. A hit at or below the median adds nothing from the vector lane.
+* the confidence is the strength **squared**. Any convex map makes one strong hit outweigh two
+  middling ones (1² > 0.5² + 0.5²; a linear map would tie them), which is the failure of plain
+  RRF to correct; the square is the simplest such map.
+
+**What 1.0 means.** ``score`` lies in ``[0, 1]``: the frame's weighted sum divided by the best
+weighted term each lane gave any frame (its rank-0 hit, as lanes are sorted best first), summed
+over the lanes. It is 1.0 exactly for a frame at the top of every lane that ran, as in the
+unweighted contract. A lane's share of the divisor is its own best confidence, so a lane that is
+unsure of everything it found (a vector lane whose best hit barely stands out from its median)
+counts for little, and a keyword top hit that lane did not find still scores close to 1.0; a lane
+that ran and found nothing counts fully (1). The divisor is the same for every frame of one
+search, so it changes scores, never the order. A frame whose every lane gave it confidence 0
+scores 0.0 (it stays in the results, below every frame with evidence). Without ``weights`` (every
+confidence 1) this is exactly the plain normalised RRF: ``Σ k/(k + rank) / lanes``.
 
 Which lanes count: every lane *passed in* counts, including one that ran and returned nothing
 (the frame genuinely was not found there, so it should not score as if it were top of that
@@ -15,63 +50,159 @@ results at 0.5.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
 from waggle_store.errors import InvalidInputError
 
-__all__ = ["RRF_K", "FusedScore", "rrf_fuse"]
+__all__ = [
+    "CONFIDENCE_POWER",
+    "LANE_CONFIDENCE",
+    "RRF_K",
+    "FusedScore",
+    "keyword_confidence",
+    "rrf_fuse",
+    "vector_confidence",
+]
 
 #: The RRF constant of the seed and of DESIGN §5; ranks are 0-based, so rank 0 adds 1/60.
 RRF_K: Final = 60
+#: A hit's confidence is its lane strength raised to this power (see the module docstring).
+CONFIDENCE_POWER: Final = 2
 
 
 @dataclass(frozen=True)
 class FusedScore:
     """One frame's fusion result.
 
-    ``score`` is the normalised RRF in ``[0, 1]`` (what ``SearchResult.rrf_score`` carries);
-    ``raw`` is the seed-style unnormalised sum; ``ranks`` maps each lane that returned the frame
-    to its 0-based rank there, for ``explain``. Lanes that did not return it are absent.
+    ``score`` is the normalised, confidence-weighted RRF in ``[0, 1]`` (what
+    ``SearchResult.rrf_score`` carries); ``raw`` is the seed-style unweighted, unnormalised sum
+    ``Σ 1/(k + rank)``. For each lane that returned the frame: ``ranks`` its 0-based rank there,
+    ``weights`` the confidence applied to it, and ``contributions`` what that lane added to
+    ``score`` (``weight × k/(k + rank)`` over the divisor; they sum to ``score``). Lanes that did not
+    return the frame are absent.
     """
 
     frame_id: int
     score: float
     raw: float
     ranks: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    contributions: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
 
 
-def rrf_fuse(lanes: Mapping[str, Sequence[int]], *, k: int = RRF_K) -> dict[int, FusedScore]:
-    """Fuse ranked id lists (best first) into normalised RRF scores.
+def _check_scores(scores: Sequence[float], what: str) -> list[float]:
+    values = [float(s) for s in scores]
+    if not all(math.isfinite(v) for v in values):
+        raise InvalidInputError(f"{what} must be finite numbers")
+    return values
+
+
+def keyword_confidence(scores: Sequence[float], *, power: int = CONFIDENCE_POWER) -> list[float]:
+    """Confidence of each keyword hit from the lane's raw scores (bm25 or ts_rank_cd), in order.
+
+    ``(|s| / max |s|) ** power``: the lane's best hit has 1.0. Signs are ignored (FTS5's bm25 is
+    negative, better is more negative; ts_rank_cd is positive). All scores zero (the LIKE
+    fallback) → 1.0 for every hit: the lane gives no evidence beyond its order.
+    """
+    magnitudes = [abs(s) for s in _check_scores(scores, "keyword scores")]
+    top = max(magnitudes, default=0.0)
+    if top <= 0.0:
+        return [1.0] * len(magnitudes)
+    return [min(1.0, m / top) ** power for m in magnitudes]
+
+
+def vector_confidence(distances: Sequence[float], *, power: int = CONFIDENCE_POWER) -> list[float]:
+    """Confidence of each vector hit from the lane's cosine distances, in order.
+
+    ``clip((sim - m) / (1 - m), 0, 1) ** power`` with ``sim = 1 - distance`` and ``m`` the median
+    of the lane's similarities together with one pseudo-similarity of 0.0 (an orthogonal
+    candidate, so a lane of one or two hits still has a background below them).
+    """
+    sims = [1.0 - d for d in _check_scores(distances, "vector distances")]
+    if not sims:
+        return []
+    background = statistics.median([*sims, 0.0])
+    if background >= 1.0:  # every candidate is an exact match: nothing stands out, nothing lost
+        return [1.0] * len(sims)
+    return [min(1.0, max(0.0, (s - background) / (1.0 - background))) ** power for s in sims]
+
+
+#: How each lane turns its raw scores (as the dialect adapters return them) into confidences.
+LANE_CONFIDENCE: Final[Mapping[str, Callable[[Sequence[float]], list[float]]]] = MappingProxyType(
+    {"keyword": keyword_confidence, "vector": vector_confidence}
+)
+
+
+def rrf_fuse(
+    lanes: Mapping[str, Sequence[int]],
+    *,
+    k: int = RRF_K,
+    weights: Mapping[str, Sequence[float]] | None = None,
+) -> dict[int, FusedScore]:
+    """Fuse ranked id lists (best first) into normalised, confidence-weighted RRF scores.
 
     ``lanes`` maps a lane name to the ids it returned, best first; pass only lanes that were
-    available (see the module docstring). The result is in first-seen order — the ids of the
-    first lane, then ids seen only in later lanes, in their order — so passing the keyword lane
-    first and sorting the result with a stable sort gives the seed's tie order. An id repeated
-    within a lane keeps its best (first) rank. No lanes → ``{}``.
+    available (see the module docstring). ``weights`` optionally maps a lane name to one
+    confidence in ``[0, 1]`` per id of that lane (e.g. from :data:`LANE_CONFIDENCE`); a lane
+    without weights has confidence 1 everywhere, so ``weights=None`` is plain normalised RRF.
+
+    The result is in first-seen order — the ids of the first lane, then ids seen only in later
+    lanes, in their order — so passing the keyword lane first and sorting the result with a
+    stable sort gives the seed's tie order. An id repeated within a lane keeps its best (first)
+    rank and that position's weight. No lanes → ``{}``.
     """
     if k <= 0:
         raise InvalidInputError(f"RRF k must be a positive integer, got {k!r}")
+    weights = weights or {}
+    unknown = set(weights) - set(lanes)
+    if unknown:
+        raise InvalidInputError(f"weights given for lanes that were not passed: {sorted(unknown)}")
     available = len(lanes)
     if available == 0:
         return {}
-    ranks_by_id: dict[int, dict[str, int]] = {}
+    hits_by_id: dict[int, dict[str, tuple[int, float]]] = {}
     for lane, ids in lanes.items():
-        for rank, frame_id in enumerate(ids):
-            lane_ranks = ranks_by_id.setdefault(frame_id, {})
-            lane_ranks.setdefault(lane, rank)
+        lane_weights = weights.get(lane)
+        if lane_weights is None:
+            lane_weights = [1.0] * len(ids)
+        elif len(lane_weights) != len(ids):
+            raise InvalidInputError(
+                f"lane {lane!r}: {len(lane_weights)} weights for {len(ids)} ids"
+            )
+        for rank, (frame_id, weight) in enumerate(zip(ids, lane_weights, strict=True)):
+            w = float(weight)
+            if not 0.0 <= w <= 1.0:  # also rejects NaN
+                raise InvalidInputError(f"lane {lane!r}: weight {weight!r} is not in [0, 1]")
+            hits_by_id.setdefault(frame_id, {}).setdefault(lane, (rank, w))
+    # Each lane's best term over all frames (1.0 for a lane that ran and found nothing, or has no
+    # weights): the divisor that makes "top of every lane" exactly 1.0.
+    best: dict[str, float] = {lane: 1.0 if not ids else 0.0 for lane, ids in lanes.items()}
+    for lane_hits in hits_by_id.values():
+        for lane, (rank, w) in lane_hits.items():
+            best[lane] = max(best[lane], w * (k / (k + rank)))
+    total = sum(best.values())
     fused: dict[int, FusedScore] = {}
-    for frame_id, lane_ranks in ranks_by_id.items():
-        raw = sum(1.0 / (k + rank) for rank in lane_ranks.values())
-        # k/(k+rank) is exactly 1.0 at rank 0, so "top of every lane" is exactly 1.0 with no
-        # floating-point drift, which dividing raw by available/k would not guarantee.
-        score = sum(k / (k + rank) for rank in lane_ranks.values()) / available
+    for frame_id, lane_hits in hits_by_id.items():
+        raw = sum(1.0 / (k + rank) for rank, _ in lane_hits.values())
+        terms = {lane: w * (k / (k + rank)) for lane, (rank, w) in lane_hits.items()}
+        contributions = {lane: t / total if total > 0 else 0.0 for lane, t in terms.items()}
+        # A frame holding every lane's best term sums to exactly ``total`` (same floats, same
+        # order is not guaranteed, hence the explicit check): exactly 1.0, no rounding drift.
+        if total > 0 and all(terms.get(lane, -1.0) == best[lane] for lane in lanes):
+            score = 1.0
+        else:
+            score = min(1.0, sum(terms.values()) / total) if total > 0 else 0.0
         fused[frame_id] = FusedScore(
             frame_id=frame_id,
             score=score,
             raw=raw,
-            ranks=MappingProxyType(dict(lane_ranks)),
+            ranks=MappingProxyType({lane: rank for lane, (rank, _) in lane_hits.items()}),
+            weights=MappingProxyType({lane: w for lane, (_, w) in lane_hits.items()}),
+            contributions=MappingProxyType(contributions),
         )
     return fused
