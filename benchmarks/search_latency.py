@@ -8,8 +8,9 @@ deterministic hashing embedder (384 dims), then times, per query:
 
 * library: ``mind.search(q, limit=20)`` (query embedding, both lanes with 2x over-fetch, fusion,
   frame fetch, entity lookup, scoring);
-* raw: the same two lane statements (keyword over-fetch 40, vector KNN k=40 with the mind filter)
-  executed on a DBAPI connection of the same engine and driver, query vector precomputed.
+* raw: the library's two lane statements, verbatim (keyword over-fetch 40; vector KNN k=40 with
+  the mind filter and the manifest check), executed on a DBAPI connection of the same engine and
+  driver (psycopg: the same prepare_threshold), query vector precomputed.
 
 Postgres: ``--pg-url``, else ``WAGGLE_BENCH_PG_URL``, else an embedded PostgreSQL is started (and
 stopped) by the script. Reports p50/p95 in milliseconds and the library/raw ratio of the p50s.
@@ -95,6 +96,13 @@ def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
 
 
 def _raw_runner(store: ws.Store, mind: ws.Mind) -> Callable[[str, list[float]], None]:
+    """The library's two lane statements, verbatim, on a DBAPI connection of the same engine.
+
+    Same text, same parameters, same driver as ``SQLiteAdapter``/``PostgresAdapter`` run for an
+    unfiltered search whose KNN page is full at the first try (as here: no stale vectors): the
+    keyword lane, and the vector lane's KNN with its manifest check. Keep in step with
+    ``waggle_store/dialects/``.
+    """
     with store.read() as s:
         model_id = active_model_id(s)
     table = vector_table_name(model_id or 0)
@@ -102,9 +110,13 @@ def _raw_runner(store: ws.Store, mind: ws.Mind) -> Callable[[str, list[float]], 
     if store.engine.dialect.name == "sqlite":
         kw_sql = ("SELECT f.id, bm25(memory_frames_fts) AS score FROM memory_frames_fts "
                   "JOIN memory_frames f ON f.id = memory_frames_fts.rowid "
-                  "WHERE memory_frames_fts MATCH ? AND f.mind_id = ? ORDER BY score LIMIT ?")
-        vec_sql = (f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ? "
-                   "AND mind_id = ?")
+                  "WHERE memory_frames_fts MATCH ? AND f.mind_id IN (?) ORDER BY score, f.id LIMIT ?")
+        vec_sql = ("SELECT c.rowid, c.distance, f.id IS NOT NULL FROM ("
+                   f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ? "
+                   "AND mind_id = ? ) c "
+                   "LEFT JOIN frame_embeddings e ON e.frame_id = c.rowid AND e.status = 'ready' "
+                   "AND e.model_id = ? "
+                   "LEFT JOIN memory_frames f ON f.id = c.rowid AND f.content_hash = e.content_hash")
 
         def run(query: str, qvec: list[float]) -> None:
             cur = conn.cursor()
@@ -112,24 +124,38 @@ def _raw_runner(store: ws.Store, mind: ws.Mind) -> Callable[[str, list[float]], 
             match = fts5_match_expression(keyword_terms(query))
             if match:
                 cur.execute(kw_sql, (match, mind.id, K)).fetchall()
-            cur.execute(vec_sql, ("[" + ",".join(map(repr, qvec)) + "]", K, mind.id)).fetchall()
+            rows = cur.execute(vec_sql, ("[" + ",".join(map(repr, qvec)) + "]", K, mind.id, model_id))
+            sorted(rows.fetchall(), key=lambda r: (r[1], r[0]))
             cur.execute("COMMIT")
     else:
+        # Statements are prepared by psycopg after the same number of runs on both sides.
+        with store.engine.connect() as lib_conn:
+            conn.driver_connection.prepare_threshold = lib_conn.connection.driver_connection.prepare_threshold
+        dims = store.embedder.dimensions if store.embedder else 0
+        dist = f"(v.embedding <=> CAST(%(q)s AS vector({dims})))"
+        vec_sql = (f"WITH c AS MATERIALIZED (SELECT v.frame_id, {dist} AS d FROM {table} v "
+                   f"WHERE v.mind_id IN (%(m0)s) ORDER BY {dist} LIMIT %(k)s) "
+                   "SELECT c.frame_id, c.d, f.id IS NOT NULL FROM c "
+                   "LEFT JOIN frame_embeddings e ON e.frame_id = c.frame_id AND e.status = 'ready' "
+                   "AND e.model_id = %(model_id)s "
+                   "LEFT JOIN memory_frames f ON f.id = c.frame_id AND f.content_hash = e.content_hash "
+                   "ORDER BY c.d, c.frame_id")
+
         def run(query: str, qvec: list[float]) -> None:
             values = tsquery_terms(keyword_terms(query))
             with conn.cursor() as cur:
                 if values:
-                    tsq = " || ".join(["plainto_tsquery('english', %s)"] * len(values))
+                    tsq = " || ".join(f"plainto_tsquery('english', %(t{i})s)" for i in range(len(values)))
                     cur.execute(
                         "SELECT f.id, ts_rank_cd(f.content_tsv, q.query, 1) AS score FROM memory_frames f, "
-                        f"(SELECT {tsq} AS query) q WHERE f.content_tsv @@ q.query AND f.mind_id = %s "
-                        "ORDER BY score DESC LIMIT %s", (*values, mind.id, K))
+                        f"(SELECT {tsq} AS query) q WHERE f.content_tsv @@ q.query AND f.mind_id IN (%(m0)s) "
+                        "ORDER BY score DESC, length(f.content), f.id LIMIT %(limit)s",
+                        {**{f"t{i}": v for i, v in enumerate(values)}, "m0": mind.id, "limit": K})
                     cur.fetchall()
-                cur.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-                cur.execute(
-                    f"SELECT frame_id, embedding <=> %s::vector AS d FROM {table} WHERE mind_id = %s "
-                    "ORDER BY embedding <=> %s::vector LIMIT %s",
-                    ("[" + ",".join(map(repr, qvec)) + "]", mind.id, "[" + ",".join(map(repr, qvec)) + "]", K))
+                cur.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                            "set_config('hnsw.ef_search', %(ef)s, true)", {"ef": str(max(40, K))})
+                cur.execute(vec_sql, {"q": "[" + ",".join(map(repr, qvec)) + "]", "m0": mind.id,
+                                      "model_id": model_id, "k": K})
                 cur.fetchall()
             conn.commit()
     return run

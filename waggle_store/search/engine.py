@@ -266,9 +266,11 @@ _FRAME_COLUMNS: Final = tuple(
     )
 )
 #: The candidates' frames, in one Core statement built once (plain table columns: no ORM
-#: compilation or entity handling on the hot path).
+#: compilation or entity handling on the hot path). ``mind_id + 0`` keeps the mind's index out of
+#: the plan: SQLite otherwise walked every frame of the mind instead of looking the ids up.
 _FRAME_FETCH: Final = select(*_FRAME_COLUMNS).where(
-    _FRAMES.c.id.in_(bindparam("ids", expanding=True)), _FRAMES.c.mind_id == bindparam("mind_id")
+    _FRAMES.c.id.in_(bindparam("ids", expanding=True)),
+    _FRAMES.c.mind_id + 0 == bindparam("mind_id"),
 )
 
 
