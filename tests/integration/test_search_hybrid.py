@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import bindparam
 
 import waggle_store as ws
 from waggle_store.search.vectors import embed_frames
@@ -259,3 +260,36 @@ def test_deleted_and_updated_frames(store: ws.Store, mind: ws.Mind, gop: str) ->
     assert mind.search("omega psi", lanes=("keyword",))[0].frame.id == ids[8]
     assert store.reconcile().vectors_fixed == 0
     assert mind.search("omega psi chi", lanes=("vector",))[0].frame.id == ids[8]
+
+
+def test_model_registered_elsewhere_turns_the_vector_lane_off(store_factory) -> None:  # type: ignore[no-untyped-def]
+    # Search caches its model's id; another process (here: another store on the same database)
+    # registering another model must still switch this store's vector lane off at once.
+    from waggle_store.embeddings import HashingEmbedder
+
+    first = store_factory()
+    mind = first.mind("m")
+    gop = mind.sessions.ensure("g").gop_id
+    _seed(first, mind, gop, CORPUS)
+    assert mind.search("coffee machine")[0].explain["lanes_run"] == ["keyword", "vector"]
+    other = store_factory(embedder=HashingEmbedder(64))
+    frame = other.mind("m").frames.create_i(gop, "written by the other process")
+    embed_frames(other, [frame.id])  # registers the 64-d model, which becomes the active one
+    results = mind.search("coffee machine")
+    assert results and all(r.explain["lanes_run"] == ["keyword"] for r in results)
+    assert any("no active vectors" in d for d in results[0].explain["degraded"])
+
+
+def test_stale_vectors_do_not_shorten_the_vector_lane(store: ws.Store, mind: ws.Mind, gop: str) -> None:
+    # The nearest vectors are stale (their frames' text changed without re-embedding): the KNN
+    # drops them after the manifest check and widens until the page is full.
+    from sqlalchemy import text
+
+    near = _seed(store, mind, gop, [f"gamma gamma gamma {n}" for n in range(60)])
+    far = _seed(store, mind, gop, [f"gamma and other words entirely {n}" for n in range(30)])
+    with store.write() as s:
+        s.execute(text("UPDATE frame_embeddings SET content_hash = 'stale' WHERE frame_id IN :ids")
+                  .bindparams(bindparam("ids", expanding=True)), {"ids": near})
+    results = mind.search("gamma gamma gamma", limit=20, lanes=("vector",))
+    assert len(results) == 20
+    assert {r.frame.id for r in results} <= set(far)

@@ -19,17 +19,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import unicodedata
+import weakref
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import String, bindparam, select, text, update
+from sqlalchemy import String, bindparam, exists, select, text, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import LaneFilter, LaneHit
 from waggle_store.errors import InvalidInputError
-from waggle_store.models import FrameRow
+from waggle_store.models import EmbeddingModelRow, EntityRow, FrameRow
 from waggle_store.records import Frame, SearchResult
 from waggle_store.search.fusion import LANE_CONFIDENCE, rrf_fuse
 from waggle_store.search.query import keyword_terms, like_patterns
@@ -189,40 +190,31 @@ def _query_names(query: str) -> list[str]:
     return list(names)
 
 
-#: One round trip before the lanes for what a search looks up: the id of the embedder's model if it
-#: is registered *and* active (search may only compare the query with that model's vectors; see
-#: :func:`waggle_store.search.vectors.find_active_model`), and the mind's current entities named by
-#: the query (seeds of the contextual score). Looked up per search, not cached, so a model that
-#: another process registered is seen at once; a Core statement built once, so it costs a round
-#: trip and little Python.
-_LOOKUP_SQL: Final = text(
-    "SELECT 0, id FROM embedding_models WHERE provider = :provider AND model = :model"
+#: The id of an embedder's model if it is registered *and* active: search may only compare the
+#: query with that model's vectors (see :func:`waggle_store.search.vectors.find_active_model`).
+_MODEL_SQL: Final = text(
+    "SELECT id FROM embedding_models WHERE provider = :provider AND model = :model"
     " AND dimensions = :dimensions AND status = 'active'"
-    " UNION ALL SELECT 1, id FROM knowledge_entities"
-    " WHERE mind_id = :mind_id AND valid_to IS NULL AND name_key IN :names"
-).bindparams(bindparam("names", expanding=True, type_=String()))
-_NAMES_PER_LOOKUP: Final = 500
+)
+#: Per store: model key -> id. A model's id never changes once registered, so the cache only
+#: saves the lookup; whether the model is still *active* (another process may have registered
+#: another one) is checked on every search by the frame fetch (:data:`_FRAME_FETCH`), at no extra
+#: round trip, and a search that finds it retired looks again before it fuses.
+_MODEL_IDS: Final[weakref.WeakKeyDictionary[Any, dict[Any, int]]] = weakref.WeakKeyDictionary()
 
 
-def _lookups(session: Session, mind_id: int, key: Any, names: Sequence[str]) -> tuple[int | None, list[int]]:
-    """The active model id for ``key`` (None without a key) and the entity ids named in ``names``."""
-    conn = session.connection()
-    model_id: int | None = None
-    seeds: list[int] = []
-    start = 0
-    while True:
-        chunk = list(names[start : start + _NAMES_PER_LOOKUP])
-        params = {"provider": None, "model": None, "dimensions": None, "mind_id": mind_id, "names": chunk}
-        if start == 0 and key is not None:
-            params.update(provider=key.provider, model=key.model, dimensions=key.dimensions)
-        for kind, row_id in conn.execute(_LOOKUP_SQL, params):
-            if kind == 0:
-                model_id = int(row_id)
-            else:
-                seeds.append(int(row_id))
-        start += _NAMES_PER_LOOKUP
-        if start >= len(names):
-            return model_id, seeds
+def _model_id(session: Session, store: Any, key: Any, *, cached: bool = True) -> int | None:
+    known = _MODEL_IDS.setdefault(store, {})
+    if cached and key in known:
+        return known[key]
+    known.pop(key, None)
+    found = session.connection().execute(
+        _MODEL_SQL, {"provider": key.provider, "model": key.model, "dimensions": key.dimensions}
+    ).scalar()
+    if found is None:
+        return None
+    known[key] = int(found)
+    return int(found)
 
 
 _DISTANCES_SQL: Final = text(
@@ -232,28 +224,29 @@ _DISTANCES_SQL: Final = text(
     " UNION ALL SELECT target_id, source_id FROM knowledge_relations"
     " WHERE mind_id = :mind_id AND valid_to IS NULL),"
     " walk(entity_id, depth) AS ("
-    " SELECT id, 0 FROM knowledge_entities WHERE id IN :seeds"
+    " SELECT id, 0 FROM knowledge_entities"
+    " WHERE mind_id = :mind_id AND valid_to IS NULL AND name_key IN :names"
     " UNION SELECT edges.b, walk.depth + 1 FROM walk JOIN edges ON edges.a = walk.entity_id"
     " WHERE walk.depth < :max_depth)"
     " SELECT m.frame_id, MIN(walk.depth) FROM walk"
     " JOIN entity_mentions m ON m.entity_id = walk.entity_id"
     " WHERE m.frame_id IN :frames GROUP BY m.frame_id"
-).bindparams(bindparam("seeds", expanding=True), bindparam("frames", expanding=True))
+).bindparams(bindparam("names", expanding=True, type_=String()), bindparam("frames", expanding=True))
 
 
-def _graph_distances(session: Session, mind_id: int, seeds: Sequence[int],
+def _graph_distances(session: Session, mind_id: int, names: Sequence[str],
                      frame_ids: Sequence[int]) -> dict[int, int]:
-    """Hops from any entity named in the query (``seeds``, from :func:`_lookups`) to the nearest
+    """Hops from any entity named in the query (``names``: :func:`_query_names`) to the nearest
     entity each frame mentions.
 
     Relations are walked in both directions (proximity is symmetric for ranking) and only while
     active (``valid_to IS NULL``), up to :data:`MAX_GRAPH_DEPTH`, in one recursive query.
     """
-    if not seeds or not frame_ids:
+    if not names or not frame_ids:
         return {}
     rows = session.connection().execute(
         _DISTANCES_SQL,
-        {"mind_id": mind_id, "seeds": list(seeds), "frames": list(frame_ids), "max_depth": MAX_GRAPH_DEPTH},
+        {"mind_id": mind_id, "names": list(names), "frames": list(frame_ids), "max_depth": MAX_GRAPH_DEPTH},
     ).all()
     return {int(r[0]): int(r[1]) for r in rows}
 
@@ -265,18 +258,49 @@ _FRAME_COLUMNS: Final = tuple(
         "access_count", "created_at", "last_accessed",
     )
 )
+_MODELS: Final = EmbeddingModelRow.__table__
+_ENTITIES: Final = EntityRow.__table__
 #: The candidates' frames, in one Core statement built once (plain table columns: no ORM
 #: compilation or entity handling on the hot path). ``mind_id + 0`` keeps the mind's index out of
 #: the plan: SQLite otherwise walked every frame of the mind instead of looking the ids up.
-_FRAME_FETCH: Final = select(*_FRAME_COLUMNS).where(
+#: Two flags ride along (uncorrelated, so evaluated once per statement): ``model_ok``,
+#: the model the vector lane searched is still the active one; ``named``, the query names one of
+#: the mind's current entities (else the graph-distance query is skipped).
+_FRAME_FETCH: Final = select(
+    *_FRAME_COLUMNS,
+    exists().where(_MODELS.c.id == bindparam("model_id"), _MODELS.c.status == "active").label("model_ok"),
+    exists().where(
+        _ENTITIES.c.mind_id == bindparam("mind_id"), _ENTITIES.c.valid_to.is_(None),
+        _ENTITIES.c.name_key.in_(bindparam("names", expanding=True, type_=String())),
+    ).label("named"),
+).where(
     _FRAMES.c.id.in_(bindparam("ids", expanding=True)),
     _FRAMES.c.mind_id + 0 == bindparam("mind_id"),
 )
 
 
+def _fetch_frames(session: Session, mind_id: int, ran: Mapping[str, Sequence[LaneHit]],
+                  model_id: int | None, names: Sequence[str]) -> tuple[dict[int, Any], bool, bool]:
+    """The rows of every lane's candidates by frame id (Core rows, not ORM instances: building
+    identity-mapped objects was a measurable share of a search's time); whether ``model_id`` is
+    still the active model (True without one, or when nothing was found to check it with: then
+    no vector hit is used anyway); whether the query names an entity of the mind."""
+    ids = list(dict.fromkeys(h.frame_id for hits in ran.values() for h in hits))
+    if not ids:
+        return {}, True, False
+    rows: dict[int, Any] = {}
+    model_ok, named = True, False
+    for row in session.connection().execute(
+        _FRAME_FETCH, {"ids": ids, "mind_id": mind_id, "model_id": model_id, "names": list(names)}
+    ):
+        rows[row[0]] = row
+        model_ok, named = bool(row.model_ok) or model_id is None, bool(row.named)
+    return rows, model_ok, named
+
+
 def _frame_record(row: Any) -> Frame:
     """A row of :data:`_FRAME_COLUMNS`, unpacked by position (``Row.t`` is a SQLAlchemy name)."""
-    return Frame(*tuple(row))
+    return Frame(*tuple(row)[: len(_FRAME_COLUMNS)])
 
 
 def search(
@@ -299,8 +323,9 @@ def search(
     meta: dict[str, Any] = {"degraded": degraded, "keyword_backend": mind.store.adapter.dialect}
     # Entity names are only looked up when the contextual score needs them.
     names = _query_names(query) if plan.context is None else []
-    with mind.store.read() as session:
-        model_id, seeds = _lookups(session, mind.id, key if qvec is not None else None, names)
+    store = mind.store
+    with store.read() as session:
+        model_id = _model_id(session, store, key) if qvec is not None else None
         ran: dict[str, list[LaneHit]] = {}
         if "keyword" in plan.lanes:
             if plan.terms:
@@ -312,6 +337,15 @@ def search(
         hits = _vector_lane(mind, session, plan, k, qvec, key, model_id, degraded)
         if hits is not None:
             ran["vector"] = hits
+        rows, model_ok, named = _fetch_frames(session, mind.id, ran, model_id, names)
+        if not model_ok:
+            # The cached model was retired (another process registered another): look again.
+            model_id = _model_id(session, store, key, cached=False)
+            ran.pop("vector", None)
+            hits = _vector_lane(mind, session, plan, k, qvec, key, model_id, degraded)
+            if hits is not None:
+                ran["vector"] = hits
+            rows, _, named = _fetch_frames(session, mind.id, ran, None, names)
         # Confidence-weighted RRF (search/fusion.py): each lane's hits are weighted by that
         # lane's own raw scores (bm25 / ts_rank_cd relative to its best hit; cosine similarity
         # standing out from the lane's median), so a lane's clear best match is not outranked by
@@ -325,15 +359,9 @@ def search(
         )
         if not fused:
             return []
-        # Core rows, not ORM instances: building identity-mapped objects for every candidate
-        # was a measurable share of a search's time (benchmarks/README.md).
-        rows = {
-            row[0]: row
-            for row in session.connection().execute(_FRAME_FETCH, {"ids": list(fused), "mind_id": mind.id})
-        }
         distances = plan.context
         if distances is None:
-            distances = _graph_distances(session, mind.id, seeds, list(rows))
+            distances = _graph_distances(session, mind.id, names, list(rows)) if named else {}
     now = utcnow()
     scored: list[tuple[float, int, float, dict[str, float], int | None]] = []
     for frame_id, fusion in fused.items():
