@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
+from sqlalchemy import ColumnElement
 from sqlalchemy.orm import Session
+from sqlalchemy.types import TypeEngine
 
 
 def vector_table_name(model_id: int) -> str:
@@ -73,6 +75,10 @@ class SearchAdapter(Protocol):
 
     def vector_backend_available(self, session: Session) -> bool:
         """Cheap (cached) check used on every search; ``capabilities`` says why not."""
+        ...
+
+    def in_values(self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]) -> ColumnElement[bool]:
+        """``column IN <the list bound as name>``, in the form this backend runs cheapest."""
         ...
 
     # -- lanes ------------------------------------------------------------------------------

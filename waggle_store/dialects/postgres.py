@@ -22,11 +22,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from sqlalchemy import TextClause, bindparam, text
+from sqlalchemy import ColumnElement, TextClause, any_, bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
+from sqlalchemy.types import TypeEngine
 
-from waggle_store.dialects.base import Capabilities, LaneFilter, LaneHit, VectorRow, vector_table_name
+from waggle_store.dialects.base import (
+    Capabilities,
+    LaneFilter,
+    LaneHit,
+    VectorRow,
+    vector_table_name,
+)
 from waggle_store.models.base import UTCDateTime
 from waggle_store.search.query import tsquery_terms
 
@@ -117,6 +125,12 @@ class PostgresAdapter:
                 text("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
             ).scalar() is not None
         return self._has_vector
+
+    def in_values(self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]) -> ColumnElement[bool]:
+        # One array parameter: the statement text does not change with the list's length, so
+        # psycopg prepares it and the server plans it once (an expanded IN was re-parsed,
+        # re-rendered and re-planned on every search).
+        return column == any_(bindparam(name, type_=ARRAY(type_)))
 
     # -- lanes ------------------------------------------------------------------------------
 

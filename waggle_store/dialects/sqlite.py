@@ -15,11 +15,18 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from sqlalchemy import TextClause, bindparam, text
+from sqlalchemy import ColumnElement, TextClause, bindparam, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
+from sqlalchemy.types import TypeEngine
 
-from waggle_store.dialects.base import Capabilities, LaneFilter, LaneHit, VectorRow, vector_table_name
+from waggle_store.dialects.base import (
+    Capabilities,
+    LaneFilter,
+    LaneHit,
+    VectorRow,
+    vector_table_name,
+)
 from waggle_store.engine import engine_info
 from waggle_store.models.base import UTCDateTime
 from waggle_store.search.query import fts5_match_expression
@@ -93,6 +100,9 @@ class SQLiteAdapter:
         if info.vector_extension is None:  # no connection made yet: the probe runs on connect
             session.connection()
         return bool(info.vector_extension)
+
+    def in_values(self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]) -> ColumnElement[bool]:
+        return column.in_(bindparam(name, expanding=True, type_=type_))
 
     # -- lanes ------------------------------------------------------------------------------
 

@@ -24,11 +24,11 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import String, bindparam, exists, select, text, update
+from sqlalchemy import BigInteger, Select, String, bindparam, exists, select, text, update
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects.base import LaneFilter, LaneHit
+from waggle_store.dialects.base import LaneFilter, LaneHit, SearchAdapter
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import EmbeddingModelRow, EntityRow, FrameRow
 from waggle_store.records import Frame, SearchResult
@@ -198,7 +198,7 @@ _MODEL_SQL: Final = text(
 )
 #: Per store: model key -> id. A model's id never changes once registered, so the cache only
 #: saves the lookup; whether the model is still *active* (another process may have registered
-#: another one) is checked on every search by the frame fetch (:data:`_FRAME_FETCH`), at no extra
+#: another one) is checked on every search by the frame fetch (:func:`_frame_fetch`), at no extra
 #: round trip, and a search that finds it retired looks again before it fuses.
 _MODEL_IDS: Final[weakref.WeakKeyDictionary[Any, dict[Any, int]]] = weakref.WeakKeyDictionary()
 
@@ -266,20 +266,32 @@ _ENTITIES: Final = EntityRow.__table__
 #: Two flags ride along (uncorrelated, so evaluated once per statement): ``model_ok``,
 #: the model the vector lane searched is still the active one; ``named``, the query names one of
 #: the mind's current entities (else the graph-distance query is skipped).
-_FRAME_FETCH: Final = select(
-    *_FRAME_COLUMNS,
-    exists().where(_MODELS.c.id == bindparam("model_id"), _MODELS.c.status == "active").label("model_ok"),
-    exists().where(
-        _ENTITIES.c.mind_id == bindparam("mind_id"), _ENTITIES.c.valid_to.is_(None),
-        _ENTITIES.c.name_key.in_(bindparam("names", expanding=True, type_=String())),
-    ).label("named"),
-).where(
-    _FRAMES.c.id.in_(bindparam("ids", expanding=True)),
-    _FRAMES.c.mind_id + 0 == bindparam("mind_id"),
-)
+#: The id and name lists are bound the way the adapter finds cheapest (Postgres: one array, so the
+#: statement text is fixed and psycopg prepares it).
+_FRAME_FETCH: dict[str, Select[Any]] = {}
 
 
-def _fetch_frames(session: Session, mind_id: int, ran: Mapping[str, Sequence[LaneHit]],
+def _frame_fetch(adapter: SearchAdapter) -> Select[Any]:
+    cached = _FRAME_FETCH.get(adapter.dialect)
+    if cached is not None:
+        return cached
+    statement: Select[Any] = select(
+        *_FRAME_COLUMNS,
+        exists().where(_MODELS.c.id == bindparam("model_id"), _MODELS.c.status == "active")
+        .label("model_ok"),
+        exists().where(
+            _ENTITIES.c.mind_id == bindparam("mind_id"), _ENTITIES.c.valid_to.is_(None),
+            adapter.in_values(_ENTITIES.c.name_key, "names", String()),
+        ).label("named"),
+    ).where(
+        adapter.in_values(_FRAMES.c.id, "ids", BigInteger()),
+        _FRAMES.c.mind_id + 0 == bindparam("mind_id"),
+    )
+    _FRAME_FETCH[adapter.dialect] = statement
+    return statement
+
+
+def _fetch_frames(session: Session, adapter: SearchAdapter, mind_id: int, ran: Mapping[str, Sequence[LaneHit]],
                   model_id: int | None, names: Sequence[str]) -> tuple[dict[int, Any], bool, bool]:
     """The rows of every lane's candidates by frame id (Core rows, not ORM instances: building
     identity-mapped objects was a measurable share of a search's time); whether ``model_id`` is
@@ -291,7 +303,7 @@ def _fetch_frames(session: Session, mind_id: int, ran: Mapping[str, Sequence[Lan
     rows: dict[int, Any] = {}
     model_ok, named = True, False
     for row in session.connection().execute(
-        _FRAME_FETCH, {"ids": ids, "mind_id": mind_id, "model_id": model_id, "names": list(names)}
+        _frame_fetch(adapter), {"ids": ids, "mind_id": mind_id, "model_id": model_id, "names": list(names)}
     ):
         rows[row[0]] = row
         model_ok, named = bool(row.model_ok) or model_id is None, bool(row.named)
@@ -337,7 +349,7 @@ def search(
         hits = _vector_lane(mind, session, plan, k, qvec, key, model_id, degraded)
         if hits is not None:
             ran["vector"] = hits
-        rows, model_ok, named = _fetch_frames(session, mind.id, ran, model_id, names)
+        rows, model_ok, named = _fetch_frames(session, store.adapter, mind.id, ran, model_id, names)
         if not model_ok:
             # The cached model was retired (another process registered another): look again.
             model_id = _model_id(session, store, key, cached=False)
@@ -345,7 +357,7 @@ def search(
             hits = _vector_lane(mind, session, plan, k, qvec, key, model_id, degraded)
             if hits is not None:
                 ran["vector"] = hits
-            rows, _, named = _fetch_frames(session, mind.id, ran, None, names)
+            rows, _, named = _fetch_frames(session, store.adapter, mind.id, ran, None, names)
         # Confidence-weighted RRF (search/fusion.py): each lane's hits are weighted by that
         # lane's own raw scores (bm25 / ts_rank_cd relative to its best hit; cosine similarity
         # standing out from the lane's median), so a lane's clear best match is not outranked by
