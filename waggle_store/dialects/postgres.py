@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, TextClause, any_, bindparam, text
+from sqlalchemy import ColumnElement, any_, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -35,6 +35,7 @@ from waggle_store.dialects.base import (
     VectorRow,
     vector_table_name,
 )
+from waggle_store.dialects.common import frame_filters, like_search, timed
 from waggle_store.models.base import UTCDateTime
 from waggle_store.search.query import tsquery_terms
 
@@ -54,32 +55,6 @@ def _distance_expr(column: str, param: str, dims: int) -> str:
     if dims > HNSW_MAX_VECTOR_DIMS:
         return f"({column}::halfvec({dims}) <=> CAST(:{param} AS halfvec({dims})))"
     return f"({column} <=> CAST(:{param} AS vector({dims})))"
-
-
-def _frame_filters(
-    where: LaneFilter, params: dict[str, Any], alias: str = "f", mind_alias: str = "f"
-) -> str:
-    names = []
-    for i, mind_id in enumerate(where.mind_ids):
-        params[f"m{i}"] = int(mind_id)
-        names.append(f":m{i}")
-    sql = [f"{mind_alias}.mind_id IN ({', '.join(names) or 'NULL'})"]
-    if where.gop_id is not None:
-        params["gop_id"] = where.gop_id
-        sql.append(f"{alias}.gop_id = :gop_id")
-    if where.since is not None:
-        params["since"] = where.since
-        sql.append(f"{alias}.created_at >= :since")
-    if where.until is not None:
-        params["until"] = where.until
-        sql.append(f"{alias}.created_at <= :until")
-    return " AND ".join(sql)
-
-
-def _timed(sql: str) -> TextClause:
-    clause = text(sql)
-    binds = [bindparam(name, type_=_TS) for name in ("since", "until") if f":{name}" in sql]
-    return clause.bindparams(*binds) if binds else clause
 
 
 class PostgresAdapter:
@@ -145,12 +120,12 @@ class PostgresAdapter:
         for i, value in enumerate(values):
             params[f"t{i}"] = value
             parts.append(f"plainto_tsquery('english', :t{i})")
-        filters = _frame_filters(where, params)
+        filters = frame_filters(where, params)
         # Normalisation 1 divides by 1 + log(length), the nearest ts_rank_cd has to bm25's
         # length normalisation; equal ranks (common: ts_rank_cd ignores stop words in the length)
         # go to the shorter frame, as bm25 would rank them. Both keep the dialects' rankings close.
         rows = session.execute(
-            _timed(
+            timed(
                 "SELECT f.id, ts_rank_cd(f.content_tsv, q.query, 1) AS score "
                 f"FROM memory_frames f, (SELECT {' || '.join(parts)} AS query) q "
                 f"WHERE f.content_tsv @@ q.query AND {filters} "
@@ -163,22 +138,7 @@ class PostgresAdapter:
     def like_search(
         self, session: Session, *, patterns: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
-        if not patterns or not where.mind_ids:
-            return []
-        params: dict[str, Any] = {"limit": int(limit)}
-        likes = []
-        for i, pattern in enumerate(patterns):
-            params[f"p{i}"] = pattern
-            likes.append(f"f.content ILIKE :p{i} ESCAPE '\\'")
-        filters = _frame_filters(where, params)
-        rows = session.execute(
-            _timed(
-                f"SELECT f.id FROM memory_frames f WHERE {filters} AND ({' OR '.join(likes)}) "
-                "ORDER BY f.created_at DESC, f.id DESC LIMIT :limit"
-            ),
-            params,
-        ).all()
-        return [LaneHit(int(r[0]), 0.0) for r in rows]
+        return like_search(session, operator="ILIKE", patterns=patterns, where=where, limit=limit)
 
     def vector_search(
         self,
@@ -209,8 +169,8 @@ class PostgresAdapter:
             # off the HNSW index): mind, session and time filters on its own columns, which the
             # iterative scan applies while it walks the graph. The manifest is checked on the
             # materialised candidates; stale ones are dropped and the scan widens on a shortfall.
-            knn_filters = _frame_filters(where, params, alias="v", mind_alias="v")
-            knn = _timed(
+            knn_filters = frame_filters(where, params, alias="v", mind_alias="v")
+            knn = timed(
                 f"WITH c AS MATERIALIZED (SELECT v.frame_id, {distance} AS d FROM {table} v "
                 f"WHERE {knn_filters} ORDER BY {distance} LIMIT :k) "
                 "SELECT c.frame_id, c.d, f.id IS NOT NULL FROM c "
@@ -234,9 +194,9 @@ class PostgresAdapter:
         # Exact scan of the frames that pass every filter ("+ 0" hides the indexed expression
         # from the planner). Reached when the KNN came up short, or for a session/time filter on
         # a vector table created before those columns existed.
-        filters = _frame_filters(where, params, mind_alias="v")
+        filters = frame_filters(where, params, mind_alias="v")
         rows = session.execute(
-            _timed(
+            timed(
                 f"SELECT v.frame_id, {distance} AS d FROM {table} v "
                 "JOIN memory_frames f ON f.id = v.frame_id "
                 "JOIN frame_embeddings e ON e.frame_id = v.frame_id "

@@ -11,11 +11,10 @@ full or the candidates are exhausted.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, TextClause, bindparam, text
+from sqlalchemy import ColumnElement, bindparam, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
@@ -27,48 +26,17 @@ from waggle_store.dialects.base import (
     VectorRow,
     vector_table_name,
 )
+from waggle_store.dialects.common import frame_filters, like_search, timed
 from waggle_store.engine import engine_info
-from waggle_store.models.base import UTCDateTime
 from waggle_store.search.query import fts5_match_expression
 
 #: sqlite-vec 0.1.x refuses a KNN ``k`` above this.
 VEC0_MAX_K: Final = 4096
-_TS = UTCDateTime()
 
 
 def _vec_json(vector: Sequence[float]) -> str:
     """vec0 accepts JSON text; repr of a float round-trips it exactly."""
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
-
-
-def _frame_filters(where: LaneFilter, params: dict[str, Any], alias: str = "f") -> str:
-    """SQL conditions on ``memory_frames`` for the mind/session/time filters (bound, never inlined).
-
-    Times are bound through :func:`_timed` so they are written exactly like the stored column
-    (a fixed-width UTC string); a differently formatted string would compare wrongly.
-    """
-    mind_names = []
-    for i, mind_id in enumerate(where.mind_ids):
-        params[f"m{i}"] = int(mind_id)
-        mind_names.append(f":m{i}")
-    sql = [f"{alias}.mind_id IN ({', '.join(mind_names) or 'NULL'})"]
-    if where.gop_id is not None:
-        params["gop_id"] = where.gop_id
-        sql.append(f"{alias}.gop_id = :gop_id")
-    if where.since is not None:
-        params["since"] = where.since
-        sql.append(f"{alias}.created_at >= :since")
-    if where.until is not None:
-        params["until"] = where.until
-        sql.append(f"{alias}.created_at <= :until")
-    return " AND ".join(sql)
-
-
-def _timed(sql: str) -> TextClause:
-    """``text(sql)`` with the time parameters typed as the ``created_at`` column."""
-    clause = text(sql)
-    binds = [bindparam(name, type_=_TS) for name in ("since", "until") if f":{name}" in sql]
-    return clause.bindparams(*binds) if binds else clause
 
 
 class SQLiteAdapter:
@@ -113,9 +81,9 @@ class SQLiteAdapter:
         if match is None or not where.mind_ids:
             return []
         params: dict[str, Any] = {"q": match, "limit": int(limit)}
-        filters = _frame_filters(where, params)
+        filters = frame_filters(where, params)
         rows = session.execute(
-            _timed(
+            timed(
                 "SELECT f.id, bm25(memory_frames_fts) AS score FROM memory_frames_fts "
                 "JOIN memory_frames f ON f.id = memory_frames_fts.rowid "
                 f"WHERE memory_frames_fts MATCH :q AND {filters} "
@@ -128,22 +96,7 @@ class SQLiteAdapter:
     def like_search(
         self, session: Session, *, patterns: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
-        if not patterns or not where.mind_ids:
-            return []
-        params: dict[str, Any] = {"limit": int(limit)}
-        likes = []
-        for i, pattern in enumerate(patterns):
-            params[f"p{i}"] = pattern
-            likes.append(f"f.content LIKE :p{i} ESCAPE '\\'")
-        filters = _frame_filters(where, params)
-        rows = session.execute(
-            _timed(
-                f"SELECT f.id FROM memory_frames f WHERE {filters} AND ({' OR '.join(likes)}) "
-                "ORDER BY f.created_at DESC, f.id DESC LIMIT :limit"
-            ),
-            params,
-        ).all()
-        return [LaneHit(int(r[0]), 0.0) for r in rows]
+        return like_search(session, operator="LIKE", patterns=patterns, where=where, limit=limit)
 
     def vector_search(
         self,
@@ -210,9 +163,9 @@ class SQLiteAdapter:
     ) -> list[LaneHit]:
         """Scan every matching frame: only reached when stale vectors crowd out a 4096-wide KNN."""
         params: dict[str, Any] = {"q": qvec, "model_id": model_id, "limit": limit}
-        filters = _frame_filters(LaneFilter([mind_id], where.gop_id, where.since, where.until), params)
+        filters = frame_filters(LaneFilter([mind_id], where.gop_id, where.since, where.until), params)
         rows = session.execute(
-            _timed(
+            timed(
                 "SELECT f.id, vec_distance_cosine(v.embedding, :q) AS d FROM memory_frames f "
                 "JOIN frame_embeddings e ON e.frame_id = f.id AND e.status = 'ready' "
                 "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
