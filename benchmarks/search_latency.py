@@ -145,11 +145,23 @@ def _raw_runner(store: ws.Store, mind: ws.Mind) -> Callable[[str, list[float]], 
             values = tsquery_terms(keyword_terms(query))
             with conn.cursor() as cur:
                 if values:
-                    tsq = " || ".join(f"plainto_tsquery('english', %(t{i})s)" for i in range(len(values)))
+                    n = range(len(values))
+                    minds = "f.mind_id IN (%(m0)s)"
                     cur.execute(
-                        "SELECT f.id, ts_rank_cd(f.content_tsv, q.query, 1) AS score FROM memory_frames f, "
-                        f"(SELECT {tsq} AS query) q WHERE f.content_tsv @@ q.query AND f.mind_id IN (%(m0)s) "
-                        "ORDER BY score DESC, length(f.content), f.id LIMIT %(limit)s",
+                        "WITH q AS MATERIALIZED (SELECT "
+                        + ", ".join(f"plainto_tsquery('english', %(t{i})s) AS q{i}" for i in n) + "), "
+                        "c AS MATERIALIZED (SELECT f.id, f.mind_id, f.gop_id, f.created_at, "
+                        "length(f.content) AS len, "
+                        + ", ".join(f"f.content_tsv @@ q.q{i} AS h{i}" for i in n) + " FROM memory_frames f, q "
+                        f"WHERE f.content_tsv @@ ({' || '.join(f'q.q{i}' for i in n)}) AND {minds}), "
+                        "w AS MATERIALIZED (SELECT "
+                        + ", ".join(f"ln(1 + (n - d{i} + 0.5) / (d{i} + 0.5)) AS w{i}" for i in n)
+                        + " FROM (SELECT (SELECT count(*) FROM memory_frames f "
+                        f"WHERE {minds})::float8 AS n, "
+                        + ", ".join(f"count(*) FILTER (WHERE h{i}) AS d{i}" for i in n) + " FROM c) s) "
+                        "SELECT c.id, " + " + ".join(f"CASE WHEN c.h{i} THEN w.w{i} ELSE 0 END" for i in n)
+                        + " AS score FROM c, w WHERE c.mind_id IN (%(m0)s) "
+                        "ORDER BY score DESC, c.len, c.id LIMIT %(limit)s",
                         {**{f"t{i}": v for i, v in enumerate(values)}, "m0": mind.id, "limit": K})
                     cur.fetchall()
                 cur.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "

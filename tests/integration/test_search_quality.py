@@ -93,3 +93,29 @@ def test_explain_shows_each_lanes_rank_score_and_weight(store: ws.Store, mind: w
         assert 0.0 <= r.rrf_score <= 1.0
     top = results[0].explain["lanes"]
     assert top["keyword"]["rank"] == 0 and top["keyword"]["weight"] == 1.0
+
+
+def test_rare_term_outranks_common_term(store: ws.Store, mind: ws.Mind) -> None:
+    """The keyword lane weighs terms by rarity (bm25 on SQLite, idf-weighted on Postgres).
+
+    "Caroline" is in every frame but one, four times in the short first frame; "violin" is in
+    one longer frame. Without term rarity (Postgres ``ts_rank_cd`` before) the name-heavy frame
+    ranked first; with it the rare word's frame is first and the name-only frames get a small
+    fusion weight.
+    """
+    gop = mind.sessions.ensure("session_1").gop_id
+    texts = [
+        "Caroline: Caroline and Caroline's friends met Caroline's sister.",
+        "Melanie: I practised the violin for an hour this morning before work started.",
+        *[f"Caroline: {text.split(': ', 1)[1]}" for text in TURNS[:8]],
+    ]
+    ids = [mind.frames.create_i(gop, text).id for text in texts]
+    embed_frames(store, ids)
+    hits = mind.search("Caroline violin", limit=10, lanes=("keyword",))
+    assert hits[0].frame.id == ids[1]
+    assert {h.frame.id for h in hits} == set(ids)
+    for h in hits[1:]:
+        lane = h.explain["lanes"]["keyword"]
+        assert abs(lane["score"]) < abs(hits[0].explain["lanes"]["keyword"]["score"])
+        assert lane["weight"] < 0.25, (h.frame.content, lane)
+    assert mind.search("Caroline violin", limit=1)[0].frame.id == ids[1]

@@ -112,24 +112,52 @@ class PostgresAdapter:
     def keyword_search(
         self, session: Session, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
+        """BM25-style ranking in one statement: the sum of the idf of the query terms a frame matches.
+
+        ``ts_rank_cd`` alone has no term rarity: a speaker's name, in half the frames of a
+        conversation, counted as much as the question's rare word (LoCoMo dev recall@10 0.544
+        against FTS5 bm25's 0.630; ``benchmarks/README.md``). Here each term ``t`` (one
+        ``plainto_tsquery`` of a bound value) weighs ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``
+        (Lucene's BM25 idf, always > 0), ``N`` the frames of the searched minds and ``df`` those
+        matching ``t``, both counted by this statement: ``df`` over the candidates (every frame of
+        the minds matching any term, found through the GIN index) before the session/time
+        filters, so a filter does not change a term's rarity; ``N`` by an index-only count.
+
+        Term frequency and length are BM25 with ``k1 = 0``: a term counts once, and among frames
+        matching the same terms the shorter one goes first (then the id), the order the lane
+        used before. Frames here are single turns or notes, where a repeated term is rare;
+        ``k1 = 1.2, b = 0.75`` (tf from ``ts_rank_cd``, length in lexemes) and idf-weighted
+        ``ts_rank_cd`` per term were measured too and rank no better (``benchmarks/README.md``).
+        The score is positive and bigger is better, so the fusion's confidence
+        ``(s / s_top)²`` reads it as it read ``ts_rank_cd``: a frame matching only a common term
+        next to one matching the rare ones gets a small weight.
+        """
         values = tsquery_terms(terms)
         if not values or not where.mind_ids:
             return []
         params: dict[str, Any] = {"limit": int(limit)}
-        parts = []
+        n = range(len(values))
         for i, value in enumerate(values):
             params[f"t{i}"] = value
-            parts.append(f"plainto_tsquery('english', :t{i})")
-        filters = frame_filters(where, params)
-        # Normalisation 1 divides by 1 + log(length), the nearest ts_rank_cd has to bm25's
-        # length normalisation; equal ranks (common: ts_rank_cd ignores stop words in the length)
-        # go to the shorter frame, as bm25 would rank them. Both keep the dialects' rankings close.
+        minds = frame_filters(LaneFilter(where.mind_ids), params)
+        filters = frame_filters(where, params, alias="c")
+        queries = ", ".join(f"plainto_tsquery('english', :t{i}) AS q{i}" for i in n)
+        matched = ", ".join(f"f.content_tsv @@ q.q{i} AS h{i}" for i in n)
+        counts = ", ".join(f"count(*) FILTER (WHERE h{i}) AS d{i}" for i in n)
+        idf = ", ".join(f"ln(1 + (n - d{i} + 0.5) / (d{i} + 0.5)) AS w{i}" for i in n)
+        score = " + ".join(f"CASE WHEN c.h{i} THEN w.w{i} ELSE 0 END" for i in n)
+        # MATERIALIZED: q is evaluated once and feeds the GIN scan; w is one row, computed once
+        # (inlined, the planner re-ran the aggregate for every candidate).
         rows = session.execute(
             timed(
-                "SELECT f.id, ts_rank_cd(f.content_tsv, q.query, 1) AS score "
-                f"FROM memory_frames f, (SELECT {' || '.join(parts)} AS query) q "
-                f"WHERE f.content_tsv @@ q.query AND {filters} "
-                "ORDER BY score DESC, length(f.content), f.id LIMIT :limit"
+                f"WITH q AS MATERIALIZED (SELECT {queries}), "
+                f"c AS MATERIALIZED (SELECT f.id, f.mind_id, f.gop_id, f.created_at, "
+                f"length(f.content) AS len, {matched} FROM memory_frames f, q "
+                f"WHERE f.content_tsv @@ ({' || '.join(f'q.q{i}' for i in n)}) AND {minds}), "
+                f"w AS MATERIALIZED (SELECT {idf} FROM (SELECT (SELECT count(*) FROM memory_frames f "
+                f"WHERE {minds})::float8 AS n, {counts} FROM c) s) "
+                f"SELECT c.id, {score} AS score FROM c, w WHERE {filters} "
+                "ORDER BY score DESC, c.len, c.id LIMIT :limit"
             ),
             params,
         ).all()
