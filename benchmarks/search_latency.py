@@ -22,7 +22,6 @@ import argparse
 import hashlib
 import os
 import random
-import shutil
 import statistics
 import sys
 import tempfile
@@ -37,9 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 import waggle_store as ws  # noqa: E402
 from waggle_store.dialects import vector_table_name  # noqa: E402
 from waggle_store.embeddings import HashingEmbedder  # noqa: E402
-from waggle_store.models import FrameEmbeddingRow, FrameRow, SessionRow  # noqa: E402
+from waggle_store.models import FrameRow, SessionRow  # noqa: E402
 from waggle_store.search.query import fts5_match_expression, keyword_terms, tsquery_terms  # noqa: E402
 from waggle_store.search.vectors import active_model_id, embed_frames  # noqa: E402
+from waggle_store.testing import embedded_postgres  # noqa: E402
 
 LIMIT = 20
 K = 2 * LIMIT
@@ -200,22 +200,6 @@ def measure(store: ws.Store, mind: ws.Mind, n: int, count: int) -> dict[str, flo
             "ratio_p50": lib50 / raw50, "ratio_p95": lib95 / raw95}
 
 
-def _embedded_pg() -> tuple[str, Callable[[], None]]:
-    import embedded_postgres
-
-    pgdata = Path(tempfile.mkdtemp(prefix="waggle-bench-pg-")) / "data"
-    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
-
-    def stop() -> None:
-        try:
-            embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata,
-                                     user=server.system_user)
-        finally:
-            shutil.rmtree(pgdata.parent, ignore_errors=True)
-
-    return server.get_uri().replace("postgresql://", "postgresql+psycopg://", 1), stop
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000])
@@ -226,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop: Callable[[], None] | None = None
     pg_url = args.pg_url
     if "postgres" in args.dialect and not pg_url:
-        pg_url, stop = _embedded_pg()
+        pg_url, stop = embedded_postgres("waggle-bench-pg-")
     print(f"{'dialect':10} {'N':>7} {'build s':>8} {'lib p50':>8} {'lib p95':>8} {'raw p50':>8} "
           f"{'raw p95':>8} {'p50 ×':>6} {'p95 ×':>6}")
     try:

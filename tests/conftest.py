@@ -12,8 +12,6 @@ running the migrations.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -26,6 +24,7 @@ import sqlalchemy as sa
 
 import waggle_store as ws
 from waggle_store.engine import WaggleStoreWarning
+from waggle_store.testing import embedded_postgres
 
 # The machine's SQLite (via sqlean) is in the WAL-reset range; the store warns once, which is
 # the behaviour under test elsewhere, not noise for every test.
@@ -51,29 +50,10 @@ class Target:
         return ws.open_store(self.url, schema=self.schema, **kwargs)
 
 
-def _start_embedded_pg() -> tuple[str, Callable[[], None]]:
-    import embedded_postgres
-
-    pgdata = Path(tempfile.mkdtemp(prefix="waggle-pg-")) / "data"
-    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
-
-    def stop() -> None:
-        # Stop explicitly: the package's own atexit cleanup can miss a server whose owning
-        # process was killed, and would leave it running on this machine.
-        try:
-            embedded_postgres.pg_ctl(
-                ["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user
-            )
-        finally:
-            shutil.rmtree(pgdata.parent, ignore_errors=True)
-
-    uri = server.get_uri()  # postgresql://postgres:@/postgres?host=/socket/dir
-    return uri.replace("postgresql://", "postgresql+psycopg://", 1), stop
-
-
 def _start_container_pg() -> tuple[str, Callable[[], None]]:
-    import docker  # type: ignore[import-untyped]
     from testcontainers.postgres import PostgresContainer  # type: ignore[import-not-found]
+
+    import docker  # type: ignore[import-untyped]
 
     docker.from_env().ping()
     container = PostgresContainer("pgvector/pgvector:0.8.0-pg17", driver="psycopg")
@@ -88,7 +68,7 @@ def pg_url() -> Iterator[str | None]:
         yield env
         return
     errors: list[str] = []
-    for starter in (_start_embedded_pg, _start_container_pg):
+    for starter in (embedded_postgres, _start_container_pg):
         try:
             url, stop = starter()
         except Exception as exc:  # try the next source, and say why if all fail
