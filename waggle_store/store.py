@@ -98,6 +98,22 @@ class Store:
             yield session
 
     @contextmanager
+    def read_connection(self) -> Iterator[sa.Connection]:
+        """One read transaction on a Core connection (BEGIN DEFERRED on SQLite); rolled back at
+        the end. For read paths made only of statements (search): an ORM Session's bookkeeping
+        cost a search about as much as one of its queries."""
+        if self._closed:
+            raise WaggleStoreError("this store is closed")
+        try:
+            with self._read_engine.connect() as conn:
+                yield conn
+        except BaseException as exc:
+            translated = _translate(exc)
+            if translated is exc:
+                raise
+            raise translated from exc
+
+    @contextmanager
     def _session(self, bind: sa.Engine, *, commit: bool = True) -> Iterator[OrmSession]:
         if self._closed:
             raise WaggleStoreError("this store is closed")

@@ -6,7 +6,8 @@ model N is the table ``frame_vectors_N``.
 
 Lane contract: every filter (minds, session, since/until, and for the vector lane "the manifest
 says ready for this model") is applied *inside* the lane, so a lane returns ``limit`` hits whenever
-that many matching frames exist. Callers therefore never post-filter and never come up short.
+that many matching frames exist. Callers therefore never post-filter and never come up short. Lanes return each hit's frame
+columns (``LaneHit.frame``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
-from sqlalchemy import ColumnElement
+from sqlalchemy import ColumnElement, Connection
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
+
+
+#: What the read-side methods run on: searches use a bare Core connection (cheaper per search than
+#: an ORM Session); maintenance runs inside a write Session.
+Executor: TypeAlias = Session | Connection
 
 
 def vector_table_name(model_id: int) -> str:
@@ -39,7 +45,17 @@ class Capabilities:
 @dataclass(frozen=True)
 class LaneHit:
     frame_id: int
-    score: float  # the backend's raw score (bm25, ts_rank_cd, cosine distance)
+    score: float  # the backend's raw score (bm25, idf sum, cosine distance)
+    #: The frame's columns in :class:`waggle_store.records.Frame` order: every lane joins the frame
+    #: anyway (filters, manifest), so the search needs no second statement to fetch them.
+    frame: tuple[Any, ...]
+    #: Whether the frame mentions any entity (only such frames can have a graph distance).
+    mentions: bool = False
+
+
+class ModelNotActiveError(Exception):
+    """The vector lane was asked for a model that is no longer the active one (another process
+    registered another): the caller looks the model up again."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +89,7 @@ class SearchAdapter(Protocol):
 
     def capabilities(self, session: Session) -> Capabilities: ...
 
-    def vector_backend_available(self, session: Session) -> bool:
+    def vector_backend_available(self, session: Executor) -> bool:
         """Cheap (cached) check used on every search; ``capabilities`` says why not."""
         ...
 
@@ -84,20 +100,20 @@ class SearchAdapter(Protocol):
     # -- lanes ------------------------------------------------------------------------------
 
     def keyword_search(
-        self, session: Session, *, terms: Sequence[str], where: LaneFilter, limit: int
+        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
         """Best first. ``terms`` come from :func:`waggle_store.search.query.keyword_terms`."""
         ...
 
     def like_search(
-        self, session: Session, *, patterns: Sequence[str], where: LaneFilter, limit: int
+        self, session: Executor, *, patterns: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
         """The fallback when the keyword index errors: escaped ``LIKE`` patterns, newest first."""
         ...
 
     def vector_search(
         self,
-        session: Session,
+        session: Executor,
         *,
         model_id: int,
         vector: Sequence[float],
@@ -105,7 +121,8 @@ class SearchAdapter(Protocol):
         limit: int,
     ) -> list[LaneHit]:
         """Nearest first (score = cosine distance), only frames whose manifest is ready for
-        ``model_id`` with the frame's current content hash."""
+        ``model_id`` with the frame's current content hash; :class:`ModelNotActiveError` when
+        ``model_id`` is no longer the active model."""
         ...
 
     # -- vector index maintenance -------------------------------------------------------------

@@ -6,13 +6,13 @@ do (FTS5 vs tsvector, vec0 vs pgvector, LIKE vs ILIKE).
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from sqlalchemy import TextClause, bindparam, text
-from sqlalchemy.orm import Session
-
-from waggle_store.dialects.base import LaneFilter, LaneHit
+from sqlalchemy import TextClause, TextualSelect, bindparam, text
+from waggle_store.dialects.base import Executor, LaneFilter, LaneHit
 from waggle_store.models.base import UTCDateTime
 
 _TS: Final = UTCDateTime()
@@ -44,14 +44,49 @@ def frame_filters(where: LaneFilter, params: dict[str, Any], alias: str = "f",
     return " AND ".join(sql)
 
 
+#: The columns of :class:`waggle_store.records.Frame` after its id, as lanes select them after
+#: ``id, score`` (see :func:`frame_select`).
+FRAME_COLUMNS: Final = (
+    "frame_type", "gop_id", "t", "base_frame_id", "content", "importance", "source", "access_count",
+    "created_at", "last_accessed",
+)
+
+
+def frame_select(alias: str = "f") -> str:
+    """The select list a lane puts after ``id, score``: :data:`FRAME_COLUMNS`, then whether the
+    frame mentions any entity (an index probe per hit; the search skips its graph-distance query
+    when no candidate does)."""
+    columns = ", ".join(f"{alias}.{name}" for name in FRAME_COLUMNS)
+    return f"{columns}, EXISTS (SELECT 1 FROM entity_mentions m WHERE m.frame_id = {alias}.id) AS mentions"
+
+
+def frame_hit(row: Any) -> LaneHit:
+    """``LaneHit`` of a row ``(id, score, *frame_select(), ...)``."""
+    frame_id = int(row[0])
+    end = 2 + len(FRAME_COLUMNS)
+    return LaneHit(frame_id, float(row[1]), (frame_id, *row[2:end]), bool(row[end]))
+
+
+@functools.lru_cache(maxsize=512)
+def lane_statement(sql: str) -> TextualSelect:
+    """The statement of a lane selecting ``id, score,`` :func:`frame_select`: times bound as
+    :func:`timed` binds them and read back as UTC datetimes.
+
+    Memoised by text: a lane's SQL takes a handful of shapes (number of terms, which filters), and
+    parsing it into a new ``text()`` construct on every search cost more than running it on a
+    small table.
+    """
+    return timed(sql).columns(created_at=_TS, last_accessed=_TS)
+
+
 def timed(sql: str) -> TextClause:
     """``text(sql)`` with the time parameters typed as the ``created_at`` column."""
     clause = text(sql)
-    binds = [bindparam(name, type_=_TS) for name in ("since", "until") if f":{name}" in sql]
+    binds = [bindparam(name, type_=_TS) for name in ("since", "until") if re.search(rf":{name}\b", sql)]
     return clause.bindparams(*binds) if binds else clause
 
 
-def like_search(session: Session, *, operator: str, patterns: Sequence[str], where: LaneFilter,
+def like_search(session: Executor, *, operator: str, patterns: Sequence[str], where: LaneFilter,
                 limit: int) -> list[LaneHit]:
     """The escaped-LIKE fallback for a keyword index that errors: newest matches first.
 
@@ -67,10 +102,11 @@ def like_search(session: Session, *, operator: str, patterns: Sequence[str], whe
         likes.append(f"f.content {operator} :p{i} ESCAPE '\\'")
     filters = frame_filters(where, params)
     rows = session.execute(
-        timed(
-            f"SELECT f.id FROM memory_frames f WHERE {filters} AND ({' OR '.join(likes)}) "
+        lane_statement(
+            f"SELECT f.id, 0.0 AS score, {frame_select()} FROM memory_frames f "
+            f"WHERE {filters} AND ({' OR '.join(likes)}) "
             "ORDER BY f.created_at DESC, f.id DESC LIMIT :limit"
         ),
         params,
     ).all()
-    return [LaneHit(int(r[0]), 0.0) for r in rows]
+    return [frame_hit(r) for r in rows]

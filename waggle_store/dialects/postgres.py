@@ -30,12 +30,21 @@ from sqlalchemy.types import TypeEngine
 
 from waggle_store.dialects.base import (
     Capabilities,
+    Executor,
     LaneFilter,
     LaneHit,
+    ModelNotActiveError,
     VectorRow,
     vector_table_name,
 )
-from waggle_store.dialects.common import frame_filters, like_search, timed
+from waggle_store.dialects.common import (
+    frame_select,
+    frame_filters,
+    frame_hit,
+    lane_statement,
+    like_search,
+    timed,
+)
 from waggle_store.models.base import UTCDateTime
 from waggle_store.search.query import tsquery_terms
 
@@ -44,6 +53,11 @@ HNSW_MAX_VECTOR_DIMS: Final = 2000
 #: Widest KNN page asked of the HNSW index before an exact scan takes over.
 KNN_MAX_K: Final = 4096
 _TS = UTCDateTime()
+#: Per transaction (``is_local``), so nothing leaks to the next user of the pooled connection.
+_HNSW_SETTINGS: Final = text(
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+    "set_config('hnsw.ef_search', :ef, true)"
+)
 
 
 def _vec_literal(vector: Sequence[float]) -> str:
@@ -94,7 +108,7 @@ class PostgresAdapter:
         return Capabilities("postgresql", keyword_search=tsv, vector_backend=bool(vec_version),
                             reasons=reasons, versions=versions)
 
-    def vector_backend_available(self, session: Session) -> bool:
+    def vector_backend_available(self, session: Executor) -> bool:
         if self._has_vector is None:
             self._has_vector = session.execute(
                 text("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
@@ -110,7 +124,7 @@ class PostgresAdapter:
     # -- lanes ------------------------------------------------------------------------------
 
     def keyword_search(
-        self, session: Session, *, terms: Sequence[str], where: LaneFilter, limit: int
+        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
         """BM25-style ranking in one statement: the sum of the idf of the query terms a frame matches.
 
@@ -148,29 +162,31 @@ class PostgresAdapter:
         score = " + ".join(f"CASE WHEN c.h{i} THEN w.w{i} ELSE 0 END" for i in n)
         # MATERIALIZED: q is evaluated once and feeds the GIN scan; w is one row, computed once
         # (inlined, the planner re-ran the aggregate for every candidate).
+        # The page's frames are read after the LIMIT, so the sort carries ids, not contents.
         rows = session.execute(
-            timed(
+            lane_statement(
                 f"WITH q AS MATERIALIZED (SELECT {queries}), "
                 f"c AS MATERIALIZED (SELECT f.id, f.mind_id, f.gop_id, f.created_at, "
                 f"length(f.content) AS len, {matched} FROM memory_frames f, q "
                 f"WHERE f.content_tsv @@ ({' || '.join(f'q.q{i}' for i in n)}) AND {minds}), "
                 f"w AS MATERIALIZED (SELECT {idf} FROM (SELECT (SELECT count(*) FROM memory_frames f "
                 f"WHERE {minds})::float8 AS n, {counts} FROM c) s) "
-                f"SELECT c.id, {score} AS score FROM c, w WHERE {filters} "
-                "ORDER BY score DESC, c.len, c.id LIMIT :limit"
+                f"SELECT h.id, h.score, {frame_select()} FROM (SELECT c.id, {score} AS score, c.len "
+                f"FROM c, w WHERE {filters} ORDER BY score DESC, c.len, c.id LIMIT :limit) h "
+                "JOIN memory_frames f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id"
             ),
             params,
         ).all()
-        return [LaneHit(int(r[0]), float(r[1])) for r in rows]
+        return [frame_hit(r) for r in rows]
 
     def like_search(
-        self, session: Session, *, patterns: Sequence[str], where: LaneFilter, limit: int
+        self, session: Executor, *, patterns: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
         return like_search(session, operator="ILIKE", patterns=patterns, where=where, limit=limit)
 
     def vector_search(
         self,
-        session: Session,
+        session: Executor,
         *,
         model_id: int,
         vector: Sequence[float],
@@ -185,23 +201,20 @@ class PostgresAdapter:
         params: dict[str, Any] = {"q": _vec_literal(vector), "model_id": model_id}
         distance = _distance_expr("v.embedding", "q", dims)
         # relaxed_order can return rows slightly out of order: every page is re-sorted below.
-        session.execute(
-            text(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                "set_config('hnsw.ef_search', :ef, true)"
-            ),
-            {"ef": str(min(1000, max(40, limit)))},
-        )
+        session.execute(_HNSW_SETTINGS, {"ef": str(min(1000, max(40, limit)))})
         if not where.narrowed or self._has_filter_columns(session, model_id):
             # The KNN sees the vector table alone (any join in the ordered query keeps the planner
             # off the HNSW index): mind, session and time filters on its own columns, which the
             # iterative scan applies while it walks the graph. The manifest is checked on the
             # materialised candidates; stale ones are dropped and the scan widens on a shortfall.
             knn_filters = frame_filters(where, params, alias="v", mind_alias="v")
-            knn = timed(
+            # The manifest check also reads the current candidates' frames; the last column says
+            # whether the model is still the active one.
+            knn = lane_statement(
                 f"WITH c AS MATERIALIZED (SELECT v.frame_id, {distance} AS d FROM {table} v "
                 f"WHERE {knn_filters} ORDER BY {distance} LIMIT :k) "
-                "SELECT c.frame_id, c.d, f.id IS NOT NULL FROM c "
+                f"SELECT c.frame_id, c.d, {frame_select()}, f.id IS NOT NULL, "
+                "(SELECT status = 'active' FROM embedding_models WHERE id = :model_id) FROM c "
                 "LEFT JOIN frame_embeddings e ON e.frame_id = c.frame_id AND e.status = 'ready' "
                 "AND e.model_id = :model_id "
                 "LEFT JOIN memory_frames f ON f.id = c.frame_id AND f.content_hash = e.content_hash "
@@ -210,7 +223,9 @@ class PostgresAdapter:
             k = limit
             while True:
                 rows = session.execute(knn, {**params, "k": k}).all()
-                hits = [LaneHit(int(r[0]), float(r[1])) for r in rows if r[2]]
+                if rows and not rows[0][-1]:
+                    raise ModelNotActiveError(model_id)
+                hits = [frame_hit(r) for r in rows if r[-2]]
                 if len(hits) >= limit:
                     return hits[:limit]
                 # Fewer rows than asked: the candidates are exhausted, or the iterative scan hit
@@ -224,8 +239,8 @@ class PostgresAdapter:
         # a vector table created before those columns existed.
         filters = frame_filters(where, params, mind_alias="v")
         rows = session.execute(
-            timed(
-                f"SELECT v.frame_id, {distance} AS d FROM {table} v "
+            lane_statement(
+                f"SELECT v.frame_id, {distance} AS d, {frame_select()} FROM {table} v "
                 "JOIN memory_frames f ON f.id = v.frame_id "
                 "JOIN frame_embeddings e ON e.frame_id = v.frame_id "
                 f"WHERE {filters} AND e.status = 'ready' "
@@ -234,9 +249,9 @@ class PostgresAdapter:
             ),
             {**params, "k": limit},
         ).all()
-        return [LaneHit(int(r[0]), float(r[1])) for r in rows]
+        return [frame_hit(r) for r in rows]
 
-    def _has_filter_columns(self, session: Session, model_id: int) -> bool:
+    def _has_filter_columns(self, session: Executor, model_id: int) -> bool:
         """Whether ``frame_vectors_N`` carries ``gop_id``/``created_at`` (added in place by
         :meth:`ensure_vector_table`; columns are never dropped, so a yes is cached)."""
         if model_id in self._filter_columns:

@@ -21,12 +21,21 @@ from sqlalchemy.types import TypeEngine
 
 from waggle_store.dialects.base import (
     Capabilities,
+    Executor,
     LaneFilter,
     LaneHit,
+    ModelNotActiveError,
     VectorRow,
     vector_table_name,
 )
-from waggle_store.dialects.common import frame_filters, like_search, timed
+from waggle_store.dialects.common import (
+    frame_select,
+    frame_filters,
+    frame_hit,
+    lane_statement,
+    like_search,
+    timed,
+)
 from waggle_store.engine import engine_info
 from waggle_store.search.query import fts5_match_expression
 
@@ -63,10 +72,10 @@ class SQLiteAdapter:
         return Capabilities("sqlite", keyword_search=fts, vector_backend=vec, reasons=reasons,
                             versions=versions)
 
-    def vector_backend_available(self, session: Session) -> bool:
+    def vector_backend_available(self, session: Executor) -> bool:
         info = engine_info(self.engine)
-        if info.vector_extension is None:  # no connection made yet: the probe runs on connect
-            session.connection()
+        if info.vector_extension is None and isinstance(session, Session):
+            session.connection()  # no connection made yet: the probe runs on connect
         return bool(info.vector_extension)
 
     def in_values(self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]) -> ColumnElement[bool]:
@@ -75,32 +84,35 @@ class SQLiteAdapter:
     # -- lanes ------------------------------------------------------------------------------
 
     def keyword_search(
-        self, session: Session, *, terms: Sequence[str], where: LaneFilter, limit: int
+        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
         match = fts5_match_expression(terms)
         if match is None or not where.mind_ids:
             return []
         params: dict[str, Any] = {"q": match, "limit": int(limit)}
         filters = frame_filters(where, params)
+        # The page's frames are read after the LIMIT, so the sort carries ids, not contents.
         rows = session.execute(
-            timed(
+            lane_statement(
+                f"SELECT h.id, h.score, {frame_select()} FROM ("
                 "SELECT f.id, bm25(memory_frames_fts) AS score FROM memory_frames_fts "
                 "JOIN memory_frames f ON f.id = memory_frames_fts.rowid "
                 f"WHERE memory_frames_fts MATCH :q AND {filters} "
-                "ORDER BY score, f.id LIMIT :limit"
+                "ORDER BY score, f.id LIMIT :limit) h "
+                "JOIN memory_frames f ON f.id = h.id ORDER BY h.score, h.id"
             ),
             params,
         ).all()
-        return [LaneHit(int(r[0]), float(r[1])) for r in rows]
+        return [frame_hit(r) for r in rows]
 
     def like_search(
-        self, session: Session, *, patterns: Sequence[str], where: LaneFilter, limit: int
+        self, session: Executor, *, patterns: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
         return like_search(session, operator="LIKE", patterns=patterns, where=where, limit=limit)
 
     def vector_search(
         self,
-        session: Session,
+        session: Executor,
         *,
         model_id: int,
         vector: Sequence[float],
@@ -115,7 +127,7 @@ class SQLiteAdapter:
 
     def _vector_search_one(
         self,
-        session: Session,
+        session: Executor,
         model_id: int,
         vector: Sequence[float],
         where: LaneFilter,
@@ -136,9 +148,11 @@ class SQLiteAdapter:
             params["until_ts"] = where.until.timestamp()
             extra.append("AND created_ts <= :until_ts")
         # The manifest check rides along as a LEFT JOIN so one statement both ranks and says
-        # which candidates are current; ``len(rows) < k`` still tells "every candidate seen".
-        knn = text(
-            "SELECT c.rowid, c.distance, f.id IS NOT NULL FROM ("
+        # which candidates are current (and reads their frames); ``len(rows) < k`` still tells
+        # "every candidate seen". The last column says whether the model is still the active one.
+        knn = lane_statement(
+            f"SELECT c.rowid, c.distance, {frame_select()}, f.id IS NOT NULL, "
+            "(SELECT status = 'active' FROM embedding_models WHERE id = :model_id) FROM ("
             f"SELECT rowid, distance FROM {table} WHERE embedding MATCH :q AND k = :k "
             f"AND mind_id = :mind_id {' '.join(extra)}) c "
             "LEFT JOIN frame_embeddings e ON e.frame_id = c.rowid AND e.status = 'ready' "
@@ -150,7 +164,9 @@ class SQLiteAdapter:
         while True:
             # Sorted here: vec0 refuses any ORDER BY but its own distance.
             rows = sorted(session.execute(knn, {**params, "k": k}).all(), key=lambda r: (r[1], r[0]))
-            hits = [LaneHit(int(r[0]), float(r[1])) for r in rows if r[2]]
+            if rows and not rows[0][-1]:
+                raise ModelNotActiveError(model_id)
+            hits = [frame_hit(r) for r in rows if r[-2]]
             if len(hits) >= limit or len(rows) < k:
                 return hits[:limit]  # full page, or every candidate seen
             if k >= VEC0_MAX_K:
@@ -159,14 +175,15 @@ class SQLiteAdapter:
         return self._exact_vector_search(session, model_id, qvec, where, mind_id, limit)
 
     def _exact_vector_search(
-        self, session: Session, model_id: int, qvec: str, where: LaneFilter, mind_id: int, limit: int
+        self, session: Executor, model_id: int, qvec: str, where: LaneFilter, mind_id: int, limit: int
     ) -> list[LaneHit]:
         """Scan every matching frame: only reached when stale vectors crowd out a 4096-wide KNN."""
         params: dict[str, Any] = {"q": qvec, "model_id": model_id, "limit": limit}
         filters = frame_filters(LaneFilter([mind_id], where.gop_id, where.since, where.until), params)
         rows = session.execute(
-            timed(
-                "SELECT f.id, vec_distance_cosine(v.embedding, :q) AS d FROM memory_frames f "
+            lane_statement(
+                f"SELECT f.id, vec_distance_cosine(v.embedding, :q) AS d, {frame_select()} "
+                "FROM memory_frames f "
                 "JOIN frame_embeddings e ON e.frame_id = f.id AND e.status = 'ready' "
                 "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
                 f"JOIN {vector_table_name(model_id)} v ON v.rowid = f.id "
@@ -174,7 +191,7 @@ class SQLiteAdapter:
             ),
             params,
         ).all()
-        return [LaneHit(int(r[0]), float(r[1])) for r in rows]
+        return [frame_hit(r) for r in rows]
 
     # -- vector index maintenance -------------------------------------------------------------
 

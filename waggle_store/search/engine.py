@@ -24,15 +24,27 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from sqlalchemy import BigInteger, Select, String, bindparam, exists, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Integer,
+    Select,
+    String,
+    bindparam,
+    func,
+    literal_column,
+    select,
+    text,
+    union_all,
+    update,
+)
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.orm import Session
 
-from waggle_store.dialects.base import LaneFilter, LaneHit, SearchAdapter
+from waggle_store.dialects.base import LaneFilter, LaneHit, ModelNotActiveError, SearchAdapter
 from waggle_store.errors import InvalidInputError
-from waggle_store.models import EmbeddingModelRow, EntityRow, FrameRow
+from waggle_store.models import EntityMentionRow, EntityRow, FrameRow, RelationRow
 from waggle_store.records import Frame, SearchResult
-from waggle_store.search.fusion import LANE_CONFIDENCE, rrf_fuse
+from waggle_store.search.fusion import LANE_CONFIDENCE, Fusion
 from waggle_store.search.query import keyword_terms, like_patterns
 from waggle_store.search.scoring import compute_relevance, get_profile
 from waggle_store.search.vectors import model_key
@@ -130,7 +142,7 @@ def _embed_query(mind: Mind, query: str, plan: _Plan, degraded: list[str]) -> tu
         return None, None
 
 
-def _keyword_lane(mind: Mind, session: Session, plan: _Plan, k: int, explain: dict[str, Any],
+def _keyword_lane(mind: Mind, session: Connection, plan: _Plan, k: int, explain: dict[str, Any],
                   query: str) -> list[LaneHit] | None:
     adapter = mind.store.adapter
     try:
@@ -148,28 +160,38 @@ def _keyword_lane(mind: Mind, session: Session, plan: _Plan, k: int, explain: di
         return None
 
 
-def _vector_lane(mind: Mind, session: Session, plan: _Plan, k: int, qvec: list[float] | None,
-                 key: Any, model_id: int | None, degraded: list[str]) -> list[LaneHit] | None:
+def _vector_lane(mind: Mind, session: Connection, plan: _Plan, k: int, qvec: list[float] | None,
+                 key: Any, degraded: list[str]) -> list[LaneHit] | None:
     if qvec is None:
         return None
-    adapter = mind.store.adapter
-    if not adapter.vector_backend_available(session):
+    store = mind.store
+    if not store.adapter.vector_backend_available(session):
         degraded.append("vector lane off: no vector backend (see store.health())")
         return None
-    if model_id is None:
-        degraded.append(
-            f"vector lane off: no active vectors for {key.provider}/{key.model}/{key.dimensions} "
-            "(run store.reconcile())"
-        )
-        return None
-    try:
-        hits = adapter.vector_search(session, model_id=model_id, vector=qvec, where=plan.where, limit=k)
+    # The cached model id first; if the lane finds that model retired (another process
+    # registered another), look the active one up again.
+    for cached in (True, False):
+        model_id = _model_id(session, store, key, cached=cached)
+        if model_id is None:
+            degraded.append(
+                f"vector lane off: no active vectors for {key.provider}/{key.model}/{key.dimensions} "
+                "(run store.reconcile())"
+            )
+            return None
+        try:
+            hits = store.adapter.vector_search(
+                session, model_id=model_id, vector=qvec, where=plan.where, limit=k
+            )
+        except ModelNotActiveError:
+            continue
+        except sa_exc.DBAPIError as exc:
+            session.rollback()
+            log.warning("vector lane failed, searching keywords only: %s", exc.orig)
+            degraded.append(f"vector lane off: the vector index failed ({exc.orig})")
+            return None
         return [h for h in hits if h.score < MAX_VECTOR_DISTANCE]
-    except sa_exc.DBAPIError as exc:
-        session.rollback()
-        log.warning("vector lane failed, searching keywords only: %s", exc.orig)
-        degraded.append(f"vector lane off: the vector index failed ({exc.orig})")
-        return None
+    degraded.append("vector lane off: the embedding model was retired during the search")
+    return None
 
 
 def _query_names(query: str) -> list[str]:
@@ -198,17 +220,17 @@ _MODEL_SQL: Final = text(
 )
 #: Per store: model key -> id. A model's id never changes once registered, so the cache only
 #: saves the lookup; whether the model is still *active* (another process may have registered
-#: another one) is checked on every search by the frame fetch (:func:`_frame_fetch`), at no extra
-#: round trip, and a search that finds it retired looks again before it fuses.
+#: another one) is checked by the vector lane's own statement, at no extra round trip, and a
+#: lane that finds it retired looks again (:func:`_vector_lane`).
 _MODEL_IDS: Final[weakref.WeakKeyDictionary[Any, dict[Any, int]]] = weakref.WeakKeyDictionary()
 
 
-def _model_id(session: Session, store: Any, key: Any, *, cached: bool = True) -> int | None:
+def _model_id(session: Connection, store: Any, key: Any, *, cached: bool = True) -> int | None:
     known = _MODEL_IDS.setdefault(store, {})
     if cached and key in known:
         return known[key]
     known.pop(key, None)
-    found = session.connection().execute(
+    found = session.execute(
         _MODEL_SQL, {"provider": key.provider, "model": key.model, "dimensions": key.dimensions}
     ).scalar()
     if found is None:
@@ -217,24 +239,44 @@ def _model_id(session: Session, store: Any, key: Any, *, cached: bool = True) ->
     return int(found)
 
 
-_DISTANCES_SQL: Final = text(
-    "WITH RECURSIVE edges(a, b) AS ("
-    " SELECT source_id, target_id FROM knowledge_relations"
-    " WHERE mind_id = :mind_id AND valid_to IS NULL"
-    " UNION ALL SELECT target_id, source_id FROM knowledge_relations"
-    " WHERE mind_id = :mind_id AND valid_to IS NULL),"
-    " walk(entity_id, depth) AS ("
-    " SELECT id, 0 FROM knowledge_entities"
-    " WHERE mind_id = :mind_id AND valid_to IS NULL AND name_key IN :names"
-    " UNION SELECT edges.b, walk.depth + 1 FROM walk JOIN edges ON edges.a = walk.entity_id"
-    " WHERE walk.depth < :max_depth)"
-    " SELECT m.frame_id, MIN(walk.depth) FROM walk"
-    " JOIN entity_mentions m ON m.entity_id = walk.entity_id"
-    " WHERE m.frame_id IN :frames GROUP BY m.frame_id"
-).bindparams(bindparam("names", expanding=True, type_=String()), bindparam("frames", expanding=True))
+#: Per dialect: the graph-distance statement (:func:`_graph_distances`), built once. The name and
+#: frame lists are bound the way the adapter finds cheapest (Postgres: one array each, so the
+#: statement text is fixed and psycopg prepares it; an expanded IN was re-rendered, re-parsed and
+#: re-planned on every search).
+_DISTANCES: dict[str, Select[Any]] = {}
 
 
-def _graph_distances(session: Session, mind_id: int, names: Sequence[str],
+def _distances_statement(adapter: SearchAdapter) -> Select[Any]:
+    cached = _DISTANCES.get(adapter.dialect)
+    if cached is not None:
+        return cached
+    relations, entities, mentions = RelationRow.__table__, EntityRow.__table__, EntityMentionRow.__table__
+    mind = bindparam("mind_id", type_=BigInteger())
+    active = (relations.c.mind_id == mind, relations.c.valid_to.is_(None))
+    edges = union_all(
+        select(relations.c.source_id.label("a"), relations.c.target_id.label("b")).where(*active),
+        select(relations.c.target_id, relations.c.source_id).where(*active),
+    ).cte("edges")
+    walk = select(entities.c.id.label("entity_id"), literal_column("0").label("depth")).where(
+        entities.c.mind_id == mind, entities.c.valid_to.is_(None),
+        adapter.in_values(entities.c.name_key, "names", String()),
+    ).cte("walk", recursive=True)
+    walk = walk.union(
+        select(edges.c.b, walk.c.depth + 1)
+        .join_from(walk, edges, edges.c.a == walk.c.entity_id)
+        .where(walk.c.depth < bindparam("max_depth", type_=Integer()))
+    )
+    statement: Select[Any] = (
+        select(mentions.c.frame_id, func.min(walk.c.depth))
+        .join_from(walk, mentions, mentions.c.entity_id == walk.c.entity_id)
+        .where(adapter.in_values(mentions.c.frame_id, "frames", BigInteger()))
+        .group_by(mentions.c.frame_id)
+    )
+    _DISTANCES[adapter.dialect] = statement
+    return statement
+
+
+def _graph_distances(session: Connection, adapter: SearchAdapter, mind_id: int, names: Sequence[str],
                      frame_ids: Sequence[int]) -> dict[int, int]:
     """Hops from any entity named in the query (``names``: :func:`_query_names`) to the nearest
     entity each frame mentions.
@@ -244,75 +286,17 @@ def _graph_distances(session: Session, mind_id: int, names: Sequence[str],
     """
     if not names or not frame_ids:
         return {}
-    rows = session.connection().execute(
-        _DISTANCES_SQL,
+    rows = session.execute(
+        _distances_statement(adapter),
         {"mind_id": mind_id, "names": list(names), "frames": list(frame_ids), "max_depth": MAX_GRAPH_DEPTH},
     ).all()
     return {int(r[0]): int(r[1]) for r in rows}
 
 
-_FRAMES: Final = FrameRow.__table__
-_FRAME_COLUMNS: Final = tuple(
-    _FRAMES.c[name] for name in (
-        "id", "frame_type", "gop_id", "t", "base_frame_id", "content", "importance", "source",
-        "access_count", "created_at", "last_accessed",
-    )
-)
-_MODELS: Final = EmbeddingModelRow.__table__
-_ENTITIES: Final = EntityRow.__table__
-#: The candidates' frames, in one Core statement built once (plain table columns: no ORM
-#: compilation or entity handling on the hot path). ``mind_id + 0`` keeps the mind's index out of
-#: the plan: SQLite otherwise walked every frame of the mind instead of looking the ids up.
-#: Two flags ride along (uncorrelated, so evaluated once per statement): ``model_ok``,
-#: the model the vector lane searched is still the active one; ``named``, the query names one of
-#: the mind's current entities (else the graph-distance query is skipped).
-#: The id and name lists are bound the way the adapter finds cheapest (Postgres: one array, so the
-#: statement text is fixed and psycopg prepares it).
-_FRAME_FETCH: dict[str, Select[Any]] = {}
-
-
-def _frame_fetch(adapter: SearchAdapter) -> Select[Any]:
-    cached = _FRAME_FETCH.get(adapter.dialect)
-    if cached is not None:
-        return cached
-    statement: Select[Any] = select(
-        *_FRAME_COLUMNS,
-        exists().where(_MODELS.c.id == bindparam("model_id"), _MODELS.c.status == "active")
-        .label("model_ok"),
-        exists().where(
-            _ENTITIES.c.mind_id == bindparam("mind_id"), _ENTITIES.c.valid_to.is_(None),
-            adapter.in_values(_ENTITIES.c.name_key, "names", String()),
-        ).label("named"),
-    ).where(
-        adapter.in_values(_FRAMES.c.id, "ids", BigInteger()),
-        _FRAMES.c.mind_id + 0 == bindparam("mind_id"),
-    )
-    _FRAME_FETCH[adapter.dialect] = statement
-    return statement
-
-
-def _fetch_frames(session: Session, adapter: SearchAdapter, mind_id: int, ran: Mapping[str, Sequence[LaneHit]],
-                  model_id: int | None, names: Sequence[str]) -> tuple[dict[int, Any], bool, bool]:
-    """The rows of every lane's candidates by frame id (Core rows, not ORM instances: building
-    identity-mapped objects was a measurable share of a search's time); whether ``model_id`` is
-    still the active model (True without one, or when nothing was found to check it with: then
-    no vector hit is used anyway); whether the query names an entity of the mind."""
-    ids = list(dict.fromkeys(h.frame_id for hits in ran.values() for h in hits))
-    if not ids:
-        return {}, True, False
-    rows: dict[int, Any] = {}
-    model_ok, named = True, False
-    for row in session.connection().execute(
-        _frame_fetch(adapter), {"ids": ids, "mind_id": mind_id, "model_id": model_id, "names": list(names)}
-    ):
-        rows[row[0]] = row
-        model_ok, named = bool(row.model_ok) or model_id is None, bool(row.named)
-    return rows, model_ok, named
-
-
-def _frame_record(row: Any) -> Frame:
-    """A row of :data:`_FRAME_COLUMNS`, unpacked by position (``Row.t`` is a SQLAlchemy name)."""
-    return Frame(*tuple(row)[: len(_FRAME_COLUMNS)])
+#: Positions in ``LaneHit.frame`` (the order of :class:`Frame`) that the relevance score reads.
+_IMPORTANCE: Final = 6
+_ACCESS_COUNT: Final = 8
+_LAST_ACCESSED: Final = 10
 
 
 def search(
@@ -336,8 +320,7 @@ def search(
     # Entity names are only looked up when the contextual score needs them.
     names = _query_names(query) if plan.context is None else []
     store = mind.store
-    with store.read() as session:
-        model_id = _model_id(session, store, key) if qvec is not None else None
+    with store.read_connection() as session:
         ran: dict[str, list[LaneHit]] = {}
         if "keyword" in plan.lanes:
             if plan.terms:
@@ -346,46 +329,40 @@ def search(
                     ran["keyword"] = hits
             else:
                 degraded.append("keyword lane off: no search terms in the query")
-        hits = _vector_lane(mind, session, plan, k, qvec, key, model_id, degraded)
+        hits = _vector_lane(mind, session, plan, k, qvec, key, degraded)
         if hits is not None:
             ran["vector"] = hits
-        rows, model_ok, named = _fetch_frames(session, store.adapter, mind.id, ran, model_id, names)
-        if not model_ok:
-            # The cached model was retired (another process registered another): look again.
-            model_id = _model_id(session, store, key, cached=False)
-            ran.pop("vector", None)
-            hits = _vector_lane(mind, session, plan, k, qvec, key, model_id, degraded)
-            if hits is not None:
-                ran["vector"] = hits
-            rows, _, named = _fetch_frames(session, store.adapter, mind.id, ran, None, names)
+        # Every lane read its hits' frames (LaneHit.frame): no second statement fetches them.
+        frames = {h.frame_id: h.frame for lane_hits in ran.values() for h in lane_hits}
+        mentioning = {h.frame_id for lane_hits in ran.values() for h in lane_hits if h.mentions}
         # Confidence-weighted RRF (search/fusion.py): each lane's hits are weighted by that
         # lane's own raw scores (bm25 / ts_rank_cd relative to its best hit; cosine similarity
         # standing out from the lane's median), so a lane's clear best match is not outranked by
         # frames that merely appear in both lanes.
-        fused = rrf_fuse(
+        fusion = Fusion(
             {lane: [h.frame_id for h in lane_hits] for lane, lane_hits in ran.items()},
             weights={
                 lane: LANE_CONFIDENCE[lane]([h.score for h in lane_hits])
                 for lane, lane_hits in ran.items()
             },
         )
+        fused = fusion.scores
         if not fused:
             return []
         distances = plan.context
         if distances is None:
-            distances = _graph_distances(session, mind.id, names, list(rows)) if named else {}
+            # Only frames that mention an entity can be near one; none, and the query is skipped.
+            distances = _graph_distances(session, store.adapter, mind.id, names, sorted(mentioning))
     now = utcnow()
     scored: list[tuple[float, int, float, dict[str, float], int | None]] = []
-    for frame_id, fusion in fused.items():
-        row = rows.get(frame_id)
-        if row is None:  # deleted between the lane and the fetch
-            continue
+    for frame_id, fused_score in fused.items():
+        frame = frames[frame_id]
         distance = distances.get(frame_id)
         relevance, parts = compute_relevance(
-            last_accessed=row.last_accessed, access_count=row.access_count,
-            importance=row.importance, graph_distance=distance, profile=plan.profile, now=now,
+            last_accessed=frame[_LAST_ACCESSED], access_count=frame[_ACCESS_COUNT],
+            importance=frame[_IMPORTANCE], graph_distance=distance, profile=plan.profile, now=now,
         )
-        scored.append((fusion.score * relevance, frame_id, relevance, parts, distance))
+        scored.append((fused_score * relevance, frame_id, relevance, parts, distance))
     # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
     scored.sort(key=lambda item: item[0], reverse=True)
     raw_scores: dict[str, dict[int, float]] = {}
@@ -394,21 +371,21 @@ def search(
             raw_scores.setdefault(lane, {}).setdefault(h.frame_id, h.score)
     results: list[SearchResult] = []
     for final, frame_id, relevance, parts, distance in scored[: plan.limit]:
-        fusion = fused[frame_id]
+        detail = fusion.detail(frame_id)
         explain = {
             "lanes": {
                 lane: {
                     "rank": rank,
                     "score": raw_scores[lane][frame_id],
-                    "weight": fusion.weights[lane],
-                    "contribution": fusion.contributions[lane],
+                    "weight": detail.weights[lane],
+                    "contribution": detail.contributions[lane],
                 }
-                for lane, rank in fusion.ranks.items()
+                for lane, rank in detail.ranks.items()
             },
             "lanes_run": list(ran),
             "keyword_backend": meta["keyword_backend"] if "keyword" in ran else None,
-            "rrf": fusion.score,
-            "rrf_raw": fusion.raw,
+            "rrf": detail.score,
+            "rrf_raw": detail.raw,
             "relevance": relevance,
             "final": final,
             "profile": plan.profile,
@@ -416,7 +393,7 @@ def search(
             "subscores": parts,
             "degraded": list(degraded),
         }
-        results.append(SearchResult(_frame_record(rows[frame_id]), fusion.score, relevance, final, explain))
+        results.append(SearchResult(Frame(*frames[frame_id]), detail.score, relevance, final, explain))
     return results
 
 

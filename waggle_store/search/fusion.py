@@ -64,6 +64,7 @@ __all__ = [
     "LANE_CONFIDENCE",
     "RRF_K",
     "FusedScore",
+    "Fusion",
     "keyword_confidence",
     "rrf_fuse",
     "vector_confidence",
@@ -138,6 +139,85 @@ LANE_CONFIDENCE: Final[Mapping[str, Callable[[Sequence[float]], list[float]]]] =
 )
 
 
+class Fusion:
+    """The fused scores of one search, with the per-lane detail built only where it is read.
+
+    ``scores`` maps every id to its normalised score, in first-seen order (see :func:`rrf_fuse`);
+    :meth:`detail` builds the :class:`FusedScore` of one id. A search scores every candidate
+    (dozens) but explains only the page it returns, and building the detail of every candidate
+    was a measurable share of a search's time (``benchmarks/search_latency.py``).
+    """
+
+    __slots__ = ("_best", "_hits", "_k", "_lanes", "_total", "scores")
+
+    def __init__(
+        self,
+        lanes: Mapping[str, Sequence[int]],
+        *,
+        k: int = RRF_K,
+        weights: Mapping[str, Sequence[float]] | None = None,
+    ) -> None:
+        if k <= 0:
+            raise InvalidInputError(f"RRF k must be a positive integer, got {k!r}")
+        weights = weights or {}
+        unknown = set(weights) - set(lanes)
+        if unknown:
+            raise InvalidInputError(f"weights given for lanes that were not passed: {sorted(unknown)}")
+        hits: dict[int, dict[str, tuple[int, float, float]]] = {}
+        # Each lane's best term over all frames (1.0 for a lane that ran and found nothing):
+        # the divisor that makes "top of every lane" exactly 1.0.
+        best: dict[str, float] = {}
+        for lane, ids in lanes.items():
+            lane_weights = weights.get(lane)
+            if lane_weights is None:
+                lane_weights = [1.0] * len(ids)
+            elif len(lane_weights) != len(ids):
+                raise InvalidInputError(
+                    f"lane {lane!r}: {len(lane_weights)} weights for {len(ids)} ids"
+                )
+            top = 0.0 if ids else 1.0
+            for rank, (frame_id, weight) in enumerate(zip(ids, lane_weights, strict=True)):
+                w = float(weight)
+                if not 0.0 <= w <= 1.0:  # also rejects NaN
+                    raise InvalidInputError(f"lane {lane!r}: weight {weight!r} is not in [0, 1]")
+                seen = hits.setdefault(frame_id, {})
+                if lane not in seen:  # a repeated id keeps its best (first) rank
+                    term = w * (k / (k + rank))
+                    seen[lane] = (rank, w, term)
+                    top = max(top, term)
+            best[lane] = top
+        total = sum(best.values())
+        scores: dict[int, float] = {}
+        for frame_id, lane_hits in hits.items():
+            if total <= 0:
+                scores[frame_id] = 0.0
+            # A frame holding every lane's best term sums to exactly ``total`` (same floats, same
+            # order is not guaranteed, hence the explicit check): exactly 1.0, no rounding drift.
+            elif len(lane_hits) == len(best) and all(
+                lane_hits[lane][2] == top for lane, top in best.items()
+            ):
+                scores[frame_id] = 1.0
+            else:
+                scores[frame_id] = min(1.0, sum(hit[2] for hit in lane_hits.values()) / total)
+        self._k, self._lanes, self._hits, self._best, self._total = k, tuple(lanes), hits, best, total
+        self.scores = scores
+
+    def detail(self, frame_id: int) -> FusedScore:
+        """The :class:`FusedScore` of one fused id (``KeyError`` for an id no lane returned)."""
+        lane_hits = self._hits[frame_id]
+        total, k = self._total, self._k
+        return FusedScore(
+            frame_id=frame_id,
+            score=self.scores[frame_id],
+            raw=sum(1.0 / (k + rank) for rank, _, _ in lane_hits.values()),
+            ranks=MappingProxyType({lane: rank for lane, (rank, _, _) in lane_hits.items()}),
+            weights=MappingProxyType({lane: w for lane, (_, w, _) in lane_hits.items()}),
+            contributions=MappingProxyType(
+                {lane: t / total if total > 0 else 0.0 for lane, (_, _, t) in lane_hits.items()}
+            ),
+        )
+
+
 def rrf_fuse(
     lanes: Mapping[str, Sequence[int]],
     *,
@@ -154,55 +234,8 @@ def rrf_fuse(
     The result is in first-seen order — the ids of the first lane, then ids seen only in later
     lanes, in their order — so passing the keyword lane first and sorting the result with a
     stable sort gives the seed's tie order. An id repeated within a lane keeps its best (first)
-    rank and that position's weight. No lanes → ``{}``.
+    rank and that position's weight. No lanes → ``{}``. (:class:`Fusion` gives the same scores
+    without building every detail.)
     """
-    if k <= 0:
-        raise InvalidInputError(f"RRF k must be a positive integer, got {k!r}")
-    weights = weights or {}
-    unknown = set(weights) - set(lanes)
-    if unknown:
-        raise InvalidInputError(f"weights given for lanes that were not passed: {sorted(unknown)}")
-    available = len(lanes)
-    if available == 0:
-        return {}
-    hits_by_id: dict[int, dict[str, tuple[int, float]]] = {}
-    for lane, ids in lanes.items():
-        lane_weights = weights.get(lane)
-        if lane_weights is None:
-            lane_weights = [1.0] * len(ids)
-        elif len(lane_weights) != len(ids):
-            raise InvalidInputError(
-                f"lane {lane!r}: {len(lane_weights)} weights for {len(ids)} ids"
-            )
-        for rank, (frame_id, weight) in enumerate(zip(ids, lane_weights, strict=True)):
-            w = float(weight)
-            if not 0.0 <= w <= 1.0:  # also rejects NaN
-                raise InvalidInputError(f"lane {lane!r}: weight {weight!r} is not in [0, 1]")
-            hits_by_id.setdefault(frame_id, {}).setdefault(lane, (rank, w))
-    # Each lane's best term over all frames (1.0 for a lane that ran and found nothing, or has no
-    # weights): the divisor that makes "top of every lane" exactly 1.0.
-    best: dict[str, float] = {lane: 1.0 if not ids else 0.0 for lane, ids in lanes.items()}
-    for lane_hits in hits_by_id.values():
-        for lane, (rank, w) in lane_hits.items():
-            best[lane] = max(best[lane], w * (k / (k + rank)))
-    total = sum(best.values())
-    fused: dict[int, FusedScore] = {}
-    for frame_id, lane_hits in hits_by_id.items():
-        raw = sum(1.0 / (k + rank) for rank, _ in lane_hits.values())
-        terms = {lane: w * (k / (k + rank)) for lane, (rank, w) in lane_hits.items()}
-        contributions = {lane: t / total if total > 0 else 0.0 for lane, t in terms.items()}
-        # A frame holding every lane's best term sums to exactly ``total`` (same floats, same
-        # order is not guaranteed, hence the explicit check): exactly 1.0, no rounding drift.
-        if total > 0 and all(terms.get(lane, -1.0) == best[lane] for lane in lanes):
-            score = 1.0
-        else:
-            score = min(1.0, sum(terms.values()) / total) if total > 0 else 0.0
-        fused[frame_id] = FusedScore(
-            frame_id=frame_id,
-            score=score,
-            raw=raw,
-            ranks=MappingProxyType({lane: rank for lane, (rank, _) in lane_hits.items()}),
-            weights=MappingProxyType({lane: w for lane, (_, w) in lane_hits.items()}),
-            contributions=MappingProxyType(contributions),
-        )
-    return fused
+    fusion = Fusion(lanes, k=k, weights=weights)
+    return {frame_id: fusion.detail(frame_id) for frame_id in fusion.scores}
