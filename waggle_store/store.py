@@ -99,14 +99,22 @@ class Store:
 
     @contextmanager
     def read_connection(self) -> Iterator[sa.Connection]:
-        """One read transaction on a Core connection (BEGIN DEFERRED on SQLite); rolled back at
-        the end. For read paths made only of statements (search): an ORM Session's bookkeeping
-        cost a search about as much as one of its queries."""
+        """One read transaction on a Core connection (BEGIN DEFERRED on SQLite), for read paths
+        made only of statements (search): an ORM Session's bookkeeping cost a search about as
+        much as one of its queries.
+
+        It ends with COMMIT, not ROLLBACK (the same for a transaction that wrote nothing):
+        psycopg discards every prepared statement of the connection on ROLLBACK, so searches
+        that rolled back were parsed and planned afresh every time (``benchmarks/README.md``).
+        An exception still rolls back.
+        """
         if self._closed:
             raise WaggleStoreError("this store is closed")
         try:
             with self._read_engine.connect() as conn:
                 yield conn
+                if conn.in_transaction():
+                    conn.commit()
         except BaseException as exc:
             translated = _translate(exc)
             if translated is exc:

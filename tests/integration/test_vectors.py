@@ -157,6 +157,7 @@ def test_model_change_makes_old_vectors_stale(store_factory) -> None:  # type: i
     gop = mind.sessions.ensure("g").gop_id
     ids = [mind.frames.create_i(gop, f"note number {n} about gardening").id for n in range(4)]
     assert first.reconcile().vectors_fixed == 4
+    assert {r.frame.id for r in mind.search("gardening", lanes=("vector",))} == set(ids)  # caches the model
     second = store_factory(embedder=HashingEmbedder(48))
     m2 = second.mind("m")
     # The new embedder's model has no vectors yet: keyword-only, never a cross-model comparison.
@@ -164,8 +165,11 @@ def test_model_change_makes_old_vectors_stale(store_factory) -> None:  # type: i
     assert results and all("vector" not in r.explain["lanes_run"] for r in results)
     assert second.reconcile().vectors_fixed == 4
     assert {r.frame.id for r in m2.search("gardening", lanes=("vector",))} == set(ids)
-    # The first store's model is retired now: its vector lane stays off rather than mixing models.
-    assert all("vector" not in r.explain["lanes_run"] for r in mind.search("gardening"))
+    # The first store's model is retired now (its cached id is found stale by the vector lane
+    # itself): its vector lane stays off rather than mixing models, and says why.
+    results = mind.search("gardening")
+    assert results and all("vector" not in r.explain["lanes_run"] for r in results)
+    assert any("no active vectors for hashing" in d for d in results[0].explain["degraded"])
 
 
 def test_high_dimensional_model(store_factory) -> None:  # type: ignore[no-untyped-def]

@@ -21,7 +21,6 @@ from sqlalchemy import ColumnElement, Connection
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
 
-
 #: What the read-side methods run on: searches use a bare Core connection (cheaper per search than
 #: an ORM Session); maintenance runs inside a write Session.
 Executor: TypeAlias = Session | Connection

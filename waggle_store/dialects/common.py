@@ -6,12 +6,16 @@ do (FTS5 vs tsvector, vec0 vs pgvector, LIKE vs ILIKE).
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import TextClause, TextualSelect, bindparam, text
+from sqlalchemy import TextClause, bindparam, text
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import Session
+
 from waggle_store.dialects.base import Executor, LaneFilter, LaneHit
 from waggle_store.models.base import UTCDateTime
 
@@ -67,16 +71,90 @@ def frame_hit(row: Any) -> LaneHit:
     return LaneHit(frame_id, float(row[1]), (frame_id, *row[2:end]), bool(row[end]))
 
 
-@functools.lru_cache(maxsize=512)
-def lane_statement(sql: str) -> TextualSelect:
-    """The statement of a lane selecting ``id, score,`` :func:`frame_select`: times bound as
-    :func:`timed` binds them and read back as UTC datetimes.
+@dataclass(frozen=True)
+class _Prepared:
+    sql: str
+    names: tuple[str, ...] | None  # the bind names in order, for a positional paramstyle
+    binds: tuple[tuple[str, Callable[[Any], Any]], ...]  # typed binds: (name, processor)
 
-    Memoised by text: a lane's SQL takes a handful of shapes (number of terms, which filters), and
-    parsing it into a new ``text()`` construct on every search cost more than running it on a
-    small table.
+
+_PREPARED: dict[tuple[str, str, str], _Prepared] = {}
+
+
+def _prepare(sql: str, dialect: Dialect) -> _Prepared:
+    key = (sql, dialect.name, dialect.driver)
+    prepared = _PREPARED.get(key)
+    if prepared is None:
+        clause = timed(sql)
+        compiled = clause.compile(dialect=dialect)
+        binds = []
+        for name in ("since", "until"):
+            if name in compiled.binds:
+                process = _TS.dialect_impl(dialect).bind_processor(dialect)
+                binds.append((name, process if process is not None else (lambda v: v)))
+        prepared = _Prepared(
+            compiled.string,
+            tuple(compiled.positiontup or ()) if compiled.positional else None,
+            tuple(binds),
+        )
+        if len(_PREPARED) > 1024:  # a handful of shapes in practice; never grow without bound
+            _PREPARED.clear()
+        _PREPARED[key] = prepared
+    return prepared
+
+
+def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Run one lane statement (``:name`` binds, as for ``text()``) on the DBAPI cursor of
+    ``executor``'s connection, inside its transaction; ``created_at``/``last_accessed`` columns
+    come back as UTC datetimes.
+
+    Why not ``session.execute(text(...))``: SQLAlchemy's per-statement execution context (result
+    metadata, row objects, processors) cost about 0.25 ms a statement, a fifth of a whole search
+    at 10k frames (``benchmarks/search_latency.py``). The statement is compiled once per shape by
+    SQLAlchemy itself (paramstyle, typed time binds); errors are wrapped as SQLAlchemy's
+    ``DBAPIError`` subclasses like any other statement's, and a lost connection is invalidated.
     """
-    return timed(sql).columns(created_at=_TS, last_accessed=_TS)
+    conn = executor.connection() if isinstance(executor, Session) else executor
+    if not conn.in_transaction():
+        conn.begin()  # the begin hook (BEGIN DEFERRED/IMMEDIATE on SQLite) runs as for execute()
+    dialect = conn.dialect
+    prepared = _prepare(sql, dialect)
+    values = dict(params)
+    for name, process in prepared.binds:
+        if values.get(name) is not None:
+            values[name] = process(values[name])
+    args: Any = values if prepared.names is None else [values[name] for name in prepared.names]
+    dbapi_conn = conn.connection.dbapi_connection
+    cursor = dbapi_conn.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(prepared.sql, args)
+        rows = cursor.fetchall()
+        columns = [d[0] for d in cursor.description or ()]
+    except dialect.loaded_dbapi.Error as exc:
+        lost = dialect.is_disconnect(exc, dbapi_conn, cursor)
+        if lost:
+            conn.invalidate(exc)
+        raise sa_exc.DBAPIError.instance(
+            prepared.sql, args, exc, dialect.loaded_dbapi.Error, connection_invalidated=lost,
+            dialect=dialect,
+        ) from exc
+    finally:
+        cursor.close()
+    times = [i for i, name in enumerate(columns) if name in _TIME_COLUMNS]
+    if not times:
+        return [tuple(r) for r in rows]
+    read = _TS.dialect_impl(dialect).result_processor(dialect, None)
+    assert read is not None  # a TypeDecorator always processes (UTC)
+    out = []
+    for r in rows:
+        row = list(r)
+        for i in times:
+            row[i] = read(row[i])
+        out.append(tuple(row))
+    return out
+
+
+_TIME_COLUMNS: Final = frozenset({"created_at", "last_accessed"})
 
 
 def timed(sql: str) -> TextClause:
@@ -101,12 +179,11 @@ def like_search(session: Executor, *, operator: str, patterns: Sequence[str], wh
         params[f"p{i}"] = pattern
         likes.append(f"f.content {operator} :p{i} ESCAPE '\\'")
     filters = frame_filters(where, params)
-    rows = session.execute(
-        lane_statement(
-            f"SELECT f.id, 0.0 AS score, {frame_select()} FROM memory_frames f "
-            f"WHERE {filters} AND ({' OR '.join(likes)}) "
-            "ORDER BY f.created_at DESC, f.id DESC LIMIT :limit"
-        ),
+    rows = run_lane(
+        session,
+        f"SELECT f.id, 0.0 AS score, {frame_select()} FROM memory_frames f "
+        f"WHERE {filters} AND ({' OR '.join(likes)}) "
+        "ORDER BY f.created_at DESC, f.id DESC LIMIT :limit",
         params,
-    ).all()
+    )
     return [frame_hit(r) for r in rows]

@@ -38,12 +38,11 @@ from waggle_store.dialects.base import (
     vector_table_name,
 )
 from waggle_store.dialects.common import (
-    frame_select,
     frame_filters,
     frame_hit,
-    lane_statement,
+    frame_select,
     like_search,
-    timed,
+    run_lane,
 )
 from waggle_store.models.base import UTCDateTime
 from waggle_store.search.query import tsquery_terms
@@ -54,7 +53,7 @@ HNSW_MAX_VECTOR_DIMS: Final = 2000
 KNN_MAX_K: Final = 4096
 _TS = UTCDateTime()
 #: Per transaction (``is_local``), so nothing leaks to the next user of the pooled connection.
-_HNSW_SETTINGS: Final = text(
+_HNSW_SETTINGS: Final = (
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
     "set_config('hnsw.ef_search', :ef, true)"
 )
@@ -163,20 +162,19 @@ class PostgresAdapter:
         # MATERIALIZED: q is evaluated once and feeds the GIN scan; w is one row, computed once
         # (inlined, the planner re-ran the aggregate for every candidate).
         # The page's frames are read after the LIMIT, so the sort carries ids, not contents.
-        rows = session.execute(
-            lane_statement(
-                f"WITH q AS MATERIALIZED (SELECT {queries}), "
-                f"c AS MATERIALIZED (SELECT f.id, f.mind_id, f.gop_id, f.created_at, "
-                f"length(f.content) AS len, {matched} FROM memory_frames f, q "
-                f"WHERE f.content_tsv @@ ({' || '.join(f'q.q{i}' for i in n)}) AND {minds}), "
-                f"w AS MATERIALIZED (SELECT {idf} FROM (SELECT (SELECT count(*) FROM memory_frames f "
-                f"WHERE {minds})::float8 AS n, {counts} FROM c) s) "
-                f"SELECT h.id, h.score, {frame_select()} FROM (SELECT c.id, {score} AS score, c.len "
-                f"FROM c, w WHERE {filters} ORDER BY score DESC, c.len, c.id LIMIT :limit) h "
-                "JOIN memory_frames f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id"
-            ),
+        rows = run_lane(
+            session,
+            f"WITH q AS MATERIALIZED (SELECT {queries}), "
+            f"c AS MATERIALIZED (SELECT f.id, f.mind_id, f.gop_id, f.created_at, "
+            f"length(f.content) AS len, {matched} FROM memory_frames f, q "
+            f"WHERE f.content_tsv @@ ({' || '.join(f'q.q{i}' for i in n)}) AND {minds}), "
+            f"w AS MATERIALIZED (SELECT {idf} FROM (SELECT (SELECT count(*) FROM memory_frames f "
+            f"WHERE {minds})::float8 AS n, {counts} FROM c) s) "
+            f"SELECT h.id, h.score, {frame_select()} FROM (SELECT c.id, {score} AS score, c.len "
+            f"FROM c, w WHERE {filters} ORDER BY score DESC, c.len, c.id LIMIT :limit) h "
+            "JOIN memory_frames f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id",
             params,
-        ).all()
+        )
         return [frame_hit(r) for r in rows]
 
     def like_search(
@@ -201,7 +199,7 @@ class PostgresAdapter:
         params: dict[str, Any] = {"q": _vec_literal(vector), "model_id": model_id}
         distance = _distance_expr("v.embedding", "q", dims)
         # relaxed_order can return rows slightly out of order: every page is re-sorted below.
-        session.execute(_HNSW_SETTINGS, {"ef": str(min(1000, max(40, limit)))})
+        run_lane(session, _HNSW_SETTINGS, {"ef": str(min(1000, max(40, limit)))})
         if not where.narrowed or self._has_filter_columns(session, model_id):
             # The KNN sees the vector table alone (any join in the ordered query keeps the planner
             # off the HNSW index): mind, session and time filters on its own columns, which the
@@ -210,7 +208,7 @@ class PostgresAdapter:
             knn_filters = frame_filters(where, params, alias="v", mind_alias="v")
             # The manifest check also reads the current candidates' frames; the last column says
             # whether the model is still the active one.
-            knn = lane_statement(
+            knn = (
                 f"WITH c AS MATERIALIZED (SELECT v.frame_id, {distance} AS d FROM {table} v "
                 f"WHERE {knn_filters} ORDER BY {distance} LIMIT :k) "
                 f"SELECT c.frame_id, c.d, {frame_select()}, f.id IS NOT NULL, "
@@ -222,7 +220,7 @@ class PostgresAdapter:
             )
             k = limit
             while True:
-                rows = session.execute(knn, {**params, "k": k}).all()
+                rows = run_lane(session, knn, {**params, "k": k})
                 if rows and not rows[0][-1]:
                     raise ModelNotActiveError(model_id)
                 hits = [frame_hit(r) for r in rows if r[-2]]
@@ -238,17 +236,16 @@ class PostgresAdapter:
         # from the planner). Reached when the KNN came up short, or for a session/time filter on
         # a vector table created before those columns existed.
         filters = frame_filters(where, params, mind_alias="v")
-        rows = session.execute(
-            lane_statement(
-                f"SELECT v.frame_id, {distance} AS d, {frame_select()} FROM {table} v "
-                "JOIN memory_frames f ON f.id = v.frame_id "
-                "JOIN frame_embeddings e ON e.frame_id = v.frame_id "
-                f"WHERE {filters} AND e.status = 'ready' "
-                "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
-                f"ORDER BY {distance} + 0, v.frame_id LIMIT :k"
-            ),
+        rows = run_lane(
+            session,
+            f"SELECT v.frame_id, {distance} AS d, {frame_select()} FROM {table} v "
+            "JOIN memory_frames f ON f.id = v.frame_id "
+            "JOIN frame_embeddings e ON e.frame_id = v.frame_id "
+            f"WHERE {filters} AND e.status = 'ready' "
+            "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
+            f"ORDER BY {distance} + 0, v.frame_id LIMIT :k",
             {**params, "k": limit},
-        ).all()
+        )
         return [frame_hit(r) for r in rows]
 
     def _has_filter_columns(self, session: Executor, model_id: int) -> bool:

@@ -29,12 +29,11 @@ from waggle_store.dialects.base import (
     vector_table_name,
 )
 from waggle_store.dialects.common import (
-    frame_select,
     frame_filters,
     frame_hit,
-    lane_statement,
+    frame_select,
     like_search,
-    timed,
+    run_lane,
 )
 from waggle_store.engine import engine_info
 from waggle_store.search.query import fts5_match_expression
@@ -92,17 +91,16 @@ class SQLiteAdapter:
         params: dict[str, Any] = {"q": match, "limit": int(limit)}
         filters = frame_filters(where, params)
         # The page's frames are read after the LIMIT, so the sort carries ids, not contents.
-        rows = session.execute(
-            lane_statement(
-                f"SELECT h.id, h.score, {frame_select()} FROM ("
-                "SELECT f.id, bm25(memory_frames_fts) AS score FROM memory_frames_fts "
-                "JOIN memory_frames f ON f.id = memory_frames_fts.rowid "
-                f"WHERE memory_frames_fts MATCH :q AND {filters} "
-                "ORDER BY score, f.id LIMIT :limit) h "
-                "JOIN memory_frames f ON f.id = h.id ORDER BY h.score, h.id"
-            ),
+        rows = run_lane(
+            session,
+            f"SELECT h.id, h.score, {frame_select()} FROM ("
+            "SELECT f.id, bm25(memory_frames_fts) AS score FROM memory_frames_fts "
+            "JOIN memory_frames f ON f.id = memory_frames_fts.rowid "
+            f"WHERE memory_frames_fts MATCH :q AND {filters} "
+            "ORDER BY score, f.id LIMIT :limit) h "
+            "JOIN memory_frames f ON f.id = h.id ORDER BY h.score, h.id",
             params,
-        ).all()
+        )
         return [frame_hit(r) for r in rows]
 
     def like_search(
@@ -150,7 +148,7 @@ class SQLiteAdapter:
         # The manifest check rides along as a LEFT JOIN so one statement both ranks and says
         # which candidates are current (and reads their frames); ``len(rows) < k`` still tells
         # "every candidate seen". The last column says whether the model is still the active one.
-        knn = lane_statement(
+        knn = (
             f"SELECT c.rowid, c.distance, {frame_select()}, f.id IS NOT NULL, "
             "(SELECT status = 'active' FROM embedding_models WHERE id = :model_id) FROM ("
             f"SELECT rowid, distance FROM {table} WHERE embedding MATCH :q AND k = :k "
@@ -163,7 +161,7 @@ class SQLiteAdapter:
         k = min(max(limit, 1), VEC0_MAX_K)
         while True:
             # Sorted here: vec0 refuses any ORDER BY but its own distance.
-            rows = sorted(session.execute(knn, {**params, "k": k}).all(), key=lambda r: (r[1], r[0]))
+            rows = sorted(run_lane(session, knn, {**params, "k": k}), key=lambda r: (r[1], r[0]))
             if rows and not rows[0][-1]:
                 raise ModelNotActiveError(model_id)
             hits = [frame_hit(r) for r in rows if r[-2]]
@@ -180,17 +178,16 @@ class SQLiteAdapter:
         """Scan every matching frame: only reached when stale vectors crowd out a 4096-wide KNN."""
         params: dict[str, Any] = {"q": qvec, "model_id": model_id, "limit": limit}
         filters = frame_filters(LaneFilter([mind_id], where.gop_id, where.since, where.until), params)
-        rows = session.execute(
-            lane_statement(
-                f"SELECT f.id, vec_distance_cosine(v.embedding, :q) AS d, {frame_select()} "
-                "FROM memory_frames f "
-                "JOIN frame_embeddings e ON e.frame_id = f.id AND e.status = 'ready' "
-                "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
-                f"JOIN {vector_table_name(model_id)} v ON v.rowid = f.id "
-                f"WHERE {filters} ORDER BY d, f.id LIMIT :limit"
-            ),
+        rows = run_lane(
+            session,
+            f"SELECT f.id, vec_distance_cosine(v.embedding, :q) AS d, {frame_select()} "
+            "FROM memory_frames f "
+            "JOIN frame_embeddings e ON e.frame_id = f.id AND e.status = 'ready' "
+            "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
+            f"JOIN {vector_table_name(model_id)} v ON v.rowid = f.id "
+            f"WHERE {filters} ORDER BY d, f.id LIMIT :limit",
             params,
-        ).all()
+        )
         return [frame_hit(r) for r in rows]
 
     # -- vector index maintenance -------------------------------------------------------------
