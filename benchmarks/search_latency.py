@@ -1,7 +1,7 @@
 """Search latency: ``mind.search()`` beside the raw SQL of its two lanes, on SQLite and Postgres.
 
     python benchmarks/search_latency.py [--n 10000 100000] [--dialect sqlite postgres]
-                                        [--pg-url URL] [--queries 200]
+                                        [--pg-url URL] [--queries 200] [--keep DIR]
 
 Builds a store of N synthetic frames (Zipf-distributed pseudo-words, 10 sessions) with the
 deterministic hashing embedder (384 dims), then times, per query:
@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
+
+from sqlalchemy import func  # noqa: E402
 
 import waggle_store as ws  # noqa: E402
 from waggle_store.dialects import vector_table_name  # noqa: E402
@@ -98,6 +100,11 @@ def build(store: ws.Store, n: int) -> ws.Mind:
         with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.exec_driver_sql("VACUUM ANALYZE")
     return mind
+
+
+def _frames(store: ws.Store) -> int:
+    with store.read() as s:
+        return int(s.scalar(FrameRow.__table__.select().with_only_columns(func.count())) or 0)
 
 
 def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
@@ -224,6 +231,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dialect", nargs="+", choices=("sqlite", "postgres"), default=["sqlite", "postgres"])
     parser.add_argument("--pg-url", default=os.environ.get("WAGGLE_BENCH_PG_URL"))
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--keep", metavar="DIR",
+                        help="keep the built stores (SQLite files in DIR, Postgres schemas bench_N) "
+                             "and reuse them on the next run instead of building again")
     args = parser.parse_args(argv)
     stop: Callable[[], None] | None = None
     pg_url = args.pg_url
@@ -233,24 +243,31 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{'raw p95':>8} {'p50 ×':>6} {'p95 ×':>6}")
     try:
         with tempfile.TemporaryDirectory() as tmp:
+            data = Path(args.keep) if args.keep else Path(tmp)
+            data.mkdir(parents=True, exist_ok=True)
             for dialect in args.dialect:
                 for n in args.n:
                     schema = None
                     if dialect == "sqlite":
-                        url = f"sqlite:///{Path(tmp) / f'bench-{n}.db'}"
+                        url = f"sqlite:///{data / f'bench-{n}.db'}"
                     else:
-                        url, schema = pg_url, f"bench_{uuid.uuid4().hex[:8]}"
+                        url = pg_url
+                        schema = f"bench_{n}" if args.keep else f"bench_{uuid.uuid4().hex[:8]}"
                     store = ws.open_store(url, schema=schema, embedder=HashingEmbedder(384))
                     try:
                         t0 = time.perf_counter()
-                        mind = build(store, n)
+                        mind = store.mind("bench")
+                        if _frames(store) != n:
+                            if _frames(store):
+                                raise SystemExit(f"{url} {schema or ''}: holds another store; remove it")
+                            mind = build(store, n)
                         built = time.perf_counter() - t0
                         r = measure(store, mind, n, args.queries)
                         print(f"{dialect:10} {n:>7} {built:8.1f} {r['lib_p50']:8.2f} {r['lib_p95']:8.2f} "
                               f"{r['raw_p50']:8.2f} {r['raw_p95']:8.2f} {r['ratio_p50']:6.2f} "
                               f"{r['ratio_p95']:6.2f}", flush=True)
                     finally:
-                        if schema:
+                        if schema and not args.keep:
                             with store.engine.begin() as conn:
                                 conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
                         store.close()

@@ -1,0 +1,80 @@
+"""How the search's lanes meet the database: index failures, lost connections, prepared plans."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import text
+
+import waggle_store as ws
+from waggle_store.dialects.base import LaneFilter
+from waggle_store.search.query import keyword_terms
+from waggle_store.search.vectors import embed_frames
+
+TEXTS = [
+    "alpha release notes for the payments service",
+    "beta testers found a bug in the alpha build",
+    "lunch on Friday with the design team",
+]
+
+
+def _seed(store: ws.Store, mind: ws.Mind) -> list[int]:
+    gop = mind.sessions.ensure("g").gop_id
+    ids = [mind.frames.create_i(gop, t).id for t in TEXTS]
+    embed_frames(store, ids)
+    return ids
+
+
+def _break_keyword_index(store: ws.Store) -> None:
+    with store.write() as session:
+        if store.engine.dialect.name == "sqlite":
+            session.execute(text("DROP TABLE memory_frames_fts"))
+        else:
+            session.execute(text("ALTER TABLE memory_frames DROP COLUMN content_tsv"))
+
+
+def test_a_failing_keyword_index_falls_back_to_like(store: ws.Store, mind: ws.Mind) -> None:
+    ids = _seed(store, mind)
+    _break_keyword_index(store)
+    results = mind.search("alpha", lanes=("keyword",))
+    assert {r.frame.id for r in results} == {ids[0], ids[1]}
+    explain = results[0].explain
+    assert explain["keyword_backend"] == "like"
+    assert any("LIKE fallback used" in d for d in explain["degraded"])
+    # The failed statement did not poison the transaction: the vector lane still runs after it.
+    hybrid = mind.search("alpha release")
+    assert hybrid and "vector" in hybrid[0].explain["lanes_run"]
+    assert hybrid[0].frame.content == TEXTS[0]
+
+
+def test_a_lost_connection_is_invalidated_and_the_next_search_reconnects(
+    store: ws.Store, mind: ws.Mind
+) -> None:
+    if store.engine.dialect.name == "sqlite":
+        pytest.skip("an embedded SQLite file has no server connection to lose")
+    _seed(store, mind)
+    with store.read_connection() as conn:
+        pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        with store.engine.connect() as other:
+            other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        with pytest.raises(sa_exc.DBAPIError) as raised:
+            store.adapter.keyword_search(conn, terms=keyword_terms("alpha"),
+                                         where=LaneFilter([mind.id]), limit=5)
+        assert raised.value.connection_invalidated
+        assert conn.invalidated
+        conn.rollback()
+    assert [r.frame.content for r in mind.search("payments")] == [TEXTS[0]]
+
+
+def test_repeated_searches_run_prepared_statements(store: ws.Store, mind: ws.Mind) -> None:
+    """psycopg prepares a statement after 5 runs and forgets them all on ROLLBACK: a search that
+    rolled back its read transaction was parsed and planned afresh every time."""
+    if store.engine.dialect.name == "sqlite":
+        pytest.skip("server-side prepared statements are a Postgres (psycopg) matter")
+    _seed(store, mind)
+    for _ in range(12):
+        assert mind.search("alpha beta")
+    with store.read_connection() as conn:
+        prepared = conn.exec_driver_sql("SELECT statement FROM pg_prepared_statements").scalars().all()
+    assert any("plainto_tsquery" in s for s in prepared)
+    assert any("frame_vectors_" in s for s in prepared)
