@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
-from sqlalchemy import func  # noqa: E402
+from sqlalchemy import func, select  # noqa: E402
 
 import waggle_store as ws  # noqa: E402
 from waggle_store.dialects import vector_table_name  # noqa: E402
@@ -104,7 +104,7 @@ def build(store: ws.Store, n: int) -> ws.Mind:
 
 def _frames(store: ws.Store) -> int:
     with store.read() as s:
-        return int(s.scalar(FrameRow.__table__.select().with_only_columns(func.count())) or 0)
+        return int(s.scalar(select(func.count()).select_from(FrameRow.__table__)) or 0)
 
 
 def _percentiles(samples: Sequence[float]) -> tuple[float, float]:

@@ -93,8 +93,11 @@ class Store:
 
     @contextmanager
     def read(self) -> Iterator[OrmSession]:
-        """One read transaction (BEGIN DEFERRED on SQLite); rolled back at the end."""
-        with self._session(self._read_engine, commit=False) as session:
+        """One read transaction (BEGIN DEFERRED on SQLite). It refuses to flush (a read that
+        writes is a bug) and ends with COMMIT, which for a transaction that wrote nothing is the
+        same as ROLLBACK, except that psycopg keeps its prepared statements (see
+        :meth:`read_connection`)."""
+        with self._session(self._read_engine, session_class=_ReadSession) as session:
             yield session
 
     @contextmanager
@@ -122,14 +125,14 @@ class Store:
             raise translated from exc
 
     @contextmanager
-    def _session(self, bind: sa.Engine, *, commit: bool = True) -> Iterator[OrmSession]:
+    def _session(self, bind: sa.Engine, *,
+                 session_class: type[OrmSession] = OrmSession) -> Iterator[OrmSession]:
         if self._closed:
             raise WaggleStoreError("this store is closed")
-        session = OrmSession(bind, expire_on_commit=False, autoflush=True)
+        session = session_class(bind, expire_on_commit=False, autoflush=True)
         try:
             yield session
-            if commit:
-                session.commit()
+            session.commit()
         except BaseException as exc:
             session.rollback()
             translated = _translate(exc)
@@ -341,6 +344,16 @@ class Mind:
         from waggle_store.pipeline.cognify import cognify_batch
 
         return cognify_batch(self, items, importance=importance, gop_id=gop_id, progress=progress)
+
+
+class _ReadSession(OrmSession):
+    """The session of :meth:`Store.read`: ORM changes are refused at flush time."""
+
+
+@sa.event.listens_for(_ReadSession, "before_flush")
+def _refuse_flush(session: OrmSession, flush_context: Any, instances: Any) -> None:
+    if session.new or session.dirty or session.deleted:
+        raise WaggleStoreError("a read transaction cannot write: use store.write()")
 
 
 def _translate(exc: BaseException) -> BaseException:

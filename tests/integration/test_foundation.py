@@ -219,3 +219,14 @@ def test_context_manager_closes(target) -> None:
         store.mind("x")
     with pytest.raises(ws.WaggleStoreError):
         store.list_minds()
+
+
+def test_a_read_transaction_refuses_to_write(store: ws.Store) -> None:
+    """store.read() ends with COMMIT (psycopg keeps its prepared statements), so it must not be
+    able to commit a change: ORM writes are refused at flush time, and nothing lands."""
+    from waggle_store.models import MindRow
+
+    with pytest.raises(ws.WaggleStoreError, match="read transaction cannot write"):
+        with store.read() as session:
+            session.add(MindRow(name="sneaky", kind="workspace"))
+    assert "sneaky" not in {m.name for m in store.list_minds()}
