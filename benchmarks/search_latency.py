@@ -7,11 +7,12 @@ Builds a store of N synthetic frames (Zipf-distributed pseudo-words, 10 sessions
 deterministic hashing embedder (384 dims), then times, per query:
 
 * library: ``mind.search(q, limit=20)`` (query embedding, a pooled connection with its pre-ping,
-  both lanes with 2x over-fetch, fusion, the graph-distance query, scoring, explain);
-* raw: the library's two lane statements, verbatim (keyword over-fetch 40; vector KNN k=40 with
-  the mind filter and the manifest check; both return the hits' frame columns, as the library's
-  lanes do), executed in one transaction on a DBAPI connection of the same engine and driver
-  (psycopg: the same prepare_threshold), query vector precomputed.
+  both lanes with 2x over-fetch, fusion, the graph-distance query when a candidate mentions an
+  entity, scoring, explain);
+* raw: the same query's lane statements (keyword lane with over-fetch 40; vector KNN k=40 with the
+  mind filter and the manifest check, and ``set_config`` on Postgres), recorded from the library
+  as its driver received them and replayed verbatim in one transaction on a DBAPI connection of
+  the same engine and driver (psycopg: the same prepare_threshold).
 
 On Postgres the tables are ``VACUUM ANALYZE``d after the load, as autovacuum would have done.
 
@@ -39,18 +40,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from sqlalchemy import func, select  # noqa: E402
 
 import waggle_store as ws  # noqa: E402
-from waggle_store.dialects import vector_table_name  # noqa: E402
-from waggle_store.dialects.common import frame_select  # noqa: E402
+from waggle_store.dialects import common  # noqa: E402
+from waggle_store.dialects import postgres as postgres_adapter  # noqa: E402
+from waggle_store.dialects import sqlite as sqlite_adapter  # noqa: E402
 from waggle_store.embeddings import HashingEmbedder  # noqa: E402
 from waggle_store.models import FrameRow, SessionRow  # noqa: E402
-from waggle_store.search.query import fts5_match_expression, keyword_terms, tsquery_terms  # noqa: E402
-from waggle_store.search.vectors import active_model_id, embed_frames  # noqa: E402
+from waggle_store.search.vectors import embed_frames  # noqa: E402
 from waggle_store.testing import embedded_postgres  # noqa: E402
 
 LIMIT = 20
-K = 2 * LIMIT
 SESSIONS = 10
-COLUMNS = frame_select()  # what every lane selects after (id, score)
 
 
 def _vocabulary(rng: random.Random, size: int = 5000) -> list[str]:
@@ -113,102 +112,67 @@ def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
     return statistics.median(ordered) * 1000, p95 * 1000
 
 
-def _raw_runner(store: ws.Store, mind: ws.Mind) -> Callable[[str, list[float]], None]:
-    """The library's two lane statements, verbatim, on a DBAPI connection of the same engine.
+def _lane_statements(store: ws.Store, mind: ws.Mind, queries: Sequence[str]) -> dict[str, list[Any]]:
+    """Per query, the lane statements ``mind.search`` runs, exactly as the driver receives them.
 
-    Same text, same parameters, same driver as ``SQLiteAdapter``/``PostgresAdapter`` run for an
-    unfiltered search whose KNN page is full at the first try (as here: no stale vectors): the
-    keyword lane, and the vector lane's KNN with its manifest check. Keep in step with
-    ``waggle_store/dialects/``.
+    Recorded from the library itself (every lane statement goes through ``run_lane``), so the raw
+    side runs the same SQL text with the same parameters by construction: keyword lane, and on
+    the vector lane the KNN with its manifest check (plus ``set_config`` on Postgres). Not the
+    pool's pre-ping, the model lookup or the graph-distance query: those are the library's.
     """
-    with store.read() as s:
-        model_id = active_model_id(s)
-    table = vector_table_name(model_id or 0)
-    conn: Any = store.engine.raw_connection()
-    if store.engine.dialect.name == "sqlite":
-        kw_sql = (f"SELECT h.id, h.score, {COLUMNS} FROM ("
-                  "SELECT f.id, bm25(memory_frames_fts) AS score FROM memory_frames_fts "
-                  "JOIN memory_frames f ON f.id = memory_frames_fts.rowid "
-                  "WHERE memory_frames_fts MATCH :q AND f.mind_id IN (:m0) ORDER BY score, f.id LIMIT :limit) h "
-                  "JOIN memory_frames f ON f.id = h.id ORDER BY h.score, h.id")
-        vec_sql = (f"SELECT c.rowid, c.distance, {COLUMNS}, f.id IS NOT NULL, "
-                   "(SELECT status = 'active' FROM embedding_models WHERE id = :model_id) FROM ("
-                   f"SELECT rowid, distance FROM {table} WHERE embedding MATCH :q AND k = :k "
-                   "AND mind_id = :mind_id ) c "
-                   "LEFT JOIN frame_embeddings e ON e.frame_id = c.rowid AND e.status = 'ready' "
-                   "AND e.model_id = :model_id "
-                   "LEFT JOIN memory_frames f ON f.id = c.rowid AND f.content_hash = e.content_hash")
+    modules = (common, sqlite_adapter, postgres_adapter)
+    real = common.run_lane
+    recorded: list[Any] = []
 
-        def run(query: str, qvec: list[float]) -> None:
-            cur = conn.cursor()
-            cur.execute("BEGIN DEFERRED")
-            match = fts5_match_expression(keyword_terms(query))
-            if match:
-                cur.execute(kw_sql, {"q": match, "m0": mind.id, "limit": K}).fetchall()
-            rows = cur.execute(vec_sql, {"q": "[" + ",".join(map(repr, qvec)) + "]", "k": K,
-                                         "mind_id": mind.id, "model_id": model_id})
-            sorted(rows.fetchall(), key=lambda r: (r[1], r[0]))
-            cur.execute("COMMIT")
-    else:
-        # Statements are prepared by psycopg after the same number of runs on both sides.
+    def recording(executor: Any, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        recorded.append(common.driver_statement(store.engine.dialect, sql, params))
+        return real(executor, sql, params)
+
+    statements: dict[str, list[Any]] = {}
+    for module in modules:
+        module.run_lane = recording  # type: ignore[attr-defined]
+    try:
+        for q in queries:
+            recorded = []
+            mind.search(q, limit=LIMIT)
+            statements[q] = recorded
+    finally:
+        for module in modules:
+            module.run_lane = real  # type: ignore[attr-defined]
+    return statements
+
+
+def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[str], None]:
+    """Replays a query's lane statements in one transaction on a DBAPI connection of the same
+    engine (same driver; psycopg with the library's ``prepare_threshold``)."""
+    conn: Any = store.engine.raw_connection()
+    sqlite = store.engine.dialect.name == "sqlite"
+    if not sqlite:
         with store.engine.connect() as lib_conn:
             conn.driver_connection.prepare_threshold = lib_conn.connection.driver_connection.prepare_threshold
-        dims = store.embedder.dimensions if store.embedder else 0
-        dist = f"(v.embedding <=> CAST(%(q)s AS vector({dims})))"
-        vec_sql = (f"WITH c AS MATERIALIZED (SELECT v.frame_id, {dist} AS d FROM {table} v "
-                   f"WHERE v.mind_id IN (%(m0)s) ORDER BY {dist} LIMIT %(k)s) "
-                   f"SELECT c.frame_id, c.d, {COLUMNS}, f.id IS NOT NULL, "
-                   "(SELECT status = 'active' FROM embedding_models WHERE id = %(model_id)s) FROM c "
-                   "LEFT JOIN frame_embeddings e ON e.frame_id = c.frame_id AND e.status = 'ready' "
-                   "AND e.model_id = %(model_id)s "
-                   "LEFT JOIN memory_frames f ON f.id = c.frame_id AND f.content_hash = e.content_hash "
-                   "ORDER BY c.d, c.frame_id")
 
-        def run(query: str, qvec: list[float]) -> None:
-            values = tsquery_terms(keyword_terms(query))
-            with conn.cursor() as cur:
-                if values:
-                    n = range(len(values))
-                    minds = "f.mind_id IN (%(m0)s)"
-                    cur.execute(
-                        "WITH q AS MATERIALIZED (SELECT "
-                        + ", ".join(f"plainto_tsquery('english', %(t{i})s) AS q{i}" for i in n) + "), "
-                        "c AS MATERIALIZED (SELECT f.id, f.mind_id, f.gop_id, f.created_at, "
-                        "length(f.content) AS len, "
-                        + ", ".join(f"f.content_tsv @@ q.q{i} AS h{i}" for i in n) + " FROM memory_frames f, q "
-                        f"WHERE f.content_tsv @@ ({' || '.join(f'q.q{i}' for i in n)}) AND {minds}), "
-                        "w AS MATERIALIZED (SELECT "
-                        + ", ".join(f"ln(1 + (n - d{i} + 0.5) / (d{i} + 0.5)) AS w{i}" for i in n)
-                        + " FROM (SELECT (SELECT count(*) FROM memory_frames f "
-                        f"WHERE {minds})::float8 AS n, "
-                        + ", ".join(f"count(*) FILTER (WHERE h{i}) AS d{i}" for i in n) + " FROM c) s) "
-                        f"SELECT h.id, h.score, {COLUMNS} FROM (SELECT c.id, "
-                        + " + ".join(f"CASE WHEN c.h{i} THEN w.w{i} ELSE 0 END" for i in n)
-                        + " AS score, c.len FROM c, w WHERE c.mind_id IN (%(m0)s) "
-                        "ORDER BY score DESC, c.len, c.id LIMIT %(limit)s) h "
-                        "JOIN memory_frames f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id",
-                        {**{f"t{i}": v for i, v in enumerate(values)}, "m0": mind.id, "limit": K})
-                    cur.fetchall()
-                cur.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                            "set_config('hnsw.ef_search', %(ef)s, true)", {"ef": str(max(40, K))})
-                cur.execute(vec_sql, {"q": "[" + ",".join(map(repr, qvec)) + "]", "m0": mind.id,
-                                      "model_id": model_id, "k": K})
-                cur.fetchall()
-            conn.commit()
+    def run(query: str) -> None:
+        cur = conn.cursor()
+        if sqlite:  # isolation_level=None: the library's begin hook does this
+            cur.execute("BEGIN DEFERRED")
+        for sql, args in statements[query]:
+            cur.execute(sql, args)
+            cur.fetchall()
+        conn.commit() if not sqlite else cur.execute("COMMIT")
+
     return run
 
 
 def measure(store: ws.Store, mind: ws.Mind, n: int, count: int) -> dict[str, float]:
     _, queries = _texts(0)
     queries = queries[:count]
-    embedder = store.embedder
-    vectors = [embedder.embed_query(q) for q in queries]
-    raw = _raw_runner(store, mind)
-    for q, v in list(zip(queries, vectors))[:20]:  # warm caches (and psycopg's prepared plans)
+    for q in queries[:20]:  # warm caches, the frame count and psycopg's prepared plans
         mind.search(q, limit=LIMIT)
-        raw(q, v)
+    raw = _raw_runner(store, _lane_statements(store, mind, queries))
+    for q in queries[:20]:
+        raw(q)
     lib_t, raw_t = [], []
-    for i, (q, v) in enumerate(zip(queries, vectors)):
+    for i, q in enumerate(queries):
         # Alternate who goes first: the second run of a query finds its pages already cached.
         for which in ((0, 1) if i % 2 == 0 else (1, 0)):
             t0 = time.perf_counter()
@@ -217,7 +181,7 @@ def measure(store: ws.Store, mind: ws.Mind, n: int, count: int) -> dict[str, flo
                 lib_t.append(time.perf_counter() - t0)
                 assert results, q
             else:
-                raw(q, v)
+                raw(q)
                 raw_t.append(time.perf_counter() - t0)
     lib50, lib95 = _percentiles(lib_t)
     raw50, raw95 = _percentiles(raw_t)

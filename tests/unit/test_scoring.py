@@ -21,6 +21,7 @@ from waggle_store.search.scoring import (
     get_profile,
     importance_score,
     popularity_score,
+    relevance_scorer,
     temporal_score,
 )
 
@@ -261,3 +262,23 @@ def test_relevance_parts_explain_the_score() -> None:
 def test_compute_relevance_accepts_a_profile_object() -> None:
     custom = ScoringProfile("only-importance", 0.0, 0.0, 0.0, 1.0)
     assert relevance(importance="deprecated", profile=custom) == pytest.approx(0.3)
+
+
+def test_relevance_scorer_gives_compute_relevances_exact_float() -> None:
+    """The search ranks every candidate with relevance_scorer and explains the page with
+    compute_relevance: both must give the same number, bit for bit."""
+    now = NOW
+    cases = [
+        (now - timedelta(days=days), count, importance, distance)
+        for days in (0, 3.5, 8, 30, 400)
+        for count in (0, 7, 10_000)
+        for importance in ("critical", "normal", "deprecated")
+        for distance in (None, 0, 2, 5)
+    ]
+    for name in PROFILES:
+        score = relevance_scorer(name, now)
+        for last, count, importance, distance in cases:
+            expected, _ = compute_relevance(last_accessed=last, access_count=count,
+                                            importance=importance, graph_distance=distance,
+                                            profile=name, now=now)
+            assert score(last, count, importance, distance) == expected

@@ -30,7 +30,7 @@ from waggle_store.dialects.base import (
 )
 from waggle_store.dialects.common import (
     frame_filters,
-    frame_hit,
+    frame_hits,
     frame_select,
     like_search,
     run_lane,
@@ -44,7 +44,7 @@ VEC0_MAX_K: Final = 4096
 
 def _vec_json(vector: Sequence[float]) -> str:
     """vec0 accepts JSON text; repr of a float round-trips it exactly."""
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+    return "[" + ",".join(map(repr, map(float, vector))) + "]"
 
 
 class SQLiteAdapter:
@@ -101,7 +101,7 @@ class SQLiteAdapter:
             "JOIN memory_frames f ON f.id = h.id ORDER BY h.score, h.id",
             params,
         )
-        return [frame_hit(r) for r in rows]
+        return frame_hits(session, rows)
 
     def like_search(
         self, session: Executor, *, patterns: Sequence[str], where: LaneFilter, limit: int
@@ -164,7 +164,7 @@ class SQLiteAdapter:
             rows = sorted(run_lane(session, knn, {**params, "k": k}), key=lambda r: (r[1], r[0]))
             if rows and not rows[0][-1]:
                 raise ModelNotActiveError(model_id)
-            hits = [frame_hit(r) for r in rows if r[-2]]
+            hits = frame_hits(session, [r for r in rows if r[-2]])
             if len(hits) >= limit or len(rows) < k:
                 return hits[:limit]  # full page, or every candidate seen
             if k >= VEC0_MAX_K:
@@ -188,7 +188,7 @@ class SQLiteAdapter:
             f"WHERE {filters} ORDER BY d, f.id LIMIT :limit",
             params,
         )
-        return [frame_hit(r) for r in rows]
+        return frame_hits(session, rows)
 
     # -- vector index maintenance -------------------------------------------------------------
 

@@ -46,7 +46,7 @@ from waggle_store.models import EntityMentionRow, EntityRow, FrameRow, RelationR
 from waggle_store.records import Frame, SearchResult
 from waggle_store.search.fusion import LANE_CONFIDENCE, Fusion
 from waggle_store.search.query import keyword_terms, like_patterns
-from waggle_store.search.scoring import compute_relevance, get_profile
+from waggle_store.search.scoring import compute_relevance, get_profile, relevance_scorer
 from waggle_store.search.vectors import model_key
 from waggle_store.timeutil import optional_utc, utcnow
 
@@ -336,7 +336,7 @@ def search(
         frames = {h.frame_id: h.frame for lane_hits in ran.values() for h in lane_hits}
         mentioning = {h.frame_id for lane_hits in ran.values() for h in lane_hits if h.mentions}
         # Confidence-weighted RRF (search/fusion.py): each lane's hits are weighted by that
-        # lane's own raw scores (bm25 / ts_rank_cd relative to its best hit; cosine similarity
+        # lane's own raw scores (bm25 / idf sum relative to its best hit; cosine similarity
         # standing out from the lane's median), so a lane's clear best match is not outranked by
         # frames that merely appear in both lanes.
         fusion = Fusion(
@@ -354,15 +354,13 @@ def search(
             # Only frames that mention an entity can be near one; none, and the query is skipped.
             distances = _graph_distances(session, store.adapter, mind.id, names, sorted(mentioning))
     now = utcnow()
-    scored: list[tuple[float, int, float, dict[str, float], int | None]] = []
+    relevance_of = relevance_scorer(plan.profile, now)
+    scored: list[tuple[float, int, float]] = []
     for frame_id, fused_score in fused.items():
         frame = frames[frame_id]
-        distance = distances.get(frame_id)
-        relevance, parts = compute_relevance(
-            last_accessed=frame[_LAST_ACCESSED], access_count=frame[_ACCESS_COUNT],
-            importance=frame[_IMPORTANCE], graph_distance=distance, profile=plan.profile, now=now,
-        )
-        scored.append((fused_score * relevance, frame_id, relevance, parts, distance))
+        relevance = relevance_of(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT], frame[_IMPORTANCE],
+                                 distances.get(frame_id))
+        scored.append((fused_score * relevance, frame_id, relevance))
     # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
     scored.sort(key=lambda item: item[0], reverse=True)
     raw_scores: dict[str, dict[int, float]] = {}
@@ -370,8 +368,14 @@ def search(
         for h in lane_hits:  # the first (best-ranked) hit of a frame, as the fusion counts it
             raw_scores.setdefault(lane, {}).setdefault(h.frame_id, h.score)
     results: list[SearchResult] = []
-    for final, frame_id, relevance, parts, distance in scored[: plan.limit]:
+    for final, frame_id, relevance in scored[: plan.limit]:
         detail = fusion.detail(frame_id)
+        frame = frames[frame_id]
+        distance = distances.get(frame_id)
+        _, parts = compute_relevance(
+            last_accessed=frame[_LAST_ACCESSED], access_count=frame[_ACCESS_COUNT],
+            importance=frame[_IMPORTANCE], graph_distance=distance, profile=plan.profile, now=now,
+        )
         explain = {
             "lanes": {
                 lane: {
@@ -393,7 +397,7 @@ def search(
             "subscores": parts,
             "degraded": list(degraded),
         }
-        results.append(SearchResult(Frame(*frames[frame_id]), detail.score, relevance, final, explain))
+        results.append(SearchResult(Frame(*frame), detail.score, relevance, final, explain))
     return results
 
 

@@ -17,7 +17,7 @@ way. What differs on purpose:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -129,6 +129,27 @@ def importance_score(importance: str) -> float:
         valid = ", ".join(IMPORTANCE_MULTIPLIERS)
         raise InvalidInputError(f"Unknown importance {importance!r}; valid values: {valid}")
     return score
+
+
+def relevance_scorer(
+    profile: str | ScoringProfile, now: datetime
+) -> Callable[[datetime, int, str, int | None], float]:
+    """:func:`compute_relevance`'s relevance alone, for ranking many candidates against one
+    ``now``: the same sub-scores, weights and order of addition (the same float), without the
+    ``parts`` dict that only the returned page's ``explain`` needs."""
+    weights = profile if isinstance(profile, ScoringProfile) else get_profile(profile)
+    now_utc = _as_utc(now)
+
+    def relevance(last_accessed: datetime, access_count: int, importance: str,
+                  graph_distance: int | None) -> float:
+        return (
+            temporal_score(last_accessed, now_utc) * weights.temporal
+            + popularity_score(access_count) * weights.popularity
+            + contextual_score(graph_distance) * weights.contextual
+            + importance_score(importance) * weights.importance
+        )
+
+    return relevance
 
 
 def compute_relevance(
