@@ -1,4 +1,5 @@
-"""SQL pieces both adapters write the same way: lane filters, time binding, the LIKE fallback.
+"""What both adapters do the same way: lane filters, time binding, the frame columns every lane
+returns, how a lane statement runs (:func:`run_lane`), the LIKE fallback.
 
 They live here, still inside ``dialects/``, so that the adapters differ only where the databases
 do (FTS5 vs tsvector, vec0 vs pgvector, LIKE vs ILIKE).
