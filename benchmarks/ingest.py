@@ -2,15 +2,19 @@
 
     python benchmarks/ingest.py                      # 5,000 turns on SQLite and on Postgres
     python benchmarks/ingest.py --turns 1000 --only sqlite
+    python benchmarks/ingest.py --turns 1000 --writers 2   # 2 processes, one mind each, same store
     WAGGLE_BENCH_PG_URL=postgresql+psycopg://... python benchmarks/ingest.py
 
 Postgres comes from --pg-url / WAGGLE_BENCH_PG_URL, else an embedded PostgreSQL 18 + pgvector
 started (and stopped) by this script. Each run uses a fresh SQLite file / Postgres schema.
+With ``--writers N``, N processes ingest N turns each into their own mind of the same store at
+the same time, and the rate is all their turns over the time from the first start to the last end.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import random
 import shutil
@@ -50,19 +54,35 @@ def turns(n: int, seed: int = 7) -> list[str]:
     return out
 
 
-def run(url: str, schema: str | None, texts: list[str], chunk: int) -> dict[str, float]:
+def _write(url: str, schema: str | None, mind_name: str, texts: list[str],
+           chunk: int) -> dict[str, float]:
+    warnings.filterwarnings("ignore", category=WaggleStoreWarning)  # again: spawned writers
     with ws.open_store(url, schema=schema, embedder="hashing") as store:
-        mind = store.mind("bench")
-        started = time.perf_counter()
+        mind = store.mind(mind_name)
+        started = time.time()
         failures = 0
         for start in range(0, len(texts), chunk):
             result = mind.cognify_batch(texts[start : start + chunk])
             failures += len(result.failures)
-        elapsed = time.perf_counter() - started
+        ended = time.time()
         frames = mind.frames.stats().total
         entities = sum(mind.knowledge.entity_type_counts().values())
-    return {"seconds": elapsed, "turns_per_s": len(texts) / elapsed, "frames": frames,
-            "entities": entities, "failures": failures}
+    return {"started": started, "ended": ended, "frames": frames, "entities": entities,
+            "failures": failures}
+
+
+def run(url: str, schema: str | None, texts: list[str], chunk: int, writers: int) -> dict[str, float]:
+    if writers == 1:
+        parts = [_write(url, schema, "bench", texts, chunk)]
+    else:
+        ws.open_store(url, schema=schema, embedder="hashing").close()  # migrate once, up front
+        with multiprocessing.get_context("spawn").Pool(writers) as pool:
+            parts = pool.starmap(_write, [(url, schema, f"bench-{i}", texts, chunk)
+                                          for i in range(writers)])
+    elapsed = max(p["ended"] for p in parts) - min(p["started"] for p in parts)
+    return {"seconds": elapsed, "turns_per_s": writers * len(texts) / elapsed,
+            "frames": sum(p["frames"] for p in parts), "entities": sum(p["entities"] for p in parts),
+            "failures": sum(p["failures"] for p in parts)}
 
 
 def main() -> None:
@@ -72,6 +92,7 @@ def main() -> None:
     parser.add_argument("--only", choices=["sqlite", "postgres"])
     parser.add_argument("--pg-url", default=os.environ.get("WAGGLE_BENCH_PG_URL"))
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--writers", type=int, default=1, help="processes ingesting at once")
     args = parser.parse_args()
     texts = turns(args.turns)
     stop = None
@@ -80,7 +101,8 @@ def main() -> None:
         if args.only in (None, "sqlite"):
             for _ in range(args.repeat):
                 tmp = Path(tempfile.mkdtemp(prefix="waggle-bench-"))
-                results.setdefault("sqlite", []).append(run(f"sqlite:///{tmp / 'b.db'}", None, texts, args.chunk))
+                results.setdefault("sqlite", []).append(run(f"sqlite:///{tmp / 'b.db'}", None, texts, args.chunk,
+                                                            args.writers))
                 shutil.rmtree(tmp, ignore_errors=True)
         if args.only in (None, "postgres"):
             url = args.pg_url
@@ -88,7 +110,7 @@ def main() -> None:
                 url, stop = embedded_postgres("waggle-bench-pg-")
             for _ in range(args.repeat):
                 schema = "bench_" + uuid.uuid4().hex[:8]
-                results.setdefault("postgres", []).append(run(url, schema, texts, args.chunk))
+                results.setdefault("postgres", []).append(run(url, schema, texts, args.chunk, args.writers))
                 engine = sa.create_engine(url)
                 with engine.begin() as conn:
                     conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
@@ -96,7 +118,8 @@ def main() -> None:
     finally:
         if stop is not None:
             stop()
-    print(f"cognify_batch of {args.turns} turns, hashing embedder (384 dims), chunk {args.chunk}")
+    print(f"cognify_batch of {args.turns} turns x {args.writers} writer(s), hashing embedder "
+          f"(384 dims), chunk {args.chunk}")
     for dialect, runs in results.items():
         tps = [r["turns_per_s"] for r in runs]
         last = runs[-1]

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import event, select, text
 
 import waggle_store as ws
 from waggle_store.dialects import vector_table_name
@@ -179,3 +179,59 @@ def test_high_dimensional_model(store_factory) -> None:  # type: ignore[no-untyp
     ids = [mind.frames.create_i(gop, text).id for text in ("red apples", "green pears", "blue sky")]
     assert embed_frames(store, ids).embedded == 3
     assert mind.search("green pears", lanes=("vector",))[0].frame.id == ids[1]
+
+
+def _vector_ddl(store: ws.Store, action: object) -> list[str]:
+    """The DDL statements (CREATE/ALTER, Postgres' advisory lock) that ``action()`` runs."""
+    seen: list[str] = []
+
+    def before(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if statement.lstrip().upper().startswith(("CREATE", "ALTER")) or "advisory" in statement:
+            seen.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", before)
+    try:
+        action()  # type: ignore[operator]
+    finally:
+        event.remove(store.engine, "before_cursor_execute", before)
+    return seen
+
+
+def test_vector_table_ddl_runs_once_per_store_and_model(store: ws.Store, mind: ws.Mind) -> None:
+    """CREATE ... IF NOT EXISTS holds its table locks to the end of the transaction (and on
+    Postgres an advisory lock): run in every batch, it serialised concurrent writers."""
+    first = _vector_ddl(store, lambda: mind.cognify_batch(["Alice met Bob in Paris"]))
+    assert first  # the first batch creates the model's table
+    again = _vector_ddl(store, lambda: mind.cognify_batch(["Bob wrote to Carol from Rome"]))
+    assert again == []
+    assert len(mind.search("Carol", lanes=("vector",))) >= 1
+    # Another store on the same database ensures once for itself (it cannot know).
+    other = ws.open_store(store.engine.url, schema=store.schema, embedder="hashing")
+    try:
+        assert _vector_ddl(other, lambda: other.mind(mind.name).cognify_batch(["Dave"]))
+    finally:
+        other.close()
+
+
+def test_reconcile_repairs_what_keeps_the_vector_table_in_step(store: ws.Store, mind: ws.Mind) -> None:
+    mind.cognify_batch(["Alice met Bob in Paris"])
+    sqlite = store.engine.dialect.name == "sqlite"
+    with store.read() as s:
+        model_id = active_model_id(s)
+    table = vector_table_name(model_id or 0)
+    helper = f"{table}_ad" if sqlite else f"{table}_hnsw"  # the delete trigger / the HNSW index
+
+    def exists() -> bool:
+        with store.read() as s:
+            if sqlite:
+                found = s.execute(text("SELECT 1 FROM sqlite_master WHERE name = :n"), {"n": helper})
+                return found.scalar() is not None
+            return bool(s.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": helper}).scalar())
+
+    with store.write() as s:
+        s.execute(text(f"DROP {'TRIGGER' if sqlite else 'INDEX'} {helper}"))
+    assert not exists()
+    mind.cognify_batch(["Bob wrote to Carol"])  # the hot path does not look
+    assert not exists()
+    store.reconcile()
+    assert exists()

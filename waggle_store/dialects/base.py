@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeAlias
 
-from sqlalchemy import ColumnElement, Connection
+from sqlalchemy import ColumnElement, Connection, event
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
 
@@ -83,6 +83,30 @@ class VectorRow:
     vector: Sequence[float]
 
 
+class VectorTables:
+    """The vector tables this store has already ensured, per model id.
+
+    ``CREATE ... IF NOT EXISTS`` still takes its table locks (Postgres: the advisory lock and the
+    ShareLock of ``CREATE INDEX``) until the transaction ends, so running it in every write
+    transaction serialised every concurrent writer, whatever its mind (two processes ingesting
+    two minds: 158 turns/s together, 313 once it ran only once). A model counts as ensured only
+    after the transaction that ensured it committed: a rolled-back CREATE leaves no table.
+    """
+
+    def __init__(self) -> None:
+        self._ready: set[int] = set()
+
+    def ready(self, model_id: int) -> bool:
+        return model_id in self._ready
+
+    def ensured_in(self, session: Session, model_id: int) -> None:
+        def committed(session: Session) -> None:
+            if not session.in_nested_transaction():  # "after_commit" fires for savepoints too
+                self._ready.add(model_id)
+
+        event.listen(session, "after_commit", committed)
+
+
 class SearchAdapter(Protocol):
     dialect: str
 
@@ -126,7 +150,11 @@ class SearchAdapter(Protocol):
 
     # -- vector index maintenance -------------------------------------------------------------
 
-    def ensure_vector_table(self, session: Session, model_id: int, dimensions: int) -> None: ...
+    def ensure_vector_table(self, session: Session, model_id: int, dimensions: int, *,
+                            repair: bool = False) -> None:
+        """Create the model's vector table and what keeps it in step (indexes, trigger) if
+        missing. Once per store and model (see :class:`VectorTables`); ``repair`` runs it again."""
+        ...
 
     def vector_table_exists(self, session: Session, model_id: int) -> bool: ...
 

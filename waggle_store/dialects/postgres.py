@@ -36,6 +36,7 @@ from waggle_store.dialects.base import (
     LaneHit,
     ModelNotActiveError,
     VectorRow,
+    VectorTables,
     vector_table_name,
 )
 from waggle_store.dialects.common import (
@@ -82,6 +83,7 @@ class PostgresAdapter:
         self.engine = engine
         self._has_vector: bool | None = None
         self._filter_columns: set[int] = set()
+        self._vector_tables = VectorTables()
         #: Minds searched -> (frames, when counted): see :meth:`keyword_search`.
         self._frame_counts: dict[tuple[int, ...], tuple[int, float]] = {}
 
@@ -287,7 +289,10 @@ class PostgresAdapter:
 
     # -- vector index maintenance -------------------------------------------------------------
 
-    def ensure_vector_table(self, session: Session, model_id: int, dimensions: int) -> None:
+    def ensure_vector_table(self, session: Session, model_id: int, dimensions: int, *,
+                            repair: bool = False) -> None:
+        if self._vector_tables.ready(model_id) and not repair:
+            return
         table = vector_table_name(model_id)
         dims = int(dimensions)
         # Two processes registering the same model must not race on CREATE TABLE.
@@ -317,6 +322,7 @@ class PostgresAdapter:
         else:
             index = "(embedding vector_cosine_ops)"
         session.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw {index}"))
+        self._vector_tables.ensured_in(session, model_id)
 
     def vector_table_exists(self, session: Session, model_id: int) -> bool:
         return session.execute(

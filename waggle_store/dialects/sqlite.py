@@ -26,6 +26,7 @@ from waggle_store.dialects.base import (
     LaneHit,
     ModelNotActiveError,
     VectorRow,
+    VectorTables,
     vector_table_name,
 )
 from waggle_store.dialects.common import (
@@ -52,6 +53,7 @@ class SQLiteAdapter:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._vector_tables = VectorTables()
 
     def capabilities(self, session: Session) -> Capabilities:
         info = engine_info(self.engine)
@@ -192,7 +194,10 @@ class SQLiteAdapter:
 
     # -- vector index maintenance -------------------------------------------------------------
 
-    def ensure_vector_table(self, session: Session, model_id: int, dimensions: int) -> None:
+    def ensure_vector_table(self, session: Session, model_id: int, dimensions: int, *,
+                            repair: bool = False) -> None:
+        if self._vector_tables.ready(model_id) and not repair:
+            return
         table = vector_table_name(model_id)
         session.execute(
             text(
@@ -210,6 +215,7 @@ class SQLiteAdapter:
                 f"DELETE FROM {table} WHERE rowid = old.id; END"
             )
         )
+        self._vector_tables.ensured_in(session, model_id)
 
     def vector_table_exists(self, session: Session, model_id: int) -> bool:
         return session.execute(

@@ -103,7 +103,7 @@ def reconcile(
             log.warning("reconcile cannot embed: the embedder failed: %s", exc)
             return ReconcileReport(fts_fixed=fts_fixed, vectors_fixed=0, orphans_removed=orphans)
         with store.write() as session:
-            model_id = register_model(session, store.adapter, key)
+            model_id = register_model(session, store.adapter, key, repair=True)
         todo = _stale_frames(store, model_id, mind_id)
         done = 0
         for start in range(0, len(todo), EMBED_BATCH_SIZE):

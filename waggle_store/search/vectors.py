@@ -118,8 +118,12 @@ def find_active_model(session: Session, embedder: Any) -> int | None:
     )
 
 
-def register_model(session: Session, adapter: SearchAdapter, embedder: Any) -> int:
-    """Get or create the model row (race-free), create its vector table, make it the active model."""
+def register_model(session: Session, adapter: SearchAdapter, embedder: Any, *,
+                   repair: bool = False) -> int:
+    """Get or create the model row (race-free), create its vector table, make it the active model.
+
+    ``repair`` re-runs the vector table's DDL even if this store ensured it already (reconcile:
+    a dropped index or trigger comes back)."""
     key = _as_key(embedder)
     if key.dimensions < 1:
         raise InvalidInputError(f"an embedding model needs at least 1 dimension, got {key.dimensions}")
@@ -141,7 +145,7 @@ def register_model(session: Session, adapter: SearchAdapter, embedder: Any) -> i
             row = session.scalar(select(EmbeddingModelRow).where(*where))
             if row is None:
                 raise
-    adapter.ensure_vector_table(session, row.id, key.dimensions)
+    adapter.ensure_vector_table(session, row.id, key.dimensions, repair=repair)
     if row.status != "active":
         session.execute(
             update(EmbeddingModelRow)
