@@ -124,7 +124,7 @@ def _lane_statements(store: ws.Store, mind: ws.Mind, queries: Sequence[str]) -> 
     real = common.run_lane
     recorded: list[Any] = []
 
-    def recording(executor: Any, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    def recording(executor: Any, sql: str, params: dict[str, Any]) -> list[Any]:
         recorded.append(common.driver_statement(store.engine.dialect, sql, params))
         return real(executor, sql, params)
 
@@ -158,7 +158,10 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
         for sql, args in statements[query]:
             cur.execute(sql, args)
             cur.fetchall()
-        conn.commit() if not sqlite else cur.execute("COMMIT")
+        if sqlite:
+            cur.execute("COMMIT")
+        else:
+            conn.commit()
 
     return run
 

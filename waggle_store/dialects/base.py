@@ -6,8 +6,8 @@ model N is the table ``frame_vectors_N``.
 
 Lane contract: every filter (minds, session, since/until, and for the vector lane "the manifest
 says ready for this model") is applied *inside* the lane, so a lane returns ``limit`` hits whenever
-that many matching frames exist. Callers therefore never post-filter and never come up short. Lanes return each hit's frame
-columns (``LaneHit.frame``).
+that many matching frames exist. Callers therefore never post-filter and never come up short.
+Lanes return each hit's frame columns (``LaneHit.frame``).
 """
 
 from __future__ import annotations
@@ -88,9 +88,10 @@ class VectorTables:
 
     ``CREATE ... IF NOT EXISTS`` still takes its table locks (Postgres: the advisory lock and the
     ShareLock of ``CREATE INDEX``) until the transaction ends, so running it in every write
-    transaction serialised every concurrent writer, whatever its mind (two processes ingesting
-    two minds: 158 turns/s together, 313 once it ran only once). A model counts as ensured only
-    after the transaction that ensured it committed: a rolled-back CREATE leaves no table.
+    transaction serialised every concurrent writer, whatever its mind (``benchmarks/README.md``:
+    two processes ingesting two minds, 107 turns/s together before, 223 after). A model counts as
+    ensured only after the transaction that ensured it committed: a rolled-back CREATE leaves no
+    table.
     """
 
     def __init__(self) -> None:
