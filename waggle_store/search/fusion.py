@@ -148,7 +148,7 @@ class Fusion:
     was a measurable share of a search's time (``benchmarks/search_latency.py``).
     """
 
-    __slots__ = ("_best", "_hits", "_k", "_lanes", "_total", "scores")
+    __slots__ = ("_hits", "_k", "_total", "scores")
 
     def __init__(
         self,
@@ -199,7 +199,7 @@ class Fusion:
                 scores[frame_id] = 1.0
             else:
                 scores[frame_id] = min(1.0, sum(hit[2] for hit in lane_hits.values()) / total)
-        self._k, self._lanes, self._hits, self._best, self._total = k, tuple(lanes), hits, best, total
+        self._k, self._hits, self._total = k, hits, total
         self.scores = scores
 
     def detail(self, frame_id: int) -> FusedScore:
