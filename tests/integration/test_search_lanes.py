@@ -72,7 +72,7 @@ def test_repeated_searches_run_prepared_statements(store: ws.Store, mind: ws.Min
     if store.engine.dialect.name == "sqlite":
         pytest.skip("server-side prepared statements are a Postgres (psycopg) matter")
     _seed(store, mind)
-    for _ in range(12):
+    for _ in range(30):  # enough for every pooled connection to pass psycopg's threshold (5)
         assert mind.search("alpha beta")
     with store.read_connection() as conn:
         prepared = conn.exec_driver_sql("SELECT statement FROM pg_prepared_statements").scalars().all()
