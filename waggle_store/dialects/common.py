@@ -197,3 +197,23 @@ def like_search(session: Executor, *, operator: str, patterns: Sequence[str], wh
         params,
     )
     return frame_hits(session, rows)
+
+
+def frames_missing_vectors(session: Session, table: str, key: str, model_id: int,
+                           mind_id: int | None) -> list[int]:
+    """Frames whose manifest says ready for ``model_id`` but whose row in the vector ``table``
+    (frame id in column ``key``: ``rowid`` for vec0, ``frame_id`` on Postgres) is missing."""
+    params: dict[str, Any] = {"model_id": model_id}
+    mind = ""
+    if mind_id is not None:
+        params["mind_id"] = mind_id
+        mind = "AND f.mind_id = :mind_id"
+    rows = session.execute(
+        text(
+            "SELECT f.id FROM memory_frames f JOIN frame_embeddings e ON e.frame_id = f.id "
+            f"WHERE e.status = 'ready' AND e.model_id = :model_id {mind} AND NOT EXISTS "
+            f"(SELECT 1 FROM {table} v WHERE v.{key} = f.id)"
+        ),
+        params,
+    ).all()
+    return [int(r[0]) for r in rows]

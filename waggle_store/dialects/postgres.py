@@ -43,6 +43,7 @@ from waggle_store.dialects.common import (
     frame_filters,
     frame_hits,
     frame_select,
+    frames_missing_vectors,
     like_search,
     run_lane,
 )
@@ -361,20 +362,7 @@ class PostgresAdapter:
     def frames_missing_vectors(
         self, session: Session, model_id: int, mind_id: int | None
     ) -> list[int]:
-        params: dict[str, Any] = {"model_id": model_id}
-        mind = ""
-        if mind_id is not None:
-            params["mind_id"] = mind_id
-            mind = "AND f.mind_id = :mind_id"
-        rows = session.execute(
-            text(
-                "SELECT f.id FROM memory_frames f JOIN frame_embeddings e ON e.frame_id = f.id "
-                f"WHERE e.status = 'ready' AND e.model_id = :model_id {mind} AND NOT EXISTS "
-                f"(SELECT 1 FROM {vector_table_name(model_id)} v WHERE v.frame_id = f.id)"
-            ),
-            params,
-        ).all()
-        return [int(r[0]) for r in rows]
+        return frames_missing_vectors(session, vector_table_name(model_id), "frame_id", model_id, mind_id)
 
     def remove_vector_orphans(self, session: Session, model_id: int) -> int:
         # The foreign key cascades, so orphans cannot exist; the statement proves it cheaply.

@@ -33,6 +33,7 @@ from waggle_store.dialects.common import (
     frame_filters,
     frame_hits,
     frame_select,
+    frames_missing_vectors,
     like_search,
     run_lane,
 )
@@ -257,20 +258,7 @@ class SQLiteAdapter:
     def frames_missing_vectors(
         self, session: Session, model_id: int, mind_id: int | None
     ) -> list[int]:
-        params: dict[str, Any] = {"model_id": model_id}
-        mind = ""
-        if mind_id is not None:
-            params["mind_id"] = mind_id
-            mind = "AND f.mind_id = :mind_id"
-        rows = session.execute(
-            text(
-                "SELECT f.id FROM memory_frames f JOIN frame_embeddings e ON e.frame_id = f.id "
-                f"WHERE e.status = 'ready' AND e.model_id = :model_id {mind} AND NOT EXISTS "
-                f"(SELECT 1 FROM {vector_table_name(model_id)} v WHERE v.rowid = f.id)"
-            ),
-            params,
-        ).all()
-        return [int(r[0]) for r in rows]
+        return frames_missing_vectors(session, vector_table_name(model_id), "rowid", model_id, mind_id)
 
     def remove_vector_orphans(self, session: Session, model_id: int) -> int:
         table = vector_table_name(model_id)
