@@ -17,7 +17,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects.base import Executor, LaneFilter, LaneHit
+from waggle_store.dialects.base import Executor, LaneFilter, LaneHit, ModelNotActiveError
 from waggle_store.models.base import UTCDateTime
 
 _TS: Final = UTCDateTime()
@@ -87,6 +87,30 @@ def frame_hits(executor: Executor, rows: Sequence[Any]) -> list[LaneHit]:
         frame = (frame_id, *r[2:_CREATED], read(r[_CREATED]), read(r[_LAST_ACCESSED]))
         hits.append(LaneHit(frame_id, float(r[1]), frame, bool(r[_MENTIONS])))
     return hits
+
+
+def checked_knn(source: str, key: str, distance: str) -> str:
+    """A KNN's candidates ``c`` (``source``: the derived table or CTE that yields them, frame id in
+    ``c.<key>``, distance in ``c.<distance>``) with the manifest check riding along as LEFT JOINs,
+    so one statement ranks, says which candidates are current and reads their frames. Rows:
+    ``(id, distance, *frame_select(), current, model still active)``; see :func:`current_hits`.
+    """
+    return (
+        f"SELECT c.{key}, c.{distance}, {frame_select()}, f.id IS NOT NULL, "
+        "(SELECT status = 'active' FROM embedding_models WHERE id = :model_id) "
+        f"FROM {source} "
+        f"LEFT JOIN frame_embeddings e ON e.frame_id = c.{key} AND e.status = 'ready' "
+        "AND e.model_id = :model_id "
+        f"LEFT JOIN memory_frames f ON f.id = c.{key} AND f.content_hash = e.content_hash"
+    )
+
+
+def current_hits(executor: Executor, rows: Sequence[Any], model_id: int) -> list[LaneHit]:
+    """The current candidates of :func:`checked_knn` rows, in their order;
+    :class:`ModelNotActiveError` if ``model_id`` is no longer the active model."""
+    if rows and not rows[0][-1]:
+        raise ModelNotActiveError(model_id)
+    return frame_hits(executor, [r for r in rows if r[-2]])
 
 
 @dataclass(frozen=True)

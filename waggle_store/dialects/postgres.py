@@ -34,12 +34,13 @@ from waggle_store.dialects.base import (
     Executor,
     LaneFilter,
     LaneHit,
-    ModelNotActiveError,
     VectorRow,
     VectorTables,
     vector_table_name,
 )
 from waggle_store.dialects.common import (
+    checked_knn,
+    current_hits,
     frame_filters,
     frame_hits,
     frame_select,
@@ -230,24 +231,15 @@ class PostgresAdapter:
             # iterative scan applies while it walks the graph. The manifest is checked on the
             # materialised candidates; stale ones are dropped and the scan widens on a shortfall.
             knn_filters = frame_filters(where, params, alias="v", mind_alias="v")
-            # The manifest check also reads the current candidates' frames; the last column says
-            # whether the model is still the active one.
             knn = (
                 f"WITH c AS MATERIALIZED (SELECT v.frame_id, {distance} AS d FROM {table} v "
                 f"WHERE {knn_filters} ORDER BY {distance} LIMIT :k) "
-                f"SELECT c.frame_id, c.d, {frame_select()}, f.id IS NOT NULL, "
-                "(SELECT status = 'active' FROM embedding_models WHERE id = :model_id) FROM c "
-                "LEFT JOIN frame_embeddings e ON e.frame_id = c.frame_id AND e.status = 'ready' "
-                "AND e.model_id = :model_id "
-                "LEFT JOIN memory_frames f ON f.id = c.frame_id AND f.content_hash = e.content_hash "
-                "ORDER BY c.d, c.frame_id"
+                f"{checked_knn('c', 'frame_id', 'd')} ORDER BY c.d, c.frame_id"
             )
             k = limit
             while True:
                 rows = run_lane(session, knn, {**params, "k": k})
-                if rows and not rows[0][-1]:
-                    raise ModelNotActiveError(model_id)
-                hits = frame_hits(session, [r for r in rows if r[-2]])
+                hits = current_hits(session, rows, model_id)
                 if len(hits) >= limit:
                     return hits[:limit]
                 # Fewer rows than asked: the candidates are exhausted, or the iterative scan hit

@@ -24,12 +24,13 @@ from waggle_store.dialects.base import (
     Executor,
     LaneFilter,
     LaneHit,
-    ModelNotActiveError,
     VectorRow,
     VectorTables,
     vector_table_name,
 )
 from waggle_store.dialects.common import (
+    checked_knn,
+    current_hits,
     frame_filters,
     frame_hits,
     frame_select,
@@ -148,26 +149,18 @@ class SQLiteAdapter:
         if where.until is not None:
             params["until_ts"] = where.until.timestamp()
             extra.append("AND created_ts <= :until_ts")
-        # The manifest check rides along as a LEFT JOIN so one statement both ranks and says
-        # which candidates are current (and reads their frames); ``len(rows) < k`` still tells
-        # "every candidate seen". The last column says whether the model is still the active one.
-        knn = (
-            f"SELECT c.rowid, c.distance, {frame_select()}, f.id IS NOT NULL, "
-            "(SELECT status = 'active' FROM embedding_models WHERE id = :model_id) FROM ("
-            f"SELECT rowid, distance FROM {table} WHERE embedding MATCH :q AND k = :k "
-            f"AND mind_id = :mind_id {' '.join(extra)}) c "
-            "LEFT JOIN frame_embeddings e ON e.frame_id = c.rowid AND e.status = 'ready' "
-            "AND e.model_id = :model_id "
-            "LEFT JOIN memory_frames f ON f.id = c.rowid AND f.content_hash = e.content_hash"
+        # ``len(rows) < k`` still tells "every candidate seen": the manifest check is LEFT JOINs.
+        knn = checked_knn(
+            f"(SELECT rowid, distance FROM {table} WHERE embedding MATCH :q AND k = :k "
+            f"AND mind_id = :mind_id {' '.join(extra)}) c",
+            "rowid", "distance",
         )
         params["model_id"] = model_id
         k = min(max(limit, 1), VEC0_MAX_K)
         while True:
             # Sorted here: vec0 refuses any ORDER BY but its own distance.
             rows = sorted(run_lane(session, knn, {**params, "k": k}), key=lambda r: (r[1], r[0]))
-            if rows and not rows[0][-1]:
-                raise ModelNotActiveError(model_id)
-            hits = frame_hits(session, [r for r in rows if r[-2]])
+            hits = current_hits(session, rows, model_id)
             if len(hits) >= limit or len(rows) < k:
                 return hits[:limit]  # full page, or every candidate seen
             if k >= VEC0_MAX_K:
