@@ -7,6 +7,7 @@ do (FTS5 vs tsvector, vec0 vs pgvector, LIKE vs ILIKE).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import Executor, LaneFilter, LaneHit, ModelNotActiveError
 from waggle_store.models.base import UTCDateTime
+from waggle_store.records import Frame
 
 _TS: Final = UTCDateTime()
 
@@ -49,12 +51,9 @@ def frame_filters(where: LaneFilter, params: dict[str, Any], alias: str = "f",
     return " AND ".join(sql)
 
 
-#: The columns of :class:`waggle_store.records.Frame` after its id, as lanes select them after
-#: ``id, score`` (see :func:`frame_select`).
-FRAME_COLUMNS: Final = (
-    "frame_type", "gop_id", "t", "base_frame_id", "content", "importance", "source", "access_count",
-    "created_at", "last_accessed",
-)
+#: The columns of :class:`waggle_store.records.Frame` after its id (its fields are the
+#: ``memory_frames`` columns), as lanes select them after ``id, score`` (see :func:`frame_select`).
+FRAME_COLUMNS: Final = tuple(field.name for field in dataclasses.fields(Frame))[1:]
 
 
 def frame_select(alias: str = "f") -> str:

@@ -294,9 +294,10 @@ def _graph_distances(session: Connection, adapter: SearchAdapter, mind_id: int, 
 
 
 #: Positions in ``LaneHit.frame`` (the order of :class:`Frame`) that the relevance score reads.
-_IMPORTANCE: Final = 6
-_ACCESS_COUNT: Final = 8
-_LAST_ACCESSED: Final = 10
+_FIELDS: Final = [field.name for field in dataclasses.fields(Frame)]
+_IMPORTANCE, _ACCESS_COUNT, _LAST_ACCESSED = (
+    _FIELDS.index("importance"), _FIELDS.index("access_count"), _FIELDS.index("last_accessed")
+)
 
 
 def search(
