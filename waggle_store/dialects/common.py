@@ -116,7 +116,7 @@ def current_hits(executor: Executor, rows: Sequence[Any], model_id: int) -> list
 class _Prepared:
     sql: str
     names: tuple[str, ...] | None  # the bind names in order, for a positional paramstyle
-    binds: tuple[tuple[str, Callable[[Any], Any]], ...]  # typed binds: (name, processor)
+    binds: tuple[tuple[str, Callable[[Any], Any]], ...]  # binds with a type processor
 
 
 _PREPARED: dict[tuple[str, str, str], _Prepared] = {}
@@ -129,10 +129,10 @@ def _prepare(sql: str, dialect: Dialect) -> _Prepared:
         clause = timed(sql)
         compiled = clause.compile(dialect=dialect)
         binds = []
-        for name in ("since", "until"):
-            if name in compiled.binds:
-                process = _TS.dialect_impl(dialect).bind_processor(dialect)
-                binds.append((name, process if process is not None else (lambda v: v)))
+        for name, bind in compiled.binds.items():  # the ones timed() typed have a processor
+            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            if process is not None:
+                binds.append((name, process))
         prepared = _Prepared(
             compiled.string,
             tuple(compiled.positiontup or ()) if compiled.positional else None,
