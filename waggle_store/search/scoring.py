@@ -131,23 +131,27 @@ def importance_score(importance: str) -> float:
     return score
 
 
+def _weighted(weights: ScoringProfile, temporal: float, popularity: float, contextual: float,
+              importance: float) -> float:
+    """The relevance: the one place the four sub-scores are weighted and summed (in this order)."""
+    return (temporal * weights.temporal + popularity * weights.popularity
+            + contextual * weights.contextual + importance * weights.importance)
+
+
 def relevance_scorer(
     profile: str | ScoringProfile, now: datetime
 ) -> Callable[[datetime, int, str, int | None], float]:
     """:func:`compute_relevance`'s relevance alone, for ranking many candidates against one
-    ``now``: the same sub-scores, weights and order of addition (the same float), without the
-    ``parts`` dict that only the returned page's ``explain`` needs."""
+    ``now``: the same sub-scores and :func:`_weighted` sum (the same float), without the ``parts``
+    dict that only the returned page's ``explain`` needs."""
     weights = profile if isinstance(profile, ScoringProfile) else get_profile(profile)
     now_utc = _as_utc(now)
 
     def relevance(last_accessed: datetime, access_count: int, importance: str,
                   graph_distance: int | None) -> float:
-        return (
-            temporal_score(last_accessed, now_utc) * weights.temporal
-            + popularity_score(access_count) * weights.popularity
-            + contextual_score(graph_distance) * weights.contextual
-            + importance_score(importance) * weights.importance
-        )
+        return _weighted(weights, temporal_score(last_accessed, now_utc),
+                         popularity_score(access_count), contextual_score(graph_distance),
+                         importance_score(importance))
 
     return relevance
 
@@ -178,10 +182,6 @@ def compute_relevance(
         "contextual_weight": weights.contextual,
         "importance_weight": weights.importance,
     }
-    relevance = (
-        parts["temporal"] * weights.temporal
-        + parts["popularity"] * weights.popularity
-        + parts["contextual"] * weights.contextual
-        + parts["importance"] * weights.importance
-    )
+    relevance = _weighted(weights, parts["temporal"], parts["popularity"], parts["contextual"],
+                          parts["importance"])
     return relevance, parts
