@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -119,10 +119,7 @@ class Store:
                 if conn.in_transaction():
                     conn.commit()
         except BaseException as exc:
-            translated = _translate(exc)
-            if translated is exc:
-                raise
-            raise translated from exc
+            _raise_translated(exc)
 
     @contextmanager
     def _session(self, bind: sa.Engine, *,
@@ -135,10 +132,7 @@ class Store:
             session.commit()
         except BaseException as exc:
             session.rollback()
-            translated = _translate(exc)
-            if translated is exc:
-                raise
-            raise translated from exc
+            _raise_translated(exc)
         finally:
             session.close()
 
@@ -354,6 +348,15 @@ class _ReadSession(OrmSession):
 def _refuse_flush(session: OrmSession, flush_context: Any, instances: Any) -> None:
     if session.new or session.dirty or session.deleted:
         raise WaggleStoreError("a read transaction cannot write: use store.write()")
+
+
+def _raise_translated(exc: BaseException) -> NoReturn:
+    """Re-raise ``exc`` (being handled by the caller), as a waggle_store error if it is a
+    driver error."""
+    translated = _translate(exc)
+    if translated is exc:
+        raise exc
+    raise translated from exc
 
 
 def _translate(exc: BaseException) -> BaseException:
