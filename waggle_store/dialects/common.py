@@ -71,10 +71,15 @@ assert (_CREATED, _LAST_ACCESSED) == (_MENTIONS - 2, _MENTIONS - 1)  # the times
 _TIME_READERS: dict[tuple[str, str], Callable[[Any], Any]] = {}
 
 
+def connection_of(executor: Executor) -> Connection:
+    """The Core connection a Session or Connection runs on (a Session begins its transaction)."""
+    return executor.connection() if isinstance(executor, Session) else executor
+
+
 def frame_hits(executor: Executor, rows: Sequence[Any]) -> list[LaneHit]:
     """``LaneHit``s of driver rows ``(id, score, *frame_select(), ...)``, times read as UTC
     datetimes the way the ``created_at`` column reads them."""
-    dialect = executor.dialect if isinstance(executor, Connection) else executor.get_bind().dialect
+    dialect = connection_of(executor).dialect
     read = _TIME_READERS.get((dialect.name, dialect.driver))
     if read is None:
         read = _TS.dialect_impl(dialect).result_processor(dialect, None)
@@ -167,7 +172,7 @@ def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[Any]:
     SQLAlchemy itself (paramstyle, typed time binds); errors are wrapped as SQLAlchemy's
     ``DBAPIError`` subclasses like any other statement's, and a lost connection is invalidated.
     """
-    conn = executor.connection() if isinstance(executor, Session) else executor
+    conn = connection_of(executor)
     if not conn.in_transaction():
         conn.begin()  # the begin hook (BEGIN DEFERRED/IMMEDIATE on SQLite) runs as for execute()
     dialect = conn.dialect

@@ -30,6 +30,7 @@ from waggle_store.dialects.base import (
 )
 from waggle_store.dialects.common import (
     checked_knn,
+    connection_of,
     current_hits,
     frame_filters,
     frame_hits,
@@ -77,8 +78,8 @@ class SQLiteAdapter:
 
     def vector_backend_available(self, session: Executor) -> bool:
         info = engine_info(self.engine)
-        if info.vector_extension is None and isinstance(session, Session):
-            session.connection()  # no connection made yet: the probe runs on connect
+        if info.vector_extension is None:
+            connection_of(session)  # no connection made yet: the probe runs on connect
         return bool(info.vector_extension)
 
     def in_values(self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]) -> ColumnElement[bool]:
