@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
@@ -78,3 +80,37 @@ def test_repeated_searches_run_prepared_statements(store: ws.Store, mind: ws.Min
         prepared = conn.exec_driver_sql("SELECT statement FROM pg_prepared_statements").scalars().all()
     assert any("plainto_tsquery" in s for s in prepared)
     assert any("frame_vectors_" in s for s in prepared)
+
+
+def test_postgres_reuses_a_large_minds_frame_count_for_a_while(
+    store: ws.Store, mind: ws.Mind, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """idf's N: counted in every keyword statement below FRAME_COUNT_EXACT_BELOW frames, reused
+    for FRAME_COUNT_TTL seconds above (here the threshold is lowered to 3 frames)."""
+    if store.engine.dialect.name == "sqlite":
+        pytest.skip("FTS5 keeps its own counts for bm25; the reuse is the Postgres lane's")
+    from waggle_store.dialects import postgres
+
+    gop = mind.sessions.ensure("g").gop_id
+
+    def add(texts: list[str]) -> None:
+        for t in texts:
+            mind.frames.create_i(gop, t)
+
+    def alpha_score() -> float:
+        (hit,) = mind.search("alpha", lanes=("keyword",))
+        return float(hit.explain["lanes"]["keyword"]["score"])
+
+    def idf(n: int, df: int = 1) -> float:
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    add(["alpha one", "beta two"])
+    assert alpha_score() == pytest.approx(idf(2))  # exact, and not remembered (below 3)
+    add(["gamma three", "delta four"])
+    assert alpha_score() == pytest.approx(idf(4))  # counted afresh
+    monkeypatch.setattr(postgres, "FRAME_COUNT_EXACT_BELOW", 3)
+    assert alpha_score() == pytest.approx(idf(4))  # counted, and now remembered
+    add(["epsilon five", "zeta six", "eta seven", "theta eight"])
+    assert alpha_score() == pytest.approx(idf(4))  # the remembered count
+    monkeypatch.setattr(postgres, "FRAME_COUNT_TTL", 0.0)
+    assert alpha_score() == pytest.approx(idf(8))  # expired: counted again
