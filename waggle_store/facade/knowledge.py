@@ -9,15 +9,13 @@ write cannot interleave into a write the schema forbids.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError, NotFoundError
 from waggle_store.records import Entity, Relation, ValidationSchema
 from waggle_store.repositories import knowledge as repo
 from waggle_store.timeutil import ensure_utc, optional_utc
-
-if TYPE_CHECKING:
-    from waggle_store.store import Mind
 
 
 def _check_id(value: object, what: str) -> int:
@@ -29,7 +27,7 @@ def _check_id(value: object, what: str) -> int:
 class KnowledgeAPI:
     """Entities and typed relations with validity windows; retiring never deletes."""
 
-    def __init__(self, mind: Mind) -> None:
+    def __init__(self, mind: MindContext) -> None:
         self._mind = mind
         self._store = mind.store
 
