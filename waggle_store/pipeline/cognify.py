@@ -235,10 +235,12 @@ def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
     """One write transaction for these items; each item in its own savepoint when on_error is set."""
     written: dict[int, _Written] = {}
     with mind.write() as session:
-        gop = _resolve_gop(session, mind.id, gop_id)
-        # Taken once at the root so the per-item savepoints reuse it (Postgres: the graph's
-        # check-then-insert is serialised per mind; SQLite writers are serialised already).
+        # The mind row first, as in every write path (then session rows: see
+        # FrameRepository.create_i). Taken once at the root so the per-item savepoints reuse
+        # it (Postgres: dedup and the graph's check-then-insert are serialised per mind;
+        # SQLite writers are serialised already).
         lock_graph(session, mind.id)
+        gop = _resolve_gop(session, mind.id, gop_id)
         schema = get_validation_schema(session, mind.id)
         embedder = mind.embedder
         model_id = (register_model(session, mind.adapter, model_key(embedder))
