@@ -100,19 +100,21 @@ class Choice:
 
 
 def choose(plan: AutoPlan, *, probe_policy: RetryPolicy | None = None,
-           probe_timeout: float | None = AUTO_PROBE_TIMEOUT) -> Choice:
+           probe_timeout: float | None = None) -> Choice:
     """The first candidate that is ready or answers its probe; hashing, with a warning, if none.
 
     ``probe_policy`` defaults to a single attempt per provider: an absent Ollama costs one
-    refused connection, a silent one ``probe_timeout`` seconds.
+    refused connection, a silent one ``probe_timeout`` seconds (default
+    :data:`AUTO_PROBE_TIMEOUT`, read when the choice is made).
     """
+    timeout = AUTO_PROBE_TIMEOUT if probe_timeout is None else probe_timeout
     reasons = list(plan.skipped)
     for name in plan.candidates:
         spec = PROVIDERS[name]
         try:
             embedder = spec.factory()
             if spec.ready is None or not spec.ready():
-                probe(embedder, probe_policy or RetryPolicy.no_retry(), timeout=probe_timeout)
+                probe(embedder, probe_policy or RetryPolicy.no_retry(), timeout=timeout)
         except EmbeddingProviderError as exc:
             reasons.append(str(exc) if str(exc).startswith(name) else f"{name}: {exc}")
             continue

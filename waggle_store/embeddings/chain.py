@@ -66,7 +66,7 @@ class EmbeddingChain:
         last_error: str | None = None,
         probe_policy: RetryPolicy | None = None,
         plan: AutoPlan | None = None,
-        probe_timeout: float | None = AUTO_PROBE_TIMEOUT,
+        probe_timeout: float | None = None,
     ) -> None:
         if active is None and plan is None:
             raise InvalidInputError("EmbeddingChain needs an active embedder or an auto plan")
@@ -244,7 +244,7 @@ def resolve_embedder(
     tier: str | None = None,
     tier_policy: TierPolicy | None = None,
     probe_policy: RetryPolicy | None = None,
-    probe_timeout: float | None = AUTO_PROBE_TIMEOUT,
+    probe_timeout: float | None = None,
 ) -> EmbeddingChain | None:
     """Turn ``open_store(embedder=...)`` into the embedder a store uses (None = no vectors).
 
@@ -252,7 +252,7 @@ def resolve_embedder(
     ``probe_policy`` governs probes: "auto" defaults to one attempt per provider, so an absent
     Ollama costs one refused connection; an explicit provider defaults to its own retry policy.
     "auto" makes no probe here: it returns an unsettled chain that chooses on first use, each
-    probe limited to ``probe_timeout`` seconds (None: the provider's own request timeout).
+    probe limited to ``probe_timeout`` seconds (None: :data:`AUTO_PROBE_TIMEOUT`).
     """
     if spec is None:
         return None
