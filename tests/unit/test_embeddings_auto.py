@@ -153,6 +153,9 @@ def test_a_ready_local_model_is_chosen_without_loading_it(monkeypatch: pytest.Mo
     assert chain.model_id == "local/sentence-transformers/all-MiniLM-L6-v2/384"
     assert local.known_dimensions == 384
     assert local._st is None  # the model loads on the first embedding, not to name it
+    explicit = resolve_embedder("local")
+    assert explicit is not None and isinstance(explicit.active, LocalEmbedder)
+    assert explicit.active._st is None  # named explicitly, a ready model is not probed either
 
 
 def test_unknown_local_model_learns_its_dimension_by_loading() -> None:
@@ -227,3 +230,24 @@ def test_importing_and_opening_with_auto_does_not_import_torch(tmp_path: Path) -
         assert modules["model_id"] == []
         assert seen["vector"] == "ready"
         assert "torch" in modules["embedded"]  # loaded by the first embedding, not before
+
+
+@pytest.mark.parametrize("provider", ["ollama", "openai", "voyage"])
+def test_a_probe_timeout_shortens_that_call_only(silent: SilentHost, provider: str) -> None:
+    """What "auto" relies on: a probe's own short timeout, the provider's unchanged after."""
+    from waggle_store.embeddings import OllamaEmbedder, OpenAIEmbedder, RetryPolicy, VoyageEmbedder
+    from waggle_store.embeddings.remote import RemoteEmbedder
+    from waggle_store.errors import EmbeddingProviderError
+
+    emb: RemoteEmbedder
+    if provider == "ollama":
+        emb = OllamaEmbedder(host=silent.url)
+    elif provider == "openai":
+        emb = OpenAIEmbedder(api_key="sk-test", base_url=silent.url + "/v1")
+    else:
+        emb = VoyageEmbedder(api_key="pa-test", base_url=silent.url + "/v1")
+    normal = emb.timeout
+    with pytest.raises(EmbeddingProviderError, match=r"no answer.* within 0\.2s"):
+        emb.probe(RetryPolicy.no_retry(), timeout=0.2)
+    assert emb.timeout == normal
+    assert silent.connections() == 1

@@ -6,7 +6,8 @@
 with short timeouts) and the choice is remembered. When nothing answers it falls back to
 hashing, loudly: a warning, ``is_fallback`` and ``status().last_error``. An explicitly named
 provider is probed at once and raises if it does not answer: a caller who asked for OpenAI must
-not silently get vectors of another model.
+not silently get vectors of another model (an in-process model whose files are installed is
+the exception: probing it would mean loading it, so it loads on the first embedding instead).
 
 A failure while embedding later is raised, never papered over with a fake vector (the seed
 returned a mock vector and counted it as usage).
@@ -284,7 +285,10 @@ def resolve_embedder(
     provider = provider_spec(name)  # raises InvalidInputError naming the valid choices
     _check_tier(provider.name, tier, policy)
     embedder = provider.factory()
-    probe(embedder, probe_policy)
+    if provider.ready is None or not provider.ready():
+        # A ready in-process model (its files installed) needs no probe, which would load it
+        # (seconds, torch): it loads on the first embedding, like "auto"'s choice of it.
+        probe(embedder, probe_policy)
     return EmbeddingChain(
         embedder, spec=name, tier=tier, tier_policy=policy, probe_policy=probe_policy
     )
