@@ -22,6 +22,7 @@ from waggle_store.errors import (
     NotFoundError,
     StorageError,
     TierError,
+    UnsupportedDialectError,
     ValidationError,
     WaggleStoreError,
 )
@@ -109,6 +110,7 @@ __all__ = [
     "Store",
     "TierError",
     "TierPolicy",
+    "UnsupportedDialectError",
     "ValidationError",
     "ValidationSchema",
     "WaggleStoreError",
