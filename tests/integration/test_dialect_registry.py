@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from conftest import Target
 from sqlalchemy.engine import make_url
 
 import waggle_store as ws
@@ -25,8 +26,6 @@ from waggle_store.dialects import (
     supported_dialects,
 )
 from waggle_store.engine import create_engine
-
-from conftest import Target
 
 PASSWORD = "s3cret-pw"
 UNSUPPORTED_URLS = [
