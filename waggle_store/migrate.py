@@ -8,7 +8,7 @@ repo's ``alembic/`` folder.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ _DERIVED_INDEXES = {"ix_memory_frames_content_tsv"}
 Bind = str | sa.URL | sa.Engine | sa.Connection
 
 
-def include_name(name: str | None, type_: str, parent_names: dict[str, Any]) -> bool:
+def include_name(name: str | None, type_: str, parent_names: Mapping[Any, Any]) -> bool:
     if type_ == "table" and name is not None:
         return name != VERSION_TABLE and not name.startswith(_DERIVED_TABLE_PREFIXES)
     return not (type_ == "index" and name in _DERIVED_INDEXES)
