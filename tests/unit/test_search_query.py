@@ -15,15 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from waggle_store.dialects.postgres import tsquery_terms
+from waggle_store.dialects.sqlite import fts5_match_expression
 from waggle_store.search.query import (
     MAX_TERM_LENGTH,
     MAX_TERMS,
     MIN_TERM_LENGTH,
     STOP_WORDS,
-    fts5_match_expression,
     keyword_terms,
     like_patterns,
-    tsquery_terms,
 )
 
 # fmt: off
