@@ -71,7 +71,7 @@ def pg_url() -> Iterator[str | None]:
     for starter in (embedded_postgres, _start_container_pg):
         try:
             url, stop = starter()
-        except Exception as exc:  # try the next source, and say why if all fail
+        except Exception as exc:  # noqa: BLE001 - try the next source; all reasons are reported
             errors.append(f"{starter.__name__}: {exc!r}")
             continue
         try:

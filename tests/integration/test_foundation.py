@@ -44,7 +44,10 @@ def test_alembic_cli_upgrade_downgrade_upgrade(target) -> None:
         if target.dialect == "sqlite":
             assert "memory_frames_fts" in tables
         else:
-            cols = {c["name"] for c in sa.inspect(engine).get_columns("memory_frames", schema=target.schema)}
+            cols = {
+                c["name"]
+                for c in sa.inspect(engine).get_columns("memory_frames", schema=target.schema)
+            }
             assert "content_tsv" in cols
         check = _alembic(target, "check")
         assert check.returncode == 0, check.stderr
@@ -71,8 +74,17 @@ def test_exactly_one_head() -> None:
 
 def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
     from waggle_store.models import (
-        AwarenessRow, EmbeddingModelRow, EmbeddingUsage, EntityMentionRow, EntityRow,
-        FrameEmbeddingRow, HarvestSourceRow, IdentityRow, KVRow, RelationRow, StoreMeta,
+        AwarenessRow,
+        EmbeddingModelRow,
+        EmbeddingUsage,
+        EntityMentionRow,
+        EntityRow,
+        FrameEmbeddingRow,
+        HarvestSourceRow,
+        IdentityRow,
+        KVRow,
+        RelationRow,
+        StoreMeta,
         UsageLogRow,
     )
 
@@ -84,8 +96,14 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         s.add(AwarenessRow(mind_id=mind.id, category="task", content="do it", meta={"k": "v"}))
         s.add(SessionRow(mind_id=mind.id, gop_id="g1"))
         s.flush()
-        frame = FrameRow(mind_id=mind.id, frame_type="I", gop_id="g1", t=0, content="hello world",
-                         content_hash="h")
+        frame = FrameRow(
+            mind_id=mind.id,
+            frame_type="I",
+            gop_id="g1",
+            t=0,
+            content="hello world",
+            content_hash="h",
+        )
         s.add(frame)
         s.flush()
         a = EntityRow(mind_id=mind.id, entity_type="person", name="Ann", name_key="ann")
@@ -104,8 +122,12 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         s.add(HarvestSourceRow(mind_id=mind.id, source="chatgpt", display_name="ChatGPT"))
         s.add(StoreMeta(key="k", value="v"))
     with engine.connect() as conn:
-        return {t: conn.execute(sa.select(sa.func.count()).select_from(Base.metadata.tables[t])).scalar_one()
-                for t in Base.metadata.tables}
+        return {
+            t: conn.execute(
+                sa.select(sa.func.count()).select_from(Base.metadata.tables[t])
+            ).scalar_one()
+            for t in Base.metadata.tables
+        }
 
 
 def test_rows_survive_upgrade_after_partial_downgrade_cycle(engine, target) -> None:
@@ -114,8 +136,12 @@ def test_rows_survive_upgrade_after_partial_downgrade_cycle(engine, target) -> N
     assert all(n >= 1 for n in counts.values()), counts
     migrate.upgrade(engine, schema=target.schema)  # idempotent at head
     with engine.connect() as conn:
-        after = {t: conn.execute(sa.select(sa.func.count()).select_from(Base.metadata.tables[t])).scalar_one()
-                 for t in Base.metadata.tables}
+        after = {
+            t: conn.execute(
+                sa.select(sa.func.count()).select_from(Base.metadata.tables[t])
+            ).scalar_one()
+            for t in Base.metadata.tables
+        }
     assert after == counts
     assert migrate.check(engine, schema=target.schema) == []
     # The full cycle: downgrade drops exactly the waggle_store tables, upgrade rebuilds them.
@@ -137,9 +163,8 @@ def test_timestamps_round_trip_as_aware_utc(engine) -> None:
 
 
 def test_naive_datetime_is_refused(store) -> None:
-    with pytest.raises(ws.InvalidInputError):
-        with store.write() as s:
-            s.add(MindRow(name="naive", kind="workspace", created_at=datetime(2026, 1, 1)))
+    with pytest.raises(ws.InvalidInputError), store.write() as s:
+        s.add(MindRow(name="naive", kind="workspace", created_at=datetime(2026, 1, 1)))
     assert "naive" not in [m.name for m in store.list_minds()]
 
 
@@ -147,14 +172,25 @@ def test_minds_get_or_create_list_and_drop(store) -> None:
     a = store.mind("alpha")
     assert store.mind("alpha").id == a.id
     b = store.mind("beta", kind="personal")
-    assert [(m.name, m.kind) for m in store.list_minds()] == [("alpha", "workspace"), ("beta", "personal")]
+    assert [(m.name, m.kind) for m in store.list_minds()] == [
+        ("alpha", "workspace"),
+        ("beta", "personal"),
+    ]
     with store.write() as s:
         for mind in (a, b):
             s.add(SessionRow(mind_id=mind.id, gop_id="shared-name"))
         s.flush()
         for mind in (a, b):
-            s.add(FrameRow(mind_id=mind.id, frame_type="I", gop_id="shared-name", t=0,
-                           content=f"frame of {mind.name}", content_hash="x"))
+            s.add(
+                FrameRow(
+                    mind_id=mind.id,
+                    frame_type="I",
+                    gop_id="shared-name",
+                    t=0,
+                    content=f"frame of {mind.name}",
+                    content_hash="x",
+                )
+            )
     store.drop_mind("alpha")
     assert [m.name for m in store.list_minds()] == ["beta"]
     with store.read() as s:
@@ -226,7 +262,9 @@ def test_a_read_transaction_refuses_to_write(store: ws.Store) -> None:
     able to commit a change: ORM writes are refused at flush time, and nothing lands."""
     from waggle_store.models import MindRow
 
-    with pytest.raises(ws.WaggleStoreError, match="read transaction cannot write"):
-        with store.read() as session:
-            session.add(MindRow(name="sneaky", kind="workspace"))
+    with (
+        pytest.raises(ws.WaggleStoreError, match="read transaction cannot write"),
+        store.read() as session,
+    ):
+        session.add(MindRow(name="sneaky", kind="workspace"))
     assert "sneaky" not in {m.name for m in store.list_minds()}

@@ -45,7 +45,8 @@ def test_a_failing_keyword_index_falls_back_to_like(store: ws.Store, mind: ws.Mi
     assert any("LIKE fallback used" in d for d in explain["degraded"])
     # The failed statement did not poison the transaction: the vector lane still runs after it.
     hybrid = mind.search("alpha release")
-    assert hybrid and "vector" in hybrid[0].explain["lanes_run"]
+    assert hybrid
+    assert "vector" in hybrid[0].explain["lanes_run"]
     assert hybrid[0].frame.content == TEXTS[0]
 
 
@@ -77,7 +78,9 @@ def test_repeated_searches_run_prepared_statements(store: ws.Store, mind: ws.Min
     for _ in range(30):  # enough for every pooled connection to pass psycopg's threshold (5)
         assert mind.search("alpha beta")
     with store.read_connection() as conn:
-        prepared = conn.exec_driver_sql("SELECT statement FROM pg_prepared_statements").scalars().all()
+        prepared = (
+            conn.exec_driver_sql("SELECT statement FROM pg_prepared_statements").scalars().all()
+        )
     assert any("plainto_tsquery" in s for s in prepared)
     assert any("frame_vectors_" in s for s in prepared)
 

@@ -139,12 +139,13 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after(None) is None
     future = datetime.now(UTC) + timedelta(seconds=30)
     seconds = parse_retry_after({"Retry-After": email.utils.format_datetime(future, usegmt=True)})
-    assert seconds is not None and 25 <= seconds <= 30
+    assert seconds is not None
+    assert 25 <= seconds <= 30
 
 
 def test_policy_validation() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="max_attempts must be at least 1"):
         RetryPolicy(max_attempts=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="deadline must not be negative"):
         RetryPolicy(deadline=-1)
     assert RetryPolicy.no_retry().max_attempts == 1
