@@ -13,15 +13,17 @@ from typing import NoReturn
 
 import pytest
 import sqlalchemy as sa
-from conftest import IN_CI, PLAIN_PG_URL
 
 import waggle_store as ws
 from waggle_store import migrate
 from waggle_store.engine import pick_sqlite_driver, sqlite_wal_reset_affected
 
+from conftest import IN_CI, PLAIN_PG_URL
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.sqlite
 def test_failed_sqlite_migration_leaves_nothing(tmp_path: Path) -> None:
     """A migration that fails half-way rolls back every table it made and stamps no version."""
     db = tmp_path / "broken.db"
@@ -41,6 +43,7 @@ def test_failed_sqlite_migration_leaves_nothing(tmp_path: Path) -> None:
     assert migrate.current(f"sqlite:///{db}") is None
 
 
+@pytest.mark.sqlite
 def test_driver_choice_can_load_extensions() -> None:
     module, label = pick_sqlite_driver()
     conn = module.connect(":memory:")
@@ -50,6 +53,7 @@ def test_driver_choice_can_load_extensions() -> None:
         assert label != "sqlite3"
 
 
+@pytest.mark.sqlite
 def test_wal_reset_version_ranges() -> None:
     assert sqlite_wal_reset_affected((3, 50, 4))
     assert sqlite_wal_reset_affected((3, 7, 0))
@@ -91,6 +95,7 @@ def plain_pg_schema() -> Iterator[str]:
         engine.dispose()
 
 
+@pytest.mark.postgres
 def test_postgres_without_pgvector_is_keyword_only(plain_pg_schema: str) -> None:
     with ws.open_store(PLAIN_PG_URL, schema=plain_pg_schema, embedder=None) as store:
         health = store.health()
@@ -108,6 +113,7 @@ def test_postgres_without_pgvector_is_keyword_only(plain_pg_schema: str) -> None
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite
 def test_migrations_run_from_an_installed_wheel(tmp_path: Path) -> None:
     """Build the wheel, install it (not editable) into a fresh venv, migrate from elsewhere."""
     dist = tmp_path / "dist"

@@ -12,30 +12,7 @@ import waggle_store as ws
 from waggle_store.models import FrameEmbeddingRow, FrameRow
 from waggle_store.repositories.common import MAX_CONTENT_BYTES, content_hash
 
-
-def keyword_ids(store: ws.Store, word: str) -> set[int]:
-    """Frame ids the keyword index finds for one word (FTS5 on SQLite, tsvector on Postgres)."""
-    with store.read() as s:
-        if store.engine.dialect.name == "sqlite":
-            sql = "SELECT rowid FROM memory_frames_fts WHERE memory_frames_fts MATCH :q"
-        else:
-            sql = "SELECT id FROM memory_frames WHERE content_tsv @@ plainto_tsquery('english', :q)"
-        return set(s.scalars(sa.text(sql), {"q": word}))
-
-
-def index_orphans(store: ws.Store) -> int:
-    """Keyword-index rows without a frame (SQLite; Postgres's generated column cannot orphan)."""
-    if store.engine.dialect.name != "sqlite":
-        return 0
-    with store.read() as s:
-        return int(
-            s.scalar(
-                sa.text(
-                    "SELECT count(*) FROM memory_frames_fts"
-                    " WHERE rowid NOT IN (SELECT id FROM memory_frames)"
-                )
-            )
-        )
+from conftest import KeywordIndexProbe
 
 
 def manifest(store: ws.Store, frame_id: int) -> FrameEmbeddingRow | None:
@@ -48,14 +25,16 @@ def gop(mind: ws.Mind) -> str:
     return mind.sessions.ensure("gop-test").gop_id
 
 
-def test_update_reindexes_rehashes_and_reembeds(store: ws.Store, mind: ws.Mind, gop: str) -> None:
+def test_update_reindexes_rehashes_and_reembeds(
+    store: ws.Store, mind: ws.Mind, gop: str, keyword_index: KeywordIndexProbe
+) -> None:
     frame = mind.frames.create_i(gop, "original wording")
     with store.write() as s:  # pretend the vector was computed
         s.get(FrameEmbeddingRow, frame.id).status = "ready"
     updated = mind.frames.update(frame.id, "revised wording", importance="critical")
     assert (updated.content, updated.importance) == ("revised wording", "critical")
-    assert keyword_ids(store, "revised") == {frame.id}
-    assert keyword_ids(store, "original") == set()
+    assert keyword_index.ids("revised") == {frame.id}
+    assert keyword_index.ids("original") == set()
     row = manifest(store, frame.id)
     # The store has an embedder: update re-embeds the new text right after the write (with the
     # provider down it stays pending: tests/integration/test_frame_vectors.py).
@@ -72,7 +51,9 @@ def test_update_reindexes_rehashes_and_reembeds(store: ws.Store, mind: ws.Mind, 
     assert mind.frames.get(frame.id).content == "revised wording"
 
 
-def test_delete_base_keeps_dependents(store: ws.Store, mind: ws.Mind, gop: str) -> None:
+def test_delete_base_keeps_dependents(
+    store: ws.Store, mind: ws.Mind, gop: str, keyword_index: KeywordIndexProbe
+) -> None:
     base = mind.frames.create_i(gop, "base frame")
     p = mind.frames.create_p(gop, "dependent delta", base.id)
     b = mind.frames.create_b(gop, "cross reference", base.id, [p.id])
@@ -80,8 +61,8 @@ def test_delete_base_keeps_dependents(store: ws.Store, mind: ws.Mind, gop: str) 
     assert mind.frames.get(base.id) is None
     assert mind.frames.get(p.id).base_frame_id is None
     assert mind.frames.get(b.id).base_frame_id is None
-    assert keyword_ids(store, "base") == set()
-    assert index_orphans(store) == 0
+    assert keyword_index.ids("base") == set()
+    assert keyword_index.orphans() == 0
     assert manifest(store, base.id) is None
     with pytest.raises(ws.NotFoundError):
         mind.frames.delete(base.id)
@@ -90,7 +71,7 @@ def test_delete_base_keeps_dependents(store: ws.Store, mind: ws.Mind, gop: str) 
 
 
 def test_compact_prunes_old_temporary_and_deprecated(
-    store: ws.Store, mind: ws.Mind, gop: str
+    store: ws.Store, mind: ws.Mind, gop: str, keyword_index: KeywordIndexProbe
 ) -> None:
     now = datetime.now(UTC)
     old_temp = mind.frames.create_i(
@@ -116,12 +97,12 @@ def test_compact_prunes_old_temporary_and_deprecated(
     assert left == {dependent.id, young_temp.id, mid_dep.id, normal_old.id}
     assert old_dep.id not in left
     assert mind.frames.get(dependent.id).base_frame_id is None
-    assert keyword_ids(store, "old") == set()
-    assert index_orphans(store) == 0
+    assert keyword_index.ids("old") == set()
+    assert keyword_index.orphans() == 0
 
 
 def test_compact_merges_pframes_into_the_latest_iframe(
-    store: ws.Store, mind: ws.Mind, gop: str
+    store: ws.Store, mind: ws.Mind, gop: str, keyword_index: KeywordIndexProbe
 ) -> None:
     iframe = mind.frames.create_i(gop, "keyframe")
     ps = [
@@ -142,8 +123,8 @@ def test_compact_merges_pframes_into_the_latest_iframe(
     assert [p.content for p in state.pframes] == [f"delta{n:02d}" for n in range(10, 15)]
     assert all(mind.frames.get(p.id) is None for p in ps[:10])
     assert mind.frames.get(b.id) is not None
-    assert keyword_ids(store, "delta03") == {iframe.id}  # re-indexed, no orphan rows left
-    assert index_orphans(store) == 0
+    assert keyword_index.ids("delta03") == {iframe.id}  # re-indexed, no orphan rows left
+    assert keyword_index.orphans() == 0
     assert manifest(store, iframe.id).status == "ready"  # re-embedded after the merge
     assert manifest(store, iframe.id).content_hash == content_hash(merged.content)
     assert mind.frames.compact().pframes_merged == 0  # 5 left: nothing more to do

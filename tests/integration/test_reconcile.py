@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from sqlalchemy import text
 
 import waggle_store as ws
 from waggle_store.dialects import vector_table_name
 from waggle_store.search.vectors import active_model_id, embed_frames
+
+from conftest import only_sqlite
 
 
 def _vector_count(store: ws.Store) -> int:
@@ -75,18 +75,8 @@ def test_no_embedder_repairs_keywords_only(store_factory) -> None:  # type: igno
     assert store.reconcile() == ws.ReconcileReport(0, 0, 0)
 
 
-@pytest.fixture
-def sqlite_store(tmp_path) -> Iterator[ws.Store]:  # type: ignore[no-untyped-def]
-    """SQLite only: Postgres indexes a generated column, so there is no keyword index to drift."""
-    store = ws.open_store(f"sqlite:///{tmp_path / 'fts.db'}", embedder="hashing")
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-def test_sqlite_fts_repair_and_orphans(sqlite_store: ws.Store) -> None:
-    store = sqlite_store
+@only_sqlite  # Postgres indexes a generated column, so there is no keyword index to drift
+def test_sqlite_fts_repair_and_orphans(store: ws.Store) -> None:
     mind = store.mind("test")
     gop = mind.sessions.ensure("g").gop_id
     f1 = mind.frames.create_i(gop, "quantum entanglement notes")

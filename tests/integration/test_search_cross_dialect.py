@@ -52,6 +52,8 @@ def _fill(store: ws.Store) -> dict[int, str]:
     return by_id
 
 
+@pytest.mark.sqlite
+@pytest.mark.postgres
 def test_sqlite_and_postgres_rank_alike(tmp_path: Path, pg_url: str | None) -> None:
     if pg_url is None:
         pytest.skip("no PostgreSQL available")

@@ -13,6 +13,8 @@ from waggle_store.dialects.base import LaneFilter
 from waggle_store.search.query import keyword_terms
 from waggle_store.search.vectors import embed_frames
 
+from conftest import KeywordIndexProbe, only_postgres
+
 TEXTS = [
     "alpha release notes for the payments service",
     "beta testers found a bug in the alpha build",
@@ -27,17 +29,11 @@ def _seed(store: ws.Store, mind: ws.Mind) -> list[int]:
     return ids
 
 
-def _break_keyword_index(store: ws.Store) -> None:
-    with store.write() as session:
-        if store.engine.dialect.name == "sqlite":
-            session.execute(text("DROP TABLE memory_frames_fts"))
-        else:
-            session.execute(text("ALTER TABLE memory_frames DROP COLUMN content_tsv"))
-
-
-def test_a_failing_keyword_index_falls_back_to_like(store: ws.Store, mind: ws.Mind) -> None:
+def test_a_failing_keyword_index_falls_back_to_like(
+    store: ws.Store, mind: ws.Mind, keyword_index: KeywordIndexProbe
+) -> None:
     ids = _seed(store, mind)
-    _break_keyword_index(store)
+    keyword_index.drop()
     results = mind.search("alpha", lanes=("keyword",))
     assert {r.frame.id for r in results} == {ids[0], ids[1]}
     explain = results[0].explain
@@ -50,11 +46,10 @@ def test_a_failing_keyword_index_falls_back_to_like(store: ws.Store, mind: ws.Mi
     assert hybrid[0].frame.content == TEXTS[0]
 
 
+@only_postgres  # an embedded SQLite file has no server connection to lose
 def test_a_lost_connection_is_invalidated_and_the_next_search_reconnects(
     store: ws.Store, mind: ws.Mind
 ) -> None:
-    if store.engine.dialect.name == "sqlite":
-        pytest.skip("an embedded SQLite file has no server connection to lose")
     _seed(store, mind)
     with store.read_connection() as conn:
         pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
@@ -69,11 +64,10 @@ def test_a_lost_connection_is_invalidated_and_the_next_search_reconnects(
     assert [r.frame.content for r in mind.search("payments")] == [TEXTS[0]]
 
 
+@only_postgres  # server-side prepared statements are a Postgres (psycopg) matter
 def test_repeated_searches_run_prepared_statements(store: ws.Store, mind: ws.Mind) -> None:
     """psycopg prepares a statement after 5 runs and forgets them all on ROLLBACK: a search that
     rolled back its read transaction was parsed and planned afresh every time."""
-    if store.engine.dialect.name == "sqlite":
-        pytest.skip("server-side prepared statements are a Postgres (psycopg) matter")
     _seed(store, mind)
     for _ in range(30):  # enough for every pooled connection to pass psycopg's threshold (5)
         assert mind.search("alpha beta")
@@ -85,13 +79,12 @@ def test_repeated_searches_run_prepared_statements(store: ws.Store, mind: ws.Min
     assert any("frame_vectors_" in s for s in prepared)
 
 
+@only_postgres  # FTS5 keeps its own counts for bm25; the reuse is the Postgres lane's
 def test_postgres_reuses_a_large_minds_frame_count_for_a_while(
     store: ws.Store, mind: ws.Mind, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """idf's N: counted in every keyword statement below FRAME_COUNT_EXACT_BELOW frames, reused
     for FRAME_COUNT_TTL seconds above (here the threshold is lowered to 3 frames)."""
-    if store.engine.dialect.name == "sqlite":
-        pytest.skip("FTS5 keeps its own counts for bm25; the reuse is the Postgres lane's")
     from waggle_store.dialects import postgres
 
     gop = mind.sessions.ensure("g").gop_id

@@ -232,29 +232,30 @@ def test_vector_table_ddl_runs_once_per_store_and_model(store: ws.Store, mind: w
         other.close()
 
 
+@pytest.mark.parametrize(
+    ("target", "suffix", "kind", "probe"),
+    [
+        # SQLite: the trigger that deletes a frame's vector with the frame.
+        ("sqlite", "_ad", "TRIGGER", "SELECT count(*) FROM sqlite_master WHERE name = :n"),
+        # Postgres: the HNSW index of the vector table.
+        ("postgres", "_hnsw", "INDEX", "SELECT count(*) FROM pg_class WHERE oid = to_regclass(:n)"),
+    ],
+    indirect=["target"],
+)
 def test_reconcile_repairs_what_keeps_the_vector_table_in_step(
-    store: ws.Store, mind: ws.Mind
+    store: ws.Store, mind: ws.Mind, suffix: str, kind: str, probe: str
 ) -> None:
     mind.cognify_batch(["Alice met Bob in Paris"])
-    sqlite = store.engine.dialect.name == "sqlite"
     with store.read() as s:
         model_id = active_model_id(s)
-    table = vector_table_name(model_id or 0)
-    helper = f"{table}_ad" if sqlite else f"{table}_hnsw"  # the delete trigger / the HNSW index
+    helper = vector_table_name(model_id or 0) + suffix
 
     def exists() -> bool:
         with store.read() as s:
-            if sqlite:
-                found = s.execute(
-                    text("SELECT 1 FROM sqlite_master WHERE name = :n"), {"n": helper}
-                )
-                return found.scalar() is not None
-            return bool(
-                s.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": helper}).scalar()
-            )
+            return bool(s.execute(text(probe), {"n": helper}).scalar())
 
     with store.write() as s:
-        s.execute(text(f"DROP {'TRIGGER' if sqlite else 'INDEX'} {helper}"))
+        s.execute(text(f"DROP {kind} {helper}"))
     assert not exists()
     mind.cognify_batch(["Bob wrote to Carol"])  # the hot path does not look
     assert not exists()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from embedding_http import EmbeddingServer, Reply, closed_port_url, embedding_server
 
 from waggle_store.embeddings import (
     EmbeddingChain,
@@ -22,6 +21,8 @@ from waggle_store.embeddings import (
 )
 from waggle_store.embeddings import chain as chain_module
 from waggle_store.errors import EmbeddingProviderError, InvalidInputError
+
+from embedding_http import EmbeddingServer, Reply, closed_port_url, embedding_server
 
 __all__ = ["embedding_server"]
 
