@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from embedding_http import closed_port_url
 
 import waggle_store as ws
 from waggle_store.embeddings import (
@@ -37,6 +36,8 @@ from waggle_store.embeddings import (
 from waggle_store.embeddings import auto as auto_module
 from waggle_store.embeddings import registry as registry_module
 from waggle_store.errors import InvalidInputError
+
+from embedding_http import closed_port_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -134,7 +135,8 @@ def test_reading_the_model_identity_settles_auto(
     assert "not chosen yet" in repr(chain)
     with pytest.warns(EmbeddingFallbackWarning):
         assert chain.model_id == "hashing/blake2b-signed-words-v1/384"
-    assert chain.resolved and chain.is_fallback
+    assert chain.resolved
+    assert chain.is_fallback
     assert silent.connections() == 1
 
 
@@ -154,7 +156,8 @@ def test_a_ready_local_model_is_chosen_without_loading_it(monkeypatch: pytest.Mo
     assert local.known_dimensions == 384
     assert local._st is None  # the model loads on the first embedding, not to name it
     explicit = resolve_embedder("local")
-    assert explicit is not None and isinstance(explicit.active, LocalEmbedder)
+    assert explicit is not None
+    assert isinstance(explicit.active, LocalEmbedder)
     assert explicit.active._st is None  # named explicitly, a ready model is not probed either
 
 

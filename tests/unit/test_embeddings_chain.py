@@ -8,10 +8,8 @@ unavailable unless a test wants it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 
 import pytest
-from embedding_http import EmbeddingServer, Reply, closed_port_url, embedding_server
 
 from waggle_store.embeddings import (
     EmbeddingChain,
@@ -24,13 +22,15 @@ from waggle_store.embeddings import (
 from waggle_store.embeddings import registry as registry_module
 from waggle_store.errors import EmbeddingProviderError, InvalidInputError
 
+from embedding_http import EmbeddingServer, Reply, closed_port_url, embedding_server
+
 __all__ = ["embedding_server"]
 
 FAST = RetryPolicy(max_attempts=3, initial_wait=0.01, max_wait=0.05)
 
 
 @pytest.fixture(autouse=True)
-def offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing answers unless a test says so."""
     for name in (
         "OPENAI_API_KEY",
@@ -48,7 +48,6 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         "package_available",
         lambda name: name != "sentence_transformers" and real(name),
     )
-    yield
 
 
 def resolve_quietly(spec: str, **kw: object) -> EmbeddingChain:
@@ -156,7 +155,8 @@ def test_explicit_provider_probe_uses_retries(
     monkeypatch.setenv("OLLAMA_HOST", embedding_server.url)
     embedding_server.script(Reply.error(500, "boom"))
     chain = resolve_embedder("Ollama", probe_policy=FAST)
-    assert chain is not None and chain.provider == "ollama"
+    assert chain is not None
+    assert chain.provider == "ollama"
     assert embedding_server.count == 2
 
 
