@@ -12,6 +12,9 @@ from datetime import datetime
 from functools import cached_property
 
 from waggle_store.context import MindContext
+from waggle_store.embeddings.base import Embedder
+from waggle_store.embeddings.chain import resolve_embedder
+from waggle_store.errors import InvalidInputError
 from waggle_store.facade.awareness import AwarenessAPI
 from waggle_store.facade.frames import FramesAPI
 from waggle_store.facade.identity import IdentityAPI
@@ -19,7 +22,16 @@ from waggle_store.facade.knowledge import KnowledgeAPI
 from waggle_store.facade.kv import KVAPI
 from waggle_store.facade.sessions import SessionsAPI
 from waggle_store.pipeline.cognify import cognify, cognify_batch
-from waggle_store.records import BatchResult, CognifyResult, MemoryInput, SearchResult
+from waggle_store.pipeline.switch import switch_embedding_model
+from waggle_store.records import (
+    BatchResult,
+    CognifyResult,
+    EmbeddingModelInfo,
+    MemoryInput,
+    SearchResult,
+    SwitchReport,
+)
+from waggle_store.repositories.mind_models import MindModelRepository
 from waggle_store.search.engine import HybridSearch
 
 __all__ = ["Mind"]
@@ -102,3 +114,27 @@ class Mind:
         """Cognify many memories: embedded in batches, written in few transactions."""
         return cognify_batch(self.context, items, importance=importance, gop_id=gop_id,
                              progress=progress)
+
+    # -- embedding model ------------------------------------------------------------------------
+
+    def embedding_model(self) -> EmbeddingModelInfo | None:
+        """This mind's active embedding model (None before its first embedded write); status
+        "switching" while :meth:`switch_embedding_model` replaces it."""
+        with self.context.read() as session:
+            return MindModelRepository(session, self.id).info()
+
+    def switch_embedding_model(self, embedder: str | Embedder | None = None, *,
+                               progress: Callable[[int, int], None] | None = None
+                               ) -> SwitchReport:
+        """Re-embed this mind with ``embedder`` (None: the store's; or a provider name) and make
+        its model the mind's active one; the old model serves searches until the switch flips,
+        and a switch stopped by a crash resumes when run again
+        (:mod:`waggle_store.pipeline.switch`)."""
+        chosen = resolve_embedder(embedder) if embedder is not None else self.context.embedder
+        if chosen is None:
+            raise InvalidInputError("switch_embedding_model needs an embedder: this store has "
+                                    "none (open it with one, or pass embedder=...)")
+        try:
+            return switch_embedding_model(self.context, chosen, progress=progress)
+        finally:
+            self._searcher.forget(self.id)

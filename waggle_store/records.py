@@ -172,6 +172,8 @@ class CognifyResult:
     vector_status: str
     #: Linking runs after the memory is committed; if it failed, why (the memory is stored).
     link_error: str | None = None
+    #: Why the vector is pending (provider failure, quota, another embedding model), if it is.
+    vector_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -241,3 +243,26 @@ class Health:
     reasons: list[str]
     embedder: EmbedderStatus | None
     driver: str
+
+
+@dataclass(frozen=True)
+class EmbeddingModelInfo:
+    """A mind's embedding model. ``status``: "active", or "switching" while an explicit switch
+    re-embeds the mind into another model (this one still serves search until it flips)."""
+
+    provider: str
+    model: str
+    dimensions: int
+    status: str
+
+
+@dataclass(frozen=True)
+class SwitchReport:
+    """What ``switch_embedding_model`` did for one mind; ``from_model``/``to_model`` are
+    ``provider/model/dimensions`` (``from_model`` None when the mind had no model yet)."""
+
+    mind: str
+    from_model: str | None
+    to_model: str
+    frames_embedded: int
+    switched: bool

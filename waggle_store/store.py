@@ -36,7 +36,10 @@ from waggle_store.records import (
     MindInfo,
     QuotaStatus,
     ReconcileReport,
+    SwitchReport,
 )
+from waggle_store.repositories.mind_models import mismatch_reason, models_in_use, registered
+from waggle_store.repositories.vectors import model_key
 from waggle_store.search.engine import HybridSearch
 from waggle_store.unitofwork import Database
 
@@ -157,6 +160,7 @@ class Store:
             reasons.append("vector search off: no embedder configured (embedder=None)")
         elif status is not None and status.last_error:
             reasons.append(f"embedder: {status.last_error}")
+        reasons.extend(self._model_mismatches())
         versions = dict(caps.versions)
         versions["waggle_store"] = _package_version()
         versions["sqlalchemy"] = sa.__version__
@@ -170,6 +174,28 @@ class Store:
             embedder=status,
             driver=info.driver,
         )
+
+    def _model_mismatches(self) -> list[str]:
+        """A reason per mind whose active model is not this store's embedder's (its vector
+        search is off through this store). An "auto" embedder not chosen yet is not resolved
+        here: health() never probes a provider."""
+        embedder = self.embedder
+        if embedder is None or not getattr(embedder, "resolved", True):
+            return []
+        key = model_key(embedder)
+        with self.read() as session:
+            keys = registered(session)
+            names = dict(session.execute(select(MindRow.id, MindRow.name)).all())
+            return [mismatch_reason(names[mind_id], keys[model_id], key)
+                    for mind_id, model_id in sorted(models_in_use(session).items())
+                    if keys[model_id] != key]
+
+    def switch_embedding_model(self, embedder: str | Embedder | None = None, *,
+                               progress: Callable[[int, int], None] | None = None
+                               ) -> list[SwitchReport]:
+        """:meth:`Mind.switch_embedding_model` for every mind of the store, one after another."""
+        return [self.mind(info.name).switch_embedding_model(embedder, progress=progress)
+                for info in self.list_minds()]
 
     def embedding_status(self) -> EmbedderStatus:
         if self.embedder is None:

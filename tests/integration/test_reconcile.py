@@ -8,14 +8,14 @@ from sqlalchemy import text
 import waggle_store as ws
 from waggle_store.dialects import vector_table_name
 from waggle_store.pipeline.embed import embed_frames
-from waggle_store.repositories.vectors import active_model_id
+from waggle_store.repositories.vectors import model_key, register_model
 
 from conftest import only_sqlite
 
 
 def _vector_count(store: ws.Store) -> int:
     with store.read() as s:
-        model_id = active_model_id(s)
+        model_id = register_model(s, store.adapter, model_key(store.embedder))
         if model_id is None:
             return 0
         return int(
@@ -59,7 +59,7 @@ def test_missing_vector_row_is_restored(store: ws.Store, mind: ws.Mind) -> None:
     ids = [mind.frames.create_i(gop, f"vector frame {n}").id for n in range(3)]
     embed_frames(store.context, ids)
     with store.write() as s:
-        model_id = active_model_id(s)
+        model_id = register_model(s, store.adapter, model_key(store.embedder))
         assert model_id is not None
         store.adapter.delete_vectors(s, model_id, [ids[1]])
     assert _vector_count(store) == 2
@@ -102,7 +102,7 @@ def test_sqlite_fts_repair_and_orphans(store: ws.Store) -> None:
     assert mind.search("lost found", lanes=("keyword",))[0].frame.id == f2.id
     # Orphans: index rows whose frame is gone (a delete with the triggers bypassed).
     with store.write() as s:
-        model_id = active_model_id(s)
+        model_id = register_model(s, store.adapter, model_key(store.embedder))
         s.execute(text("DROP TRIGGER memory_frames_fts_ad"))
         s.execute(text(f"DROP TRIGGER {vector_table_name(model_id or 0)}_ad"))
         s.execute(text("DELETE FROM memory_frames WHERE id = :a"), {"a": f1.id})

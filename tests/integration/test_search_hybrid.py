@@ -283,9 +283,9 @@ def test_deleted_and_updated_frames(store: ws.Store, mind: ws.Mind, gop: str) ->
     assert mind.search("omega psi chi", lanes=("vector",))[0].frame.id == ids[8]
 
 
-def test_model_registered_elsewhere_turns_the_vector_lane_off(store_factory) -> None:  # type: ignore[no-untyped-def]
-    # Search caches its model's id; another process (here: another store on the same database)
-    # registering another model must still switch this store's vector lane off at once.
+def test_a_switch_elsewhere_turns_the_cached_vector_lane_off(store_factory) -> None:  # type: ignore[no-untyped-def]
+    # Search caches each mind's model; another store (another process) writing with another
+    # embedder changes nothing, but switching the mind must turn this store's lane off at once.
     from waggle_store.embeddings import HashingEmbedder
 
     first = store_factory()
@@ -295,11 +295,13 @@ def test_model_registered_elsewhere_turns_the_vector_lane_off(store_factory) -> 
     assert mind.search("coffee machine")[0].explain["lanes_run"] == ["keyword", "vector"]
     other = store_factory(embedder=HashingEmbedder(64))
     frame = other.mind("m").frames.create_i(gop, "written by the other process")
-    embed_frames(other, [frame.id])  # registers the 64-d model, which becomes the active one
+    assert embed_frames(other.context, [frame.id]).embedded == 0  # not this mind's model
+    assert mind.search("coffee machine")[0].explain["lanes_run"] == ["keyword", "vector"]
+    other.mind("m").switch_embedding_model()
     results = mind.search("coffee machine")
     assert results
     assert all(r.explain["lanes_run"] == ["keyword"] for r in results)
-    assert any("no active vectors" in d for d in results[0].explain["degraded"])
+    assert any("switch_embedding_model" in d for d in results[0].explain["degraded"])
 
 
 def test_stale_vectors_do_not_shorten_the_vector_lane(

@@ -11,12 +11,11 @@ from sqlalchemy import event, select, text
 import waggle_store as ws
 from waggle_store.dialects import vector_table_name
 from waggle_store.embeddings import HashingEmbedder
-from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, StoreMeta
+from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow
 from waggle_store.pipeline.embed import embed_frames
 from waggle_store.repositories.vectors import (
-    ACTIVE_MODEL_KEY,
     ModelKey,
-    active_model_id,
+    model_key,
     register_model,
     store_vectors,
 )
@@ -65,22 +64,24 @@ def _manifest(store: ws.Store, frame_id: int) -> FrameEmbeddingRow:
         return row
 
 
-def test_register_model_is_idempotent_and_switches_active(store: ws.Store) -> None:
+def test_register_model_is_idempotent_and_changes_no_mind(store: ws.Store) -> None:
+    mind = store.mind("m")
     with store.write() as s:
         first = register_model(s, store.adapter, ModelKey("hashing", "m", 8))
         again = register_model(s, store.adapter, ModelKey("hashing", "m", 8))
         assert first == again
-        assert active_model_id(s) == first
         assert store.adapter.vector_table_exists(s, first)
     with store.write() as s:
         second = register_model(s, store.adapter, ModelKey("hashing", "m", 12))
         assert second != first
         statuses = dict(s.execute(select(EmbeddingModelRow.id, EmbeddingModelRow.status)).all())
-        assert statuses == {first: "retired", second: "active"}
-        assert s.get(StoreMeta, ACTIVE_MODEL_KEY).value == str(second)  # type: ignore[union-attr]
-    with store.write() as s:
-        assert register_model(s, store.adapter, ModelKey("hashing", "m", 8)) == first
-        assert active_model_id(s) == first
+        assert statuses == {first: "active", second: "active"}
+    # Registering models assigns none to a mind: a mind gets one from its first embedded write.
+    assert mind.embedding_model() is None
+    mind.cognify("Sarah Chen leads Project Apollo.")
+    info = mind.embedding_model()
+    assert info is not None
+    assert (info.provider, info.dimensions, info.status) == ("hashing", 384, "active")
 
 
 def test_vectors_are_validated(store: ws.Store, mind: ws.Mind) -> None:
@@ -126,7 +127,7 @@ def test_vectors_follow_frame_deletes_and_drop_mind(store: ws.Store) -> None:
         ids += [m.frames.create_i(gop, f"{m.name} frame {n}").id for n in range(3)]
     assert embed_frames(store.context, ids).embedded == 6
     with store.read() as s:
-        model_id = active_model_id(s)
+        model_id = register_model(s, store.adapter, model_key(store.embedder))
     assert model_id is not None
     assert _count(store, model_id) == 6
     keep.frames.delete(ids[0])
@@ -166,29 +167,43 @@ def test_embedder_outage_leaves_frame_pending_then_reconcile_fixes(store_factory
     assert store.reconcile() == ws.ReconcileReport(0, 0, 0)
 
 
-def test_model_change_makes_old_vectors_stale(store_factory) -> None:  # type: ignore[no-untyped-def]
+def test_another_embedder_never_changes_a_minds_model(store_factory) -> None:  # type: ignore[no-untyped-def]
     first = store_factory(embedder=HashingEmbedder(32))
     mind = first.mind("m")
     gop = mind.sessions.ensure("g").gop_id
     ids = [mind.frames.create_i(gop, f"note number {n} about gardening").id for n in range(4)]
     assert first.reconcile().vectors_fixed == 4
-    assert {r.frame.id for r in mind.search("gardening", lanes=("vector",))} == set(
-        ids
-    )  # caches the model
+    assert {r.frame.id for r in mind.search("gardening", lanes=("vector",))} == set(ids)
     second = store_factory(embedder=HashingEmbedder(48))
     m2 = second.mind("m")
-    # The new embedder's model has no vectors yet: keyword-only, never a cross-model comparison.
+    # The other store's embedder is not this mind's model: keyword-only, and it says why.
     results = m2.search("gardening note")
     assert results
     assert all("vector" not in r.explain["lanes_run"] for r in results)
-    assert second.reconcile().vectors_fixed == 4
-    assert {r.frame.id for r in m2.search("gardening", lanes=("vector",))} == set(ids)
-    # The first store's model is retired now (its cached id is found stale by the vector lane
-    # itself): its vector lane stays off rather than mixing models, and says why.
+    assert any("hashing/blake2b-signed-words-v1/48" in d and "switch_embedding_model" in d
+               for d in results[0].explain["degraded"])
+    assert any("uses the embedding model" in r for r in second.health().reasons)
+    # A write through it leaves the mind's model untouched and its vector pending, with why.
+    written = m2.cognify("gardening tips for spring")
+    assert written.vector_status == "pending"
+    assert written.vector_error is not None and "switch_embedding_model" in written.vector_error
+    assert second.reconcile().vectors_fixed == 0  # reconcile never switches a mind either
+    info = mind.embedding_model()
+    assert info is not None and info.dimensions == 32
+    assert {r.frame.id for r in mind.search("gardening", lanes=("vector",))} >= set(ids)
+    # The explicit switch: re-embeds into the new model, then flips.
+    report = m2.switch_embedding_model()
+    assert report.switched and report.frames_embedded == 5
+    assert report.from_model is not None and report.from_model.endswith("/32")
+    assert m2.embedding_model() == ws.EmbeddingModelInfo("hashing", "blake2b-signed-words-v1", 48, "active")
+    assert {r.frame.id for r in m2.search("gardening", lanes=("vector",))} >= set(ids)
+    # The first store's cached model is found replaced by the lane itself: it degrades, saying why.
     results = mind.search("gardening")
     assert results
     assert all("vector" not in r.explain["lanes_run"] for r in results)
-    assert any("no active vectors for hashing" in d for d in results[0].explain["degraded"])
+    assert any("uses the embedding model hashing/blake2b-signed-words-v1/48" in d
+               for d in results[0].explain["degraded"])
+    assert m2.switch_embedding_model().switched is False  # already there
 
 
 def test_high_dimensional_model(store_factory) -> None:  # type: ignore[no-untyped-def]
@@ -247,7 +262,7 @@ def test_reconcile_repairs_what_keeps_the_vector_table_in_step(
 ) -> None:
     mind.cognify_batch(["Alice met Bob in Paris"])
     with store.read() as s:
-        model_id = active_model_id(s)
+        model_id = register_model(s, store.adapter, model_key(store.embedder))
     helper = vector_table_name(model_id or 0) + suffix
 
     def exists() -> bool:

@@ -107,11 +107,14 @@ def checked_knn(source: str, key: str, distance: str) -> str:
     """A KNN's candidates ``c`` (``source``: the derived table or CTE that yields them, frame id in
     ``c.<key>``, distance in ``c.<distance>``) with the manifest check riding along as LEFT JOINs,
     so one statement ranks, says which candidates are current and reads their frames. Rows:
-    ``(id, distance, *frame_select(), current, model still active)``; see :func:`current_hits`.
+    ``(id, distance, *frame_select(), current, model still the mind's active one)`` (the mind
+    bound as ``check_mind``: a switch may have flipped it since the caller looked it up); see
+    :func:`current_hits`.
     """
     return (
         f"SELECT c.{key}, c.{distance}, {frame_select()}, f.id IS NOT NULL, "
-        "(SELECT status = 'active' FROM embedding_models WHERE id = :model_id) "
+        "EXISTS (SELECT 1 FROM mind_embedding_models WHERE mind_id = :check_mind "
+        "AND model_id = :model_id AND status = 'active') "
         f"FROM {source} "
         f"LEFT JOIN frame_embeddings e ON e.frame_id = c.{key} AND e.status = 'ready' "
         "AND e.model_id = :model_id "
@@ -121,7 +124,7 @@ def checked_knn(source: str, key: str, distance: str) -> str:
 
 def current_hits(executor: Executor, rows: Sequence[Any], model_id: int) -> list[LaneHit]:
     """The current candidates of :func:`checked_knn` rows, in their order;
-    :class:`ModelNotActiveError` if ``model_id`` is no longer the active model."""
+    :class:`ModelNotActiveError` if ``model_id`` is no longer the mind's active model."""
     if rows and not rows[0][-1]:
         raise ModelNotActiveError(model_id)
     return frame_hits(executor, [r for r in rows if r[-2]])

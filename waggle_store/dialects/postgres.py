@@ -233,7 +233,9 @@ class PostgresAdapter:
         dims = len(vector)
         table = vector_table_name(model_id)
         limit = max(int(limit), 1)
-        params: dict[str, Any] = {"q": _vec_literal(vector), "model_id": model_id}
+        # The lane serves one mind's model: the check rides on the first (searches pass one).
+        params: dict[str, Any] = {"q": _vec_literal(vector), "model_id": model_id,
+                                  "check_mind": int(where.mind_ids[0])}
         distance = _distance_expr("v.embedding", "q", dims)
         # relaxed_order can return rows slightly out of order: every page is re-sorted below.
         run_lane(session, _HNSW_SETTINGS, {"ef": str(min(1000, max(40, limit)))})
@@ -259,7 +261,7 @@ class PostgresAdapter:
                 if len(rows) < k or k >= KNN_MAX_K:
                     break
                 k = min(k * 4, KNN_MAX_K)
-            params = {"q": params["q"], "model_id": model_id}
+            params = {"q": params["q"], "model_id": model_id, "check_mind": params["check_mind"]}
         # Exact scan of the frames that pass every filter ("+ 0" hides the indexed expression
         # from the planner). Reached when the KNN came up short, or for a session/time filter on
         # a vector table created before those columns existed.

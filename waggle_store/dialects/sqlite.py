@@ -152,7 +152,7 @@ class SQLiteAdapter:
     ) -> list[LaneHit]:
         table = vector_table_name(model_id)
         qvec = _vec_json(vector)
-        params: dict[str, Any] = {"q": qvec, "mind_id": mind_id}
+        params: dict[str, Any] = {"q": qvec, "mind_id": mind_id, "check_mind": mind_id}
         extra = []
         if where.gop_id is not None:
             params["gop_id"] = where.gop_id

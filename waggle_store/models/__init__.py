@@ -4,8 +4,10 @@ from waggle_store.models.awareness import AWARENESS_CATEGORIES, AwarenessRow
 from waggle_store.models.base import Base, UTCDateTime
 from waggle_store.models.embeddings import (
     EmbeddingModelRow,
+    EmbeddingStagingRow,
     EmbeddingUsage,
     FrameEmbeddingRow,
+    MindEmbeddingModelRow,
 )
 from waggle_store.models.frames import FRAME_SOURCES, FRAME_TYPES, IMPORTANCE_LEVELS, FrameRow
 from waggle_store.models.identity import IdentityRow
@@ -24,6 +26,7 @@ __all__ = [
     "AwarenessRow",
     "Base",
     "EmbeddingModelRow",
+    "EmbeddingStagingRow",
     "EmbeddingUsage",
     "EntityMentionRow",
     "EntityRow",
@@ -31,6 +34,7 @@ __all__ = [
     "FrameRow",
     "HarvestSourceRow",
     "IdentityRow",
+    "MindEmbeddingModelRow",
     "KVRow",
     "MindRow",
     "RelationRow",

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from waggle_store.models.base import PK, Base
@@ -63,4 +72,54 @@ class EmbeddingUsage(Base):
     user_id: Mapped[str] = mapped_column(String(255))
     year_month: Mapped[str] = mapped_column(String(7))
     count: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+MIND_MODEL_STATUSES = ("active", "switching", "retired")
+
+
+class MindEmbeddingModelRow(Base):
+    """Which embedding model each mind is searched and embedded with.
+
+    The model is per mind, not per store: minds belong to different users, and tiers give users
+    different providers, so one store holds minds embedded by different models. At most one
+    ``active`` model per mind (its vectors serve search) and at most one ``switching`` model (a
+    switch in progress re-embeds into it while the active one keeps serving); a switch flips
+    them atomically and leaves the old one ``retired``.
+    """
+
+    __tablename__ = "mind_embedding_models"
+    __table_args__ = (
+        CheckConstraint("status IN ('active', 'switching', 'retired')", name="status"),
+        Index("uq_mind_embedding_models_active", "mind_id", unique=True,
+              sqlite_where=text("status = 'active'"), postgresql_where=text("status = 'active'")),
+        Index("uq_mind_embedding_models_switching", "mind_id", unique=True,
+              sqlite_where=text("status = 'switching'"),
+              postgresql_where=text("status = 'switching'")),
+    )
+
+    mind_id: Mapped[int] = mapped_column(
+        ForeignKey("minds.id", ondelete="CASCADE"), primary_key=True
+    )
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("embedding_models.id", ondelete="CASCADE"), primary_key=True
+    )
+    status: Mapped[str] = mapped_column(String(10))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class EmbeddingStagingRow(Base):
+    """Vectors written by a switch in progress: frame ``frame_id`` has a vector of the content
+    ``content_hash`` in model ``model_id``'s table, not yet serving. The switch resumes from
+    these rows after a crash and turns them into manifest rows when it flips."""
+
+    __tablename__ = "frame_embedding_staging"
+
+    frame_id: Mapped[int] = mapped_column(
+        ForeignKey("memory_frames.id", ondelete="CASCADE"), primary_key=True
+    )
+    model_id: Mapped[int] = mapped_column(
+        ForeignKey("embedding_models.id", ondelete="CASCADE"), primary_key=True
+    )
+    content_hash: Mapped[str] = mapped_column(String(64))
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)

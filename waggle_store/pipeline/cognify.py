@@ -47,9 +47,11 @@ from waggle_store.repositories.graph_bulk import (
 from waggle_store.repositories.knowledge import lock_graph
 from waggle_store.repositories.knowledge_schema import get_validation_schema
 from waggle_store.repositories.sessions import SessionRepository
+from waggle_store.repositories.mind_models import MindModelRepository, mismatch_reason
 from waggle_store.repositories.vectors import (
     mark_pending,
     model_key,
+    model_key_of,
     register_model,
     store_vectors,
 )
@@ -86,6 +88,7 @@ class _Written:
     entities: int
     relations: int
     vector_ready: bool
+    vector_error: str | None = None
 
 
 def _prepare(index: int, item: str | MemoryInput, importance: str, source: str) -> _Item:
@@ -222,11 +225,26 @@ def _write_vectors(session: Session, mind: MindContext, vectors: dict[int, list[
     return ready
 
 
-def _vector_backend(mind: MindContext) -> bool:
-    if mind.embedder is None:
-        return False
+def _vector_plan(mind: MindContext) -> tuple[bool, str | None]:
+    """Whether to embed at all, and if not, why (recorded on the pending manifest rows).
+
+    A mind whose active model is not this store's embedder is never embedded through it: no
+    provider call (and no bill) for a vector that could not be stored. Reading the embedder's
+    model key may resolve an "auto" embedder: outside any transaction."""
+    embedder = mind.embedder
+    if embedder is None:
+        return False, None
     with mind.read() as session:
-        return bool(mind.adapter.vector_backend_available(session))
+        if not mind.adapter.vector_backend_available(session):
+            return False, None
+        active = MindModelRepository(session, mind.id).active()
+        active_key = model_key_of(session, active) if active is not None else None
+    key = model_key(embedder)
+    if active_key is not None and active_key != key:
+        reason = mismatch_reason(mind.name, active_key, key)
+        log.warning("%s", reason)
+        return False, reason
+    return True, None
 
 
 def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
@@ -245,6 +263,12 @@ def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
         embedder = mind.embedder
         model_id = (register_model(session, mind.adapter, model_key(embedder))
                     if vectors is not None and embedder is not None else None)
+        if model_id is not None and embedder is not None:
+            active = MindModelRepository(session, mind.id).claim(model_id)
+            if active != model_id:  # another model won the mind's first write meanwhile
+                embed_error = mismatch_reason(mind.name, model_key_of(session, active),
+                                              model_key(embedder))
+                model_id = None
         pending_vectors: dict[int, list[float] | None] = {}
         for position, item in enumerate(items):
             try:
@@ -261,6 +285,7 @@ def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
         ready = _write_vectors(session, mind, pending_vectors, model_id, embed_error)
         for w in written.values():
             w.vector_ready = w.frame_id in ready
+            w.vector_error = None if w.vector_ready else embed_error
     return written
 
 
@@ -283,8 +308,9 @@ def cognify(mind: MindContext, search: HybridSearch, content: str, *, importance
     """
     item = _prepare(0, MemoryInput(content, created_at, None, None), importance, source)
     _check_session(mind, gop_id)
-    vectors, error = _embed(mind, [item.content]) if _vector_backend(mind) else (None, None)
-    written = _write_items(mind, [item], gop_id, vectors, error, None)[0]
+    use_vectors, error = _vector_plan(mind)
+    vectors, embed_error = _embed(mind, [item.content]) if use_vectors else (None, None)
+    written = _write_items(mind, [item], gop_id, vectors, embed_error or error, None)[0]
     related: list[int] = []
     link_error: str | None = None
     if link:
@@ -302,6 +328,7 @@ def cognify(mind: MindContext, search: HybridSearch, content: str, *, importance
         related_frames=related,
         vector_status="ready" if written.vector_ready else "pending",
         link_error=link_error,
+        vector_error=written.vector_error,
     )
 
 
@@ -347,11 +374,12 @@ def cognify_batch(mind: MindContext, items: Iterable[str | MemoryInput], *,
     def on_error(item: _Item, exc: Exception) -> None:
         failures.append((item.index, f"{type(exc).__name__}: {exc}"))
 
-    use_vectors = _vector_backend(mind)
+    use_vectors, not_embedded = _vector_plan(mind)
     done = len(raw) - len(prepared)
     for start in range(0, len(prepared), BATCH_CHUNK):
         chunk = prepared[start : start + BATCH_CHUNK]
-        vectors, error = _embed(mind, [it.content for it in chunk]) if use_vectors else (None, None)
+        vectors, error = (_embed(mind, [it.content for it in chunk]) if use_vectors
+                          else (None, not_embedded))
         try:
             written = _write_items(mind, chunk, gop_id, vectors, error, on_error)
         except WaggleStoreError as exc:

@@ -20,10 +20,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from sqlalchemy import or_, select
+from sqlalchemy import exists, or_, select
 
 from waggle_store.context import StoreContext
-from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow
+from waggle_store.models import (
+    EmbeddingModelRow,
+    FrameEmbeddingRow,
+    FrameRow,
+    MindEmbeddingModelRow,
+)
 from waggle_store.pipeline.embed import EMBED_BATCH_SIZE, embed_frames
 from waggle_store.records import ReconcileReport
 from waggle_store.repositories.vectors import model_key, register_model
@@ -35,7 +40,15 @@ log = logging.getLogger(__name__)
 
 def _stale_frames(store: StoreContext, model_id: int, mind_id: int | None) -> list[int]:
     """Frames without a current vector in ``model_id``: no manifest, not ready, another model,
-    another content hash, or a ready manifest whose vector row is missing."""
+    another content hash, or a ready manifest whose vector row is missing — of the minds that
+    use ``model_id`` or have no model yet (a mind on another model is switched explicitly,
+    never by reconcile)."""
+    uses = MindEmbeddingModelRow
+    ours = or_(
+        FrameRow.mind_id.in_(select(uses.mind_id).where(uses.model_id == model_id,
+                                                        uses.status == "active")),
+        ~exists().where(uses.mind_id == FrameRow.mind_id, uses.status == "active"),
+    )
     with store.read() as session:
         query = (
             select(FrameRow.id)
@@ -49,6 +62,7 @@ def _stale_frames(store: StoreContext, model_id: int, mind_id: int | None) -> li
                     FrameEmbeddingRow.content_hash != FrameRow.content_hash,
                 )
             )
+            .where(ours)
             .order_by(FrameRow.id)
         )
         if mind_id is not None:

@@ -1,9 +1,8 @@
 """The embedding-model registry and the vector manifest: the one path by which vectors enter a store.
 
 Vectors of different models are never compared: each registered (provider, model, dimensions)
-triple gets its own vector table, and only the *active* model (``store_meta`` key
-:data:`ACTIVE_MODEL_KEY`) is searched. Registering another model makes it active; frames whose
-manifest names an older model are then stale, and ``reconcile`` re-embeds them.
+triple gets its own vector table, and a mind is only searched in its own active model
+(:mod:`waggle_store.repositories.mind_models`).
 
 The manifest (``frame_embeddings``) is the truth about a frame's vector: ``ready`` with the
 content hash that was embedded, or ``pending``/``failed`` with the error. A frame whose embedding
@@ -17,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import insert, select, update
@@ -26,23 +25,19 @@ from sqlalchemy.orm import Session
 from waggle_store.dialects.base import SearchAdapter, VectorRow
 from waggle_store.embeddings.base import validate_vector
 from waggle_store.errors import InvalidInputError
-from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow, StoreMeta
+from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow
 from waggle_store.timeutil import utcnow
 
 __all__ = [
-    "ACTIVE_MODEL_KEY",
     "ModelKey",
-    "active_model_id",
-    "find_active_model",
     "frame_rows",
     "mark_pending",
     "model_key",
+    "model_key_of",
     "register_model",
     "store_vectors",
 ]
 
-#: ``store_meta`` key holding the id of the embedding model that search uses.
-ACTIVE_MODEL_KEY: Final = "active_embedding_model"
 
 
 @dataclass(frozen=True)
@@ -75,52 +70,18 @@ def _as_key(embedder: _Described | ModelKey) -> ModelKey:
     return embedder if isinstance(embedder, ModelKey) else model_key(embedder)
 
 
-def _set_meta(session: Session, key: str, value: str) -> None:
-    """Portable race-free upsert of one ``store_meta`` row."""
-    done = session.execute(update(StoreMeta).where(StoreMeta.key == key).values(value=value))
-    if done.rowcount:  # type: ignore[attr-defined]
-        return
-    try:
-        with session.begin_nested():
-            session.execute(insert(StoreMeta).values(key=key, value=value))
-    except sa_exc.IntegrityError:
-        session.execute(update(StoreMeta).where(StoreMeta.key == key).values(value=value))
-
-
-def active_model_id(session: Session) -> int | None:
-    value = session.scalar(select(StoreMeta.value).where(StoreMeta.key == ACTIVE_MODEL_KEY))
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-def find_active_model(session: Session, embedder: _Described | ModelKey) -> int | None:
-    """The id of ``embedder``'s model if it is registered *and* active, else None.
-
-    Search embeds the query with the store's embedder, so it may only compare against that
-    model's vectors; if another model is active the vector lane has nothing comparable.
-    """
-    key = _as_key(embedder)
-    return session.scalar(
-        select(EmbeddingModelRow.id).where(
-            EmbeddingModelRow.provider == key.provider,
-            EmbeddingModelRow.model == key.model,
-            EmbeddingModelRow.dimensions == key.dimensions,
-            EmbeddingModelRow.status == "active",
-        )
-    )
-
-
 def register_model(session: Session, adapter: SearchAdapter, embedder: _Described | ModelKey, *,
                    repair: bool = False) -> int:
-    """Get or create the model row (race-free), create its vector table, make it the active model.
+    """Get or create the model row (race-free) and its vector table; returns the model id.
 
-    ``repair`` re-runs the vector table's DDL even if this store ensured it already (reconcile:
-    a dropped index or trigger comes back)."""
+    Registering a model changes no mind: which model a mind is searched with is recorded per
+    mind (:mod:`waggle_store.repositories.mind_models`). ``repair`` re-runs the vector table's
+    DDL even if this store ensured it already (reconcile: a dropped index or trigger comes back).
+    """
     key = _as_key(embedder)
     if key.dimensions < 1:
-        raise InvalidInputError(f"an embedding model needs at least 1 dimension, got {key.dimensions}")
+        raise InvalidInputError(
+            f"an embedding model needs at least 1 dimension, got {key.dimensions}")
     where = (
         EmbeddingModelRow.provider == key.provider,
         EmbeddingModelRow.model == key.model,
@@ -132,7 +93,7 @@ def register_model(session: Session, adapter: SearchAdapter, embedder: _Describe
             with session.begin_nested():
                 row = EmbeddingModelRow(
                     provider=key.provider, model=key.model, dimensions=key.dimensions,
-                    metric="cosine", status="building",
+                    metric="cosine", status="active",
                 )
                 session.add(row)
         except sa_exc.IntegrityError:  # another process registered it first
@@ -140,17 +101,16 @@ def register_model(session: Session, adapter: SearchAdapter, embedder: _Describe
             if row is None:
                 raise
     adapter.ensure_vector_table(session, row.id, key.dimensions, repair=repair)
-    if row.status != "active":
-        session.execute(
-            update(EmbeddingModelRow)
-            .where(EmbeddingModelRow.status == "active", EmbeddingModelRow.id != row.id)
-            .values(status="retired")
-        )
-        row.status = "active"
-    if active_model_id(session) != row.id:
-        _set_meta(session, ACTIVE_MODEL_KEY, str(row.id))
     session.flush()
     return int(row.id)
+
+
+def model_key_of(session: Session, model_id: int) -> ModelKey:
+    """The (provider, model, dimensions) of a registered model."""
+    row = session.get(EmbeddingModelRow, model_id)
+    if row is None:
+        raise InvalidInputError(f"no embedding model with id {model_id}")
+    return ModelKey(row.provider, row.model, row.dimensions)
 
 
 def _upsert_manifest(session: Session, values: list[dict[str, Any]]) -> None:

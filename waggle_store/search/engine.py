@@ -22,13 +22,15 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy import exc as sa_exc
 
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.dialects.base import LaneHit, ModelNotActiveError
+from waggle_store.models import EmbeddingModelRow, MindEmbeddingModelRow
 from waggle_store.records import SearchResult
 from waggle_store.repositories.frames import FrameRepository
+from waggle_store.repositories.mind_models import mismatch_reason
 from waggle_store.repositories.vectors import ModelKey, model_key
 from waggle_store.search.explain import rank_results
 from waggle_store.search.fusion import LANE_CONFIDENCE, Fusion
@@ -47,12 +49,13 @@ OVERFETCH: Final = 2
 #: (similarity <= 0): such hits are noise, and would only push real matches down.
 MAX_VECTOR_DISTANCE: Final = 1.0 - 1e-6
 
-#: The id of an embedder's model if it is registered *and* active: search may only compare the
-#: query with that model's vectors (:func:`waggle_store.repositories.vectors.find_active_model`).
-_MODEL_SQL: Final = text(
-    "SELECT id FROM embedding_models WHERE provider = :provider AND model = :model"
-    " AND dimensions = :dimensions AND status = 'active'"
-)
+#: A mind's active embedding model: search may only compare the query (embedded by the store's
+#: embedder) with vectors of that model (:mod:`waggle_store.repositories.mind_models`).
+_MODEL_SQL: Final = select(
+    MindEmbeddingModelRow.model_id, EmbeddingModelRow.provider, EmbeddingModelRow.model,
+    EmbeddingModelRow.dimensions,
+).join(EmbeddingModelRow, EmbeddingModelRow.id == MindEmbeddingModelRow.model_id).where(
+    MindEmbeddingModelRow.mind_id == bindparam("mind_id"), MindEmbeddingModelRow.status == "active")
 
 
 class HybridSearch:
@@ -61,11 +64,11 @@ class HybridSearch:
     def __init__(self, store: StoreContext) -> None:
         self._store = store
         self._graph = GraphDistances(store.adapter)
-        #: Model key -> id. A model's id never changes once registered, so the cache only saves
-        #: the lookup; whether the model is still *active* (another process may have registered
-        #: another one) is checked by the vector lane's own statement, at no extra round trip,
-        #: and a lane that finds it retired looks again (:meth:`_vector_lane`).
-        self._model_ids: dict[ModelKey, int] = {}
+        #: Mind id -> (its active model id, that model's key). The cache only saves the lookup:
+        #: whether the model is still the mind's active one (a switch may flip it) is checked by
+        #: the vector lane's own statement, at no extra round trip, and a lane that finds it
+        #: replaced looks again (:meth:`_vector_lane`).
+        self._models: dict[int, tuple[int, ModelKey]] = {}
 
     # -- public -------------------------------------------------------------------------------
 
@@ -82,9 +85,10 @@ class HybridSearch:
         """
         plan = plan_search(mind.id, query, limit, gop_id, profile, since, until, context, lanes)
         degraded: list[str] = []
-        qvec, key = self._embed_query(query, plan, degraded, query_vector)
+        qvec, key = self._embed_query(mind, query, plan, degraded, query_vector)
         k = plan.limit * OVERFETCH
-        meta: dict[str, Any] = {"degraded": degraded, "keyword_backend": self._store.adapter.dialect}
+        meta: dict[str, Any] = {"degraded": degraded,
+                                "keyword_backend": self._store.adapter.dialect}
         # Entity names are only looked up when the contextual score needs them.
         names = query_names(query) if plan.context is None else []
         with self._store.read_connection() as conn:
@@ -96,7 +100,7 @@ class HybridSearch:
                         ran["keyword"] = hits
                 else:
                     degraded.append("keyword lane off: no search terms in the query")
-            hits = self._vector_lane(conn, plan, k, qvec, key, degraded)
+            hits = self._vector_lane(conn, mind, plan, k, qvec, key, degraded)
             if hits is not None:
                 ran["vector"] = hits
             # Confidence-weighted RRF (search/fusion.py): each lane's hits are weighted by that
@@ -136,9 +140,12 @@ class HybridSearch:
 
     # -- lanes --------------------------------------------------------------------------------
 
-    def _embed_query(self, query: str, plan: SearchPlan, degraded: list[str],
+    def _embed_query(self, mind: MindContext, query: str, plan: SearchPlan, degraded: list[str],
                      given: Sequence[float] | None) -> tuple[list[float] | None, ModelKey | None]:
-        """The query vector and the embedder's model key, or (None, None) with the reason."""
+        """The query vector and the embedder's model key, or (None, None) with the reason.
+
+        A mind known (cached) to use another model is not embedded for: the vector could not be
+        compared, and a provider call would be billed for nothing."""
         if "vector" not in plan.lanes:
             return None, None
         embedder = self._store.embedder
@@ -149,8 +156,16 @@ class HybridSearch:
             degraded.append("vector lane off: empty query")
             return None, None
         try:
+            key = model_key(embedder)
+            known = self._models.get(mind.id)
+            if known is not None and known[1] != key:
+                with self._store.read_connection() as conn:  # a switch may have changed it
+                    known = self._mind_model(conn, mind.id, cached=False)
+            if known is not None and known[1] != key:
+                degraded.append(f"vector lane off: {mismatch_reason(mind.name, known[1], key)}")
+                return None, None
             vector = list(given) if given is not None else list(embedder.embed_query(query))
-            return vector, model_key(embedder)
+            return vector, key
         except Exception as exc:  # a provider outage must not take keyword search down with it
             log.warning("query embedding failed, searching keywords only: %s", exc)
             degraded.append(f"vector lane off: the embedder failed: {type(exc).__name__}: {exc}")
@@ -174,7 +189,7 @@ class HybridSearch:
             explain["degraded"].append(f"keyword lane off: LIKE fallback failed ({exc.orig})")
             return None
 
-    def _vector_lane(self, conn: Connection, plan: SearchPlan, k: int,
+    def _vector_lane(self, conn: Connection, mind: MindContext, plan: SearchPlan, k: int,
                      qvec: list[float] | None, key: ModelKey | None,
                      degraded: list[str]) -> list[LaneHit] | None:
         if qvec is None or key is None:
@@ -183,15 +198,17 @@ class HybridSearch:
         if not adapter.vector_backend_available(conn):
             degraded.append("vector lane off: no vector backend (see store.health())")
             return None
-        # The cached model id first; if the lane finds that model retired (another process
-        # registered another), look the active one up again.
+        # The cached model first; if the lane finds it replaced (a switch flipped the mind),
+        # look the mind's active model up again.
         for cached in (True, False):
-            model_id = self._model_id(conn, key, cached=cached)
-            if model_id is None:
-                degraded.append(
-                    f"vector lane off: no active vectors for {key.provider}/{key.model}/"
-                    f"{key.dimensions} (run store.reconcile())"
-                )
+            found = self._mind_model(conn, mind.id, cached=cached)
+            if found is None:
+                degraded.append(f"vector lane off: mind {mind.name!r} has no vectors yet "
+                                "(run store.reconcile())")
+                return None
+            model_id, active = found
+            if active != key:
+                degraded.append(f"vector lane off: {mismatch_reason(mind.name, active, key)}")
                 return None
             try:
                 hits = adapter.vector_search(conn, model_id=model_id, vector=qvec,
@@ -203,18 +220,24 @@ class HybridSearch:
                 log.warning("vector lane failed, searching keywords only: %s", exc.orig)
                 degraded.append(f"vector lane off: the vector index failed ({exc.orig})")
                 return None
+            if not hits and cached and self._mind_model(conn, mind.id, cached=False) != found:
+                continue  # no row carried the model check: the mind was switched since cached
             return [h for h in hits if h.score < MAX_VECTOR_DISTANCE]
-        degraded.append("vector lane off: the embedding model was retired during the search")
+        degraded.append("vector lane off: the mind's embedding model changed during the search")
         return None
 
-    def _model_id(self, conn: Connection, key: ModelKey, *, cached: bool = True) -> int | None:
-        if cached and key in self._model_ids:
-            return self._model_ids[key]
-        self._model_ids.pop(key, None)
-        found = conn.execute(
-            _MODEL_SQL, {"provider": key.provider, "model": key.model, "dimensions": key.dimensions}
-        ).scalar()
-        if found is None:
+    def forget(self, mind_id: int) -> None:
+        """Drop the cached model of a mind (after this process switched it)."""
+        self._models.pop(mind_id, None)
+
+    def _mind_model(self, conn: Connection, mind_id: int, *,
+                    cached: bool = True) -> tuple[int, ModelKey] | None:
+        if cached and mind_id in self._models:
+            return self._models[mind_id]
+        self._models.pop(mind_id, None)
+        row = conn.execute(_MODEL_SQL, {"mind_id": mind_id}).first()
+        if row is None:
             return None
-        self._model_ids[key] = int(found)
-        return int(found)
+        found = (int(row[0]), ModelKey(str(row[1]), str(row[2]), int(row[3])))
+        self._models[mind_id] = found
+        return found
