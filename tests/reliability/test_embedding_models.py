@@ -36,7 +36,8 @@ def test_two_stores_two_embedders_two_minds(store_factory: Callable[..., ws.Stor
     # A write to alice through bob's store (the wrong embedder): stored, vector pending, says why.
     wrong = b_store.mind("alice").cognify("Alice also grows basil.")
     assert wrong.vector_status == "pending"
-    assert wrong.vector_error is not None and "alice" in wrong.vector_error
+    assert wrong.vector_error is not None
+    assert "alice" in wrong.vector_error
     assert a.embedding_model() == ws.EmbeddingModelInfo(
         "hashing", "blake2b-signed-words-v1", 32, "active")
     assert b.embedding_model() == ws.EmbeddingModelInfo(
@@ -107,7 +108,9 @@ def test_switch_is_resumable_after_kill_9_and_search_keeps_its_vector_lane(
     proc.wait(timeout=60)
     assert killed_at, "the switch finished before it could be killed"
     info = mind.embedding_model()
-    assert info is not None and info.dimensions == 32 and info.status == "switching"
+    assert info is not None
+    assert info.dimensions == 32
+    assert info.status == "switching"
     assert mind.search("topic5 place5", lanes=("vector",))  # the old model still serves
     # Resume: only what was not staged before the kill is embedded now.
     new_store = store_factory(embedder=HashingEmbedder(48))
