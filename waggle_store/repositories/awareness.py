@@ -17,6 +17,7 @@ from waggle_store.repositories.common import (
     check_int,
     check_json,
     check_text,
+    rowcount,
 )
 from waggle_store.timeutil import optional_utc, utcnow
 
@@ -79,7 +80,7 @@ class AwarenessRepository:
         check_id(item_id, name="item_id")
         result = self.session.execute(delete(AwarenessRow).where(
             AwarenessRow.mind_id == self.mind_id, AwarenessRow.id == item_id))
-        if result.rowcount == 0:  # type: ignore[attr-defined]
+        if rowcount(result) == 0:
             raise NotFoundError(f"awareness item {item_id} not found in this mind")
 
     def clear(self, category: str | None = None) -> int:
@@ -88,4 +89,4 @@ class AwarenessRepository:
             check_choice(category, AWARENESS_CATEGORIES, name="awareness category")
             query = query.where(AwarenessRow.category == category)
         result = self.session.execute(query)
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return rowcount(result)

@@ -41,6 +41,7 @@ from waggle_store.repositories.common import (
     check_int,
     check_name,
     content_hash,
+    rowcount,
 )
 from waggle_store.repositories.sessions import SessionRepository
 from waggle_store.timeutil import optional_utc, utcnow
@@ -274,7 +275,7 @@ class FrameRepository:
                 .where(FrameRow.mind_id == self.mind_id, FrameRow.id.in_(chunk))
                 .values(access_count=FrameRow.access_count + 1, last_accessed=now)
                 .execution_options(synchronize_session=False))
-            touched += int(result.rowcount)  # type: ignore[attr-defined]
+            touched += rowcount(result)
         return touched
 
     def _mark_stale(self, row: FrameRow) -> None:
