@@ -35,15 +35,14 @@ from waggle_store.records import (
 )
 from waggle_store.repositories.common import check_choice, check_content, content_hash
 from waggle_store.repositories.frames import FrameRepository
-from waggle_store.repositories.graph_bulk import (
+from waggle_store.repositories.knowledge import (
     EdgeSpec,
+    EntityRepository,
     EntitySpec,
-    add_mentions,
-    ensure_edges,
-    upsert_entities,
+    KnowledgeRepository,
+    MentionRepository,
+    RelationRepository,
 )
-from waggle_store.repositories.knowledge import lock_graph
-from waggle_store.repositories.knowledge_schema import get_validation_schema
 from waggle_store.repositories.sessions import SessionRepository
 from waggle_store.search.vectors import mark_pending, model_key, register_model, store_vectors
 from waggle_store.timeutil import optional_utc
@@ -161,7 +160,7 @@ def _write_graph(session: Session, mind_id: int, frame_id: int, item: _Item,
     """
     specs = [EntitySpec(e.type, e.name, {"confidence": e.confidence, "source": "cognify"})
              for e in item.entities]
-    rows, refused = upsert_entities(session, mind_id, specs, schema)
+    rows, refused = EntityRepository(session, mind_id).upsert_many(specs, schema)
     ids: list[int] = []
     by_name: dict[str, int] = {}
     types: dict[int, str] = {}
@@ -172,7 +171,7 @@ def _write_graph(session: Session, mind_id: int, frame_id: int, item: _Item,
             ids.append(row.id)
             types[row.id] = row.entity_type
         by_name.setdefault(entity.name.casefold(), row.id)
-    add_mentions(session, frame_id, ids)
+    MentionRepository(session, mind_id).add_many(frame_id, ids)
     edges = [EdgeSpec(a, b, CO_OCCURRENCE, CO_OCCURRENCE_CONFIDENCE, {"source": "cognify"},
                       unordered=True)
              for i, a in enumerate(ids) for b in ids[i + 1 :]]
@@ -182,7 +181,7 @@ def _write_graph(session: Session, mind_id: int, frame_id: int, item: _Item,
         if source_id is not None and target_id is not None and source_id != target_id:
             edges.append(EdgeSpec(source_id, target_id, rel.relation_type, rel.confidence,
                                   {"source": "semantic"}))
-    created, edge_refused = ensure_edges(session, mind_id, edges, types, schema)
+    created, edge_refused = RelationRepository(session, mind_id).ensure_many(edges, types, schema)
     for why in refused + edge_refused:
         log.info("cognify skipped a graph write the mind's schema refuses: %s", why)
     return len(ids), created
@@ -232,8 +231,9 @@ def _write_items(mind: Mind, items: Sequence[_Item], gop_id: str | None,
         gop = _resolve_gop(session, mind.id, gop_id)
         # Taken once at the root so the per-item savepoints reuse it (Postgres: the graph's
         # check-then-insert is serialised per mind; SQLite writers are serialised already).
-        lock_graph(session, mind.id)
-        schema = get_validation_schema(session, mind.id)
+        knowledge = KnowledgeRepository(session, mind.id)
+        knowledge.lock()
+        schema = knowledge.schema.get()
         model_id = (register_model(session, mind.store.adapter, model_key(mind.store.embedder))
                     if vectors is not None else None)
         pending_vectors: dict[int, list[float] | None] = {}
