@@ -45,7 +45,7 @@ from waggle_store.dialects import postgres as postgres_adapter  # noqa: E402
 from waggle_store.dialects import sqlite as sqlite_adapter  # noqa: E402
 from waggle_store.embeddings import HashingEmbedder  # noqa: E402
 from waggle_store.models import FrameRow, SessionRow  # noqa: E402
-from waggle_store.search.vectors import embed_frames  # noqa: E402
+from waggle_store.pipeline.embed import embed_frames  # noqa: E402
 from waggle_store.testing import embedded_postgres  # noqa: E402
 
 LIMIT = 20
@@ -91,7 +91,7 @@ def build(store: ws.Store, n: int) -> ws.Mind:
             s.execute(FrameRow.__table__.insert(), rows[start : start + 5000])
         ids = list(s.scalars(FrameRow.__table__.select().with_only_columns(FrameRow.id)
                              .where(FrameRow.mind_id == mind.id)))
-    embed_frames(store, ids, batch_size=2000)
+    embed_frames(store.context, ids, batch_size=2000)
     if store.engine.dialect.name == "postgresql":
         # What autovacuum does to a table this size within a minute of the load: without
         # statistics the planner took the GIN and primary-key lookups for full scans, and both

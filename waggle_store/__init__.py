@@ -51,7 +51,8 @@ from waggle_store.records import (
     Session,
     ValidationSchema,
 )
-from waggle_store.store import Mind, Store, open_store
+from waggle_store.mind import Mind
+from waggle_store.store import Store, open_store
 
 _LAZY = {
     "TierPolicy": "waggle_store.embeddings.tiers",

@@ -170,6 +170,8 @@ class CognifyResult:
     relations_created: int
     related_frames: list[int]
     vector_status: str
+    #: Linking runs after the memory is committed; if it failed, why (the memory is stored).
+    link_error: str | None = None
 
 
 @dataclass(frozen=True)

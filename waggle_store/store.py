@@ -7,12 +7,9 @@ errors, so that after any exception nothing of that call remains.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from datetime import datetime
-from functools import cached_property
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any, NoReturn
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -21,34 +18,27 @@ from sqlalchemy.orm import Session as OrmSession
 
 from waggle_store import migrate
 from waggle_store.config import StoreConfig
+from waggle_store.context import MindContext, StoreContext
 from waggle_store.dialects import SearchAdapter, get_adapter
+from waggle_store.embeddings.base import Embedder
+from waggle_store.embeddings.chain import resolve_embedder
+from waggle_store.embeddings.metered import MeteredEmbedder, QuotaMeter
+from waggle_store.embeddings.quota import quota_status
+from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.engine import create_engine, engine_info, read_only
-from waggle_store.errors import (
-    ConflictError,
-    InvalidInputError,
-    MigrationError,
-    NotFoundError,
-    StorageError,
-    WaggleStoreError,
-)
+from waggle_store.errors import InvalidInputError, MigrationError, NotFoundError
+from waggle_store.mind import Mind
 from waggle_store.models import MIND_KINDS, MindRow
+from waggle_store.pipeline.reconcile import reconcile
 from waggle_store.records import (
     EmbedderStatus,
     Health,
     MindInfo,
     QuotaStatus,
     ReconcileReport,
-    SearchResult,
 )
-
-if TYPE_CHECKING:
-    from waggle_store.facade.awareness import AwarenessAPI
-    from waggle_store.facade.frames import FramesAPI
-    from waggle_store.facade.identity import IdentityAPI
-    from waggle_store.facade.knowledge import KnowledgeAPI
-    from waggle_store.facade.kv import KVAPI
-    from waggle_store.facade.sessions import SessionsAPI
-    from waggle_store.records import BatchResult, CognifyResult, MemoryInput
+from waggle_store.search.engine import HybridSearch
+from waggle_store.unitofwork import Database
 
 
 def _package_version() -> str:
@@ -59,82 +49,64 @@ def _package_version() -> str:
 
 
 class Store:
-    """One database: a SQLite file or a Postgres schema. Open it with :func:`open_store`."""
+    """One database: a SQLite file or a Postgres schema. Open it with :func:`open_store`.
+
+    It owns the unit of work (:class:`~waggle_store.unitofwork.Database`), the dialect adapter,
+    the embedder and the search engine, and hands its layers a :class:`StoreContext` (and each
+    mind a :class:`MindContext`), never itself.
+    """
 
     def __init__(
         self,
         engine: sa.Engine,
         *,
-        embedder: Any = None,
+        embedder: Embedder | None = None,
         tier: str | None = None,
         user_id: str = "local",
-        tier_policy: Any = None,
+        tier_policy: TierPolicy | None = None,
         owns_engine: bool = True,
         schema: str | None = None,
     ) -> None:
         self.engine = engine
-        self.schema = schema if engine.dialect.name == "postgresql" else None
-        self._read_engine = read_only(engine)
-        self.embedder = embedder
+        adapter = get_adapter(engine)
+        self.db = Database(engine, read_only(engine))
+        self.context = StoreContext(self.db, adapter, embedder,
+                                    schema=schema if engine.dialect.name == "postgresql" else None)
         self.tier = tier
         self.user_id = user_id
         self.tier_policy = tier_policy
         self._owns_engine = owns_engine
-        self.adapter: SearchAdapter = get_adapter(engine)
-        self._closed = False
+        self.searcher = HybridSearch(self.context)
 
-    # -- unit of work -------------------------------------------------------------------------
+    @property
+    def adapter(self) -> SearchAdapter:
+        return self.context.adapter
 
-    @contextmanager
-    def write(self) -> Iterator[OrmSession]:
+    @property
+    def schema(self) -> str | None:
+        return self.context.schema
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self.context.embedder
+
+    @embedder.setter
+    def embedder(self, value: Embedder | None) -> None:
+        self.context.embedder = value
+
+    # -- unit of work (see waggle_store.unitofwork) ---------------------------------------------
+
+    def write(self) -> AbstractContextManager[OrmSession]:
         """One write transaction (BEGIN IMMEDIATE on SQLite); commits on success."""
-        with self._session(self.engine) as session:
-            yield session
+        return self.db.write()
 
-    @contextmanager
-    def read(self) -> Iterator[OrmSession]:
-        """One read transaction (BEGIN DEFERRED on SQLite). It refuses to flush (a read that
-        writes is a bug) and ends with COMMIT, which for a transaction that wrote nothing is the
-        same as ROLLBACK, except that psycopg keeps its prepared statements (see
-        :meth:`read_connection`)."""
-        with self._session(self._read_engine, session_class=_ReadSession) as session:
-            yield session
+    def read(self) -> AbstractContextManager[OrmSession]:
+        """One read transaction that refuses ORM writes and ends with COMMIT."""
+        return self.db.read()
 
-    @contextmanager
-    def read_connection(self) -> Iterator[sa.Connection]:
-        """One read transaction on a Core connection (BEGIN DEFERRED on SQLite), for read paths
-        made only of statements (search): an ORM Session's bookkeeping cost a search about as
-        much as one of its queries.
-
-        It ends with COMMIT, not ROLLBACK (the same for a transaction that wrote nothing):
-        psycopg discards every prepared statement of the connection on ROLLBACK, so searches
-        that rolled back were parsed and planned afresh every time (``benchmarks/README.md``).
-        An exception still rolls back.
-        """
-        if self._closed:
-            raise WaggleStoreError("this store is closed")
-        try:
-            with self._read_engine.connect() as conn:
-                yield conn
-                if conn.in_transaction():
-                    conn.commit()
-        except BaseException as exc:
-            _raise_translated(exc)
-
-    @contextmanager
-    def _session(self, bind: sa.Engine, *,
-                 session_class: type[OrmSession] = OrmSession) -> Iterator[OrmSession]:
-        if self._closed:
-            raise WaggleStoreError("this store is closed")
-        session = session_class(bind, expire_on_commit=False, autoflush=True)
-        try:
-            yield session
-            session.commit()
-        except BaseException as exc:
-            session.rollback()
-            _raise_translated(exc)
-        finally:
-            session.close()
+    def read_connection(self) -> AbstractContextManager[sa.Connection]:
+        """One read transaction on a Core connection (searches)."""
+        return self.db.read_connection()
 
     # -- minds --------------------------------------------------------------------------------
 
@@ -155,7 +127,7 @@ class Store:
                     row = session.scalar(select(MindRow).where(MindRow.name == name))
                     if row is None:
                         raise
-            return Mind(self, row.id, row.name, row.kind)
+            return Mind(MindContext(self.context, row.id, row.name, row.kind), self.searcher)
 
     def list_minds(self) -> list[MindInfo]:
         with self.read() as session:
@@ -214,9 +186,6 @@ class Store:
         )
 
     def quota_status(self, user_id: str | None = None) -> QuotaStatus:
-        from waggle_store.embeddings.quota import quota_status
-        from waggle_store.embeddings.tiers import TierPolicy
-
         with self.read() as session:
             return quota_status(
                 session, user_id or self.user_id, self.tier, self.tier_policy or TierPolicy.default()
@@ -224,16 +193,25 @@ class Store:
 
     def reconcile(self, *, mind: str | Mind | None = None,
                   progress: Callable[[int, int], None] | None = None) -> ReconcileReport:
-        from waggle_store.pipeline.reconcile import reconcile
-
-        return reconcile(self, mind=mind, progress=progress)
+        """Repair the keyword and vector indexes of one mind (or all); see
+        :mod:`waggle_store.pipeline.reconcile`."""
+        mind_id = None
+        if isinstance(mind, Mind):
+            mind_id = mind.id
+        elif mind is not None:
+            with self.read() as session:
+                found = session.scalar(select(MindRow.id).where(MindRow.name == mind))
+            if found is None:
+                raise NotFoundError(f"no mind named {mind!r}")
+            mind_id = int(found)
+        return reconcile(self.context, mind_id=mind_id, progress=progress)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        if not self._closed and self._owns_engine:
+        if not self.db.closed and self._owns_engine:
             self.engine.dispose()
-        self._closed = True
+        self.db.closed = True
 
     def __enter__(self) -> Store:
         return self
@@ -245,143 +223,15 @@ class Store:
         return f"<Store {self.engine.dialect.name} {self.engine.url.render_as_string(hide_password=True)}>"
 
 
-class Mind:
-    """One memory namespace of a store. Every read and write through it is scoped to ``id``."""
-
-    def __init__(self, store: Store, mind_id: int, name: str, kind: str) -> None:
-        self.store = store
-        self.id = mind_id
-        self.name = name
-        self.kind = kind
-
-    def __repr__(self) -> str:
-        return f"<Mind {self.name!r} id={self.id}>"
-
-    @cached_property
-    def identity(self) -> IdentityAPI:
-        from waggle_store.facade.identity import IdentityAPI
-
-        return IdentityAPI(self)
-
-    @cached_property
-    def awareness(self) -> AwarenessAPI:
-        from waggle_store.facade.awareness import AwarenessAPI
-
-        return AwarenessAPI(self)
-
-    @cached_property
-    def sessions(self) -> SessionsAPI:
-        from waggle_store.facade.sessions import SessionsAPI
-
-        return SessionsAPI(self)
-
-    @cached_property
-    def frames(self) -> FramesAPI:
-        from waggle_store.facade.frames import FramesAPI
-
-        return FramesAPI(self)
-
-    @cached_property
-    def knowledge(self) -> KnowledgeAPI:
-        from waggle_store.facade.knowledge import KnowledgeAPI
-
-        return KnowledgeAPI(self)
-
-    @cached_property
-    def kv(self) -> KVAPI:
-        from waggle_store.facade.kv import KVAPI
-
-        return KVAPI(self)
-
-    def search(self, query: str, *, limit: int = 20, gop_id: str | None = None,
-               profile: str = "balanced", since: datetime | str | None = None,
-               until: datetime | str | None = None,
-               context: Mapping[int, int] | None = None,
-               lanes: Collection[str] | None = None) -> list[SearchResult]:
-        """Hybrid keyword + vector search of this mind (DESIGN §5).
-
-        ``lanes`` restricts the lanes that run ({"keyword"}, {"vector"}; default both), for
-        evaluation and debugging.
-        """
-        from waggle_store.search.engine import search
-
-        return search(self, query, limit=limit, gop_id=gop_id, profile=profile, since=since,
-                      until=until, context=context, lanes=lanes)
-
-    def recall(self, query: str, *, limit: int = 20, gop_id: str | None = None,
-               profile: str = "balanced", since: datetime | str | None = None,
-               until: datetime | str | None = None,
-               context: Mapping[int, int] | None = None,
-               lanes: Collection[str] | None = None) -> list[SearchResult]:
-        """search() that also counts an access (touch) of every frame it returns."""
-        from waggle_store.search.engine import recall
-
-        return recall(self, query, limit=limit, gop_id=gop_id, profile=profile, since=since,
-                      until=until, context=context, lanes=lanes)
-
-    def cognify(self, content: str, *, importance: str = "normal", gop_id: str | None = None,
-                created_at: datetime | str | None = None, source: str = "user_stated",
-                link: bool = True) -> CognifyResult:
-        """Store a memory: frame, entities, relations and vector in one transaction (DESIGN §6).
-
-        ``link=False`` skips the related-frames search when the caller does not need it.
-        """
-        from waggle_store.pipeline.cognify import cognify
-
-        return cognify(self, content, importance=importance, gop_id=gop_id,
-                       created_at=created_at, source=source, link=link)
-
-    def cognify_batch(self, items: Iterable[str | MemoryInput], *, importance: str = "normal",
-                      gop_id: str | None = None,
-                      progress: Callable[[int, int], None] | None = None) -> BatchResult:
-        """Cognify many memories: embedded in batches, written in few transactions."""
-        from waggle_store.pipeline.cognify import cognify_batch
-
-        return cognify_batch(self, items, importance=importance, gop_id=gop_id, progress=progress)
-
-
-class _ReadSession(OrmSession):
-    """The session of :meth:`Store.read`: ORM changes are refused at flush time."""
-
-
-@sa.event.listens_for(_ReadSession, "before_flush")
-def _refuse_flush(session: OrmSession, flush_context: Any, instances: Any) -> None:
-    if session.new or session.dirty or session.deleted:
-        raise WaggleStoreError("a read transaction cannot write: use store.write()")
-
-
-def _raise_translated(exc: BaseException) -> NoReturn:
-    """Re-raise ``exc`` (being handled by the caller), as a waggle_store error if it is a
-    driver error."""
-    translated = _translate(exc)
-    if translated is exc:
-        raise exc
-    raise translated from exc
-
-
-def _translate(exc: BaseException) -> BaseException:
-    """Driver errors become waggle_store errors; everything else passes through unchanged."""
-    if isinstance(exc, WaggleStoreError) or not isinstance(exc, sa_exc.SQLAlchemyError):
-        return exc
-    orig = getattr(exc, "orig", None)
-    if isinstance(exc, sa_exc.StatementError) and isinstance(orig, ValueError) and not isinstance(
-        exc, sa_exc.DBAPIError
-    ):
-        return InvalidInputError(str(orig))
-    if isinstance(exc, sa_exc.IntegrityError):
-        return ConflictError(f"the database refused the write: {orig or exc}")
-    return StorageError(f"database error: {orig or exc}")
-
-
 def open_store(
     url: str | sa.URL | None = None,
     *,
-    embedder: Any = "auto",
+    embedder: str | Embedder | None = "auto",
     schema: str | None = None,
     upgrade: bool = True,
     tier: str | None = None,
     user_id: str = "local",
-    tier_policy: Any = None,
+    tier_policy: TierPolicy | None = None,
 ) -> Store:
     """Open (and by default migrate) a store; see API.md for every argument."""
     config = StoreConfig.from_env(str(url) if url is not None else None, schema)
@@ -396,23 +246,14 @@ def open_store(
                     f"the database schema is at revision {at}, the code needs {head}: "
                     "run `alembic upgrade head` or open_store(..., upgrade=True)"
                 )
-        resolved = _resolve_embedder(embedder, tier=tier, tier_policy=tier_policy)
+        resolved = (None if embedder is None
+                    else resolve_embedder(embedder, tier=tier, tier_policy=tier_policy))
     except BaseException:
         engine.dispose()
         raise
     store = Store(engine, embedder=resolved, tier=tier, user_id=user_id, tier_policy=tier_policy,
                   schema=config.schema)
     if tier is not None and resolved is not None:
-        from waggle_store.embeddings.metered import MeteredEmbedder
-
-        store.embedder = MeteredEmbedder(resolved, store, user_id=user_id, tier=tier,
-                                         policy=tier_policy)
+        meter = QuotaMeter(store.db, user_id=user_id, tier=tier, policy=tier_policy)
+        store.embedder = MeteredEmbedder(resolved, meter)
     return store
-
-
-def _resolve_embedder(spec: Any, *, tier: str | None, tier_policy: Any) -> Any:
-    if spec is None:
-        return None
-    from waggle_store.embeddings.chain import resolve_embedder
-
-    return resolve_embedder(spec, tier=tier, tier_policy=tier_policy)

@@ -9,7 +9,8 @@ from sqlalchemy import text
 
 import waggle_store as ws
 from waggle_store.dialects import vector_table_name
-from waggle_store.search.vectors import active_model_id, embed_frames
+from waggle_store.pipeline.embed import embed_frames
+from waggle_store.repositories.vectors import active_model_id
 
 
 def _vector_count(store: ws.Store) -> int:
@@ -24,7 +25,7 @@ def test_empty_and_consistent_stores_report_zeros(store: ws.Store, mind: ws.Mind
     assert store.reconcile() == ws.ReconcileReport(0, 0, 0)
     gop = mind.sessions.ensure("g").gop_id
     ids = [mind.frames.create_i(gop, f"frame {n}").id for n in range(3)]
-    embed_frames(store, ids)
+    embed_frames(store.context, ids)
     assert store.reconcile() == ws.ReconcileReport(0, 0, 0)
 
 
@@ -54,7 +55,7 @@ def test_mind_scope(store: ws.Store) -> None:
 def test_missing_vector_row_is_restored(store: ws.Store, mind: ws.Mind) -> None:
     gop = mind.sessions.ensure("g").gop_id
     ids = [mind.frames.create_i(gop, f"vector frame {n}").id for n in range(3)]
-    embed_frames(store, ids)
+    embed_frames(store.context, ids)
     with store.write() as s:
         model_id = active_model_id(s)
         assert model_id is not None
@@ -90,7 +91,7 @@ def test_sqlite_fts_repair_and_orphans(sqlite_store: ws.Store) -> None:
     f1 = mind.frames.create_i(gop, "quantum entanglement notes")
     f2 = mind.frames.create_i(gop, "lost and found")
     f3 = mind.frames.create_i(gop, "another quantum frame")
-    embed_frames(store, [f1.id, f2.id, f3.id])
+    embed_frames(store.context, [f1.id, f2.id, f3.id])
     with store.write() as s:
         s.execute(text("DELETE FROM memory_frames_fts WHERE rowid IN (:a, :b)"), {"a": f1.id, "b": f3.id})
     assert mind.search("quantum", lanes=("keyword",)) == []

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import bindparam
 
 import waggle_store as ws
-from waggle_store.search.vectors import embed_frames
+from waggle_store.pipeline.embed import embed_frames
 
 HOSTILE_QUERIES = [
     '"', '""', '"unterminated', "say \"hello world", "((", "())", "(a OR b", "AND", "OR", "NOT",
@@ -40,7 +40,7 @@ def gop(mind: ws.Mind) -> str:
 
 def _seed(store: ws.Store, mind: ws.Mind, gop: str, texts: list[str], **kw: object) -> list[int]:
     ids = [mind.frames.create_i(gop, text, **kw).id for text in texts]  # type: ignore[arg-type]
-    embed_frames(store, ids)
+    embed_frames(store.context, ids)
     return ids
 
 
@@ -133,7 +133,7 @@ def test_input_validation(mind: ws.Mind) -> None:
 def test_profiles_change_relevance(store: ws.Store, mind: ws.Mind, gop: str) -> None:
     crit = mind.frames.create_i(gop, "release checklist for the launch", importance="critical")
     temp = mind.frames.create_i(gop, "release checklist draft for launch", importance="temporary")
-    embed_frames(store, [crit.id, temp.id])
+    embed_frames(store.context, [crit.id, temp.id])
     results = mind.search("release checklist launch", profile="important")
     assert results[0].frame.id == crit.id
     assert results[0].explain["subscores"]["importance"] == 2.0
@@ -209,7 +209,7 @@ def test_session_filter_returns_full_pages(store: ws.Store, mind: ws.Mind) -> No
         mind.frames.create_i(target, f"alpha and a long tail of unrelated filler words number {n}").id
         for n in range(30)
     ]
-    embed_frames(store, crowd + wanted)
+    embed_frames(store.context, crowd + wanted)
     for lanes in (None, ("keyword",), ("vector",)):
         results = mind.search("alpha", limit=20, gop_id=target, lanes=lanes)
         assert len(results) == 20, lanes
@@ -225,7 +225,7 @@ def test_time_filter_returns_full_pages(store: ws.Store, mind: ws.Mind) -> None:
            for n in range(120)]
     ids += [mind.frames.create_i(gop, f"beta plus many other words to dilute it {n}",
                                  created_at=new + timedelta(hours=n)).id for n in range(25)]
-    embed_frames(store, ids)
+    embed_frames(store.context, ids)
     since = datetime(2024, 1, 1, tzinfo=UTC)
     for lanes in (None, ("keyword",), ("vector",)):
         results = mind.search("beta", limit=20, since=since, lanes=lanes)
@@ -243,7 +243,7 @@ def test_minds_do_not_see_each_other(store: ws.Store) -> None:
     ga, gb = a.sessions.ensure("g").gop_id, b.sessions.ensure("g").gop_id
     fa = a.frames.create_i(ga, "secret plan for mind a")
     fb = b.frames.create_i(gb, "public notes for mind b")
-    embed_frames(store, [fa.id, fb.id])
+    embed_frames(store.context, [fa.id, fb.id])
     assert {r.frame.id for r in a.search("secret plan notes")} == {fa.id}
     assert {r.frame.id for r in b.search("secret plan notes")} == {fb.id}
 

@@ -11,7 +11,7 @@ from sqlalchemy import text
 import waggle_store as ws
 from waggle_store.dialects.base import LaneFilter
 from waggle_store.search.query import keyword_terms
-from waggle_store.search.vectors import embed_frames
+from waggle_store.pipeline.embed import embed_frames
 
 TEXTS = [
     "alpha release notes for the payments service",
@@ -23,7 +23,7 @@ TEXTS = [
 def _seed(store: ws.Store, mind: ws.Mind) -> list[int]:
     gop = mind.sessions.ensure("g").gop_id
     ids = [mind.frames.create_i(gop, t).id for t in TEXTS]
-    embed_frames(store, ids)
+    embed_frames(store.context, ids)
     return ids
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 import waggle_store as ws
-from waggle_store.search.vectors import embed_frames
+from waggle_store.pipeline.embed import embed_frames
 
 TURNS = [
     "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
@@ -70,7 +70,7 @@ def _recall(mind: ws.Mind, ids: list[int], lanes: tuple[str, ...]) -> float:
 def test_hybrid_is_not_worse_than_either_lane(store: ws.Store, mind: ws.Mind) -> None:
     gop = mind.sessions.ensure("session_1").gop_id
     ids = [mind.frames.create_i(gop, text).id for text in TURNS]
-    embed_frames(store, ids)
+    embed_frames(store.context, ids)
     keyword = _recall(mind, ids, ("keyword",))
     vector = _recall(mind, ids, ("vector",))
     hybrid = _recall(mind, ids, ("keyword", "vector"))
@@ -80,7 +80,7 @@ def test_hybrid_is_not_worse_than_either_lane(store: ws.Store, mind: ws.Mind) ->
 def test_explain_shows_each_lanes_rank_score_and_weight(store: ws.Store, mind: ws.Mind) -> None:
     gop = mind.sessions.ensure("session_1").gop_id
     ids = [mind.frames.create_i(gop, text).id for text in TURNS]
-    embed_frames(store, ids)
+    embed_frames(store.context, ids)
     results = mind.search("What instrument does Melanie play in a band?", limit=5)
     assert results[0].frame.id == ids[5]
     for r in results:
@@ -110,7 +110,7 @@ def test_rare_term_outranks_common_term(store: ws.Store, mind: ws.Mind) -> None:
         *[f"Caroline: {text.split(': ', 1)[1]}" for text in TURNS[:8]],
     ]
     ids = [mind.frames.create_i(gop, text).id for text in texts]
-    embed_frames(store, ids)
+    embed_frames(store.context, ids)
     hits = mind.search("Caroline violin", limit=10, lanes=("keyword",))
     assert hits[0].frame.id == ids[1]
     assert {h.frame.id for h in hits} == set(ids)

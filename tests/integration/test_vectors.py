@@ -12,11 +12,11 @@ import waggle_store as ws
 from waggle_store.dialects import vector_table_name
 from waggle_store.embeddings import HashingEmbedder
 from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, StoreMeta
-from waggle_store.search.vectors import (
+from waggle_store.pipeline.embed import embed_frames
+from waggle_store.repositories.vectors import (
     ACTIVE_MODEL_KEY,
     ModelKey,
     active_model_id,
-    embed_frames,
     register_model,
     store_vectors,
 )
@@ -113,7 +113,7 @@ def test_vectors_follow_frame_deletes_and_drop_mind(store: ws.Store) -> None:
     for m in (keep, gone):
         gop = m.sessions.ensure("g").gop_id
         ids += [m.frames.create_i(gop, f"{m.name} frame {n}").id for n in range(3)]
-    assert embed_frames(store, ids).embedded == 6
+    assert embed_frames(store.context, ids).embedded == 6
     with store.read() as s:
         model_id = active_model_id(s)
     assert model_id is not None and _count(store, model_id) == 6
@@ -130,10 +130,10 @@ def test_embedder_outage_leaves_frame_pending_then_reconcile_fixes(store_factory
     mind = store.mind("m")
     gop = mind.sessions.ensure("g").gop_id
     ok = mind.frames.create_i(gop, "the deployment blueprint for gop a")
-    assert embed_frames(store, [ok.id]).embedded == 1
+    assert embed_frames(store.context, [ok.id]).embedded == 1
     flaky.down = True
     frame = mind.frames.create_i(gop, "quarterly report on the zephyr project")
-    report = embed_frames(store, [frame.id])
+    report = embed_frames(store.context, [frame.id])
     assert (report.embedded, report.failed) == (0, 1) and "503" in (report.error or "")
     manifest = _manifest(store, frame.id)
     assert manifest.status == "pending" and "503" in (manifest.error or "")
@@ -177,7 +177,7 @@ def test_high_dimensional_model(store_factory) -> None:  # type: ignore[no-untyp
     mind = store.mind("m")
     gop = mind.sessions.ensure("g").gop_id
     ids = [mind.frames.create_i(gop, text).id for text in ("red apples", "green pears", "blue sky")]
-    assert embed_frames(store, ids).embedded == 3
+    assert embed_frames(store.context, ids).embedded == 3
     assert mind.search("green pears", lanes=("vector",))[0].frame.id == ids[1]
 
 

@@ -3,44 +3,42 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from waggle_store.context import MindContext
 from waggle_store.records import AwarenessItem
 from waggle_store.repositories.awareness import AwarenessRepository
-
-if TYPE_CHECKING:
-    from waggle_store.store import Mind
 
 _SECTIONS = (("task", "Active Tasks"), ("action", "Recent Actions"), ("pending", "Pending Items"),
              ("flag", "Context Flags"))
 
 
 class AwarenessAPI:
-    def __init__(self, mind: Mind) -> None:
+    def __init__(self, mind: MindContext) -> None:
         self.mind = mind
 
     def add(self, category: str, content: str, *, priority: int = 0,
             metadata: dict[str, Any] | None = None,
             expires_at: datetime | str | None = None) -> AwarenessItem:
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             return AwarenessRepository(s, self.mind.id).add(
                 category, content, priority=priority, metadata=metadata, expires_at=expires_at)
 
     def active(self, category: str | None = None) -> list[AwarenessItem]:
         """Unexpired items, priority desc (newest first among equals), at most 10."""
-        with self.mind.store.read() as s:
+        with self.mind.read() as s:
             return AwarenessRepository(s, self.mind.id).active(category)
 
     def get(self, item_id: int) -> AwarenessItem | None:
-        with self.mind.store.read() as s:
+        with self.mind.read() as s:
             return AwarenessRepository(s, self.mind.id).get(item_id)
 
     def remove(self, item_id: int) -> None:
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             AwarenessRepository(s, self.mind.id).remove(item_id)
 
     def clear(self, category: str | None = None) -> int:
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             return AwarenessRepository(s, self.mind.id).clear(category)
 
     def to_context(self) -> str:

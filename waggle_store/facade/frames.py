@@ -12,21 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from waggle_store.context import MindContext
 from waggle_store.models import EmbeddingModelRow
+from waggle_store.pipeline.embed import embed_frames
 from waggle_store.records import CompactionReport, Frame, FrameStats, GopState
 from waggle_store.repositories.frames import FrameRepository
 
-if TYPE_CHECKING:
-    from waggle_store.store import Mind
-
 
 class FramesAPI:
-    def __init__(self, mind: Mind) -> None:
+    def __init__(self, mind: MindContext) -> None:
         self.mind = mind
 
     def _repo(self, s: Session) -> FrameRepository:
@@ -38,7 +36,7 @@ class FramesAPI:
         model_ids = list(s.scalars(select(EmbeddingModelRow.id)))
         for model_id in model_ids:
             try:
-                delete_vectors = self.mind.store.adapter.delete_vectors
+                delete_vectors = self.mind.adapter.delete_vectors
             except NotImplementedError:
                 return  # see the module docstring: such an adapter cleans up after frames itself
             delete_vectors(s, model_id, list(frame_ids))
@@ -48,25 +46,25 @@ class FramesAPI:
     def create_i(self, gop_id: str, content: str, *, importance: str = "normal",
                  source: str = "user_stated", created_at: datetime | str | None = None) -> Frame:
         """A keyframe; an I-frame of this mind with the same memory is touched and returned instead."""
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             return self._repo(s).create_i(gop_id, content, importance=importance, source=source,
                                           created_at=created_at).frame
 
     def create_p(self, gop_id: str, content: str, base_frame_id: int, *,
                  importance: str = "normal", source: str = "user_stated") -> Frame:
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             return self._repo(s).create_p(gop_id, content, base_frame_id, importance=importance,
                                           source=source)
 
     def create_b(self, gop_id: str, description: str, base_frame_id: int,
                  referenced_frame_ids: Sequence[int]) -> Frame:
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             return self._repo(s).create_b(gop_id, description, base_frame_id, referenced_frame_ids)
 
     def update(self, frame_id: int, content: str, *, importance: str | None = None) -> Frame:
         """New content: the keyword index follows in the same transaction; the old vector is
         dropped and the frame re-embedded right after (it stays pending if that fails)."""
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             frame, changed = self._repo(s).update(frame_id, content, importance=importance)
             if changed:
                 self._drop_vectors(s, [frame.id])
@@ -76,28 +74,26 @@ class FramesAPI:
 
     def _reembed(self, frame_ids: Sequence[int]) -> None:
         """Embed outside the write transaction; a failure leaves the manifest pending for reconcile."""
-        from waggle_store.search.vectors import embed_frames
-
         if frame_ids:
             embed_frames(self.mind.store, frame_ids)
 
     def delete(self, frame_id: int) -> None:
         """Delete a frame; frames based on it keep working with base_frame_id = None."""
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             self._repo(s).delete(frame_id)
             self._drop_vectors(s, [frame_id])
 
     def touch(self, frame_id: int) -> None:
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             self._repo(s).touch(frame_id)
 
     def touch_many(self, frame_ids: Sequence[int]) -> int:
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             return self._repo(s).touch_many(frame_ids)
 
     def compact(self, *, max_temp_age_days: int = 30,
                 max_deprecated_age_days: int = 90) -> CompactionReport:
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             result = self._repo(s).compact(max_temp_age_days=max_temp_age_days,
                                            max_deprecated_age_days=max_deprecated_age_days)
             self._drop_vectors(s, result.deleted_ids + result.rewritten_ids)
@@ -107,31 +103,31 @@ class FramesAPI:
     # -- reads --------------------------------------------------------------------------------
 
     def get(self, frame_id: int) -> Frame | None:
-        with self.mind.store.read() as s:
+        with self.mind.read() as s:
             return self._repo(s).get(frame_id)
 
     def latest_i(self, gop_id: str) -> Frame | None:
-        with self.mind.store.read() as s:
+        with self.mind.read() as s:
             return self._repo(s).latest_i(gop_id)
 
     def gop(self, gop_id: str) -> list[Frame]:
-        with self.mind.store.read() as s:
+        with self.mind.read() as s:
             return self._repo(s).gop(gop_id)
 
     def reconstruct_state(self, gop_id: str) -> GopState:
-        with self.mind.store.read() as s:
+        with self.mind.read() as s:
             return self._repo(s).reconstruct_state(gop_id)
 
     def recent(self, limit: int = 50, *, since: datetime | str | None = None,
                until: datetime | str | None = None) -> list[Frame]:
-        with self.mind.store.read() as s:
+        with self.mind.read() as s:
             return self._repo(s).recent(limit, since=since, until=until)
 
     def stats(self) -> FrameStats:
-        with self.mind.store.read() as s:
+        with self.mind.read() as s:
             return self._repo(s).stats()
 
     def references(self, frame_id: int) -> list[int]:
         """The frame ids a B-frame references ([] for other frames)."""
-        with self.mind.store.read() as s:
+        with self.mind.read() as s:
             return self._repo(s).references(frame_id)

@@ -2,34 +2,32 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from waggle_store.context import MindContext
 from waggle_store.records import Identity
 from waggle_store.repositories.identity import IdentityRepository
 
-if TYPE_CHECKING:
-    from waggle_store.store import Mind
-
 
 class IdentityAPI:
-    def __init__(self, mind: Mind) -> None:
+    def __init__(self, mind: MindContext) -> None:
         self.mind = mind
 
     def get(self) -> Identity | None:
-        with self.mind.store.read() as s:
+        with self.mind.read() as s:
             return IdentityRepository(s, self.mind.id).get()
 
     def set(self, *, name: str, role: str = "", department: str = "", personality: str = "",
             capabilities: str = "", system_prompt: str = "") -> Identity:
         """Create the identity or replace all of its fields (created_at is kept)."""
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             return IdentityRepository(s, self.mind.id).set(
                 name=name, role=role, department=department, personality=personality,
                 capabilities=capabilities, system_prompt=system_prompt)
 
     def update(self, **fields: Any) -> Identity:
         """Change some fields; an unknown field is an InvalidInputError, no identity a NotFoundError."""
-        with self.mind.store.write() as s:
+        with self.mind.write() as s:
             return IdentityRepository(s, self.mind.id).update(**fields)
 
     def to_context(self) -> str:

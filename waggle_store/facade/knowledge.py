@@ -10,18 +10,16 @@ write cannot interleave into a write the schema forbids.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy.orm import Session
 
+from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError, NotFoundError
 from waggle_store.records import Entity, Relation, ValidationSchema
 from waggle_store.repositories.knowledge import KnowledgeRepository
 from waggle_store.repositories.knowledge_common import to_entity, to_relation
 from waggle_store.timeutil import ensure_utc, optional_utc
-
-if TYPE_CHECKING:
-    from waggle_store.store import Mind
 
 
 def _check_id(value: object, what: str) -> int:
@@ -33,7 +31,7 @@ def _check_id(value: object, what: str) -> int:
 class KnowledgeAPI:
     """Entities and typed relations with validity windows; retiring never deletes."""
 
-    def __init__(self, mind: Mind) -> None:
+    def __init__(self, mind: MindContext) -> None:
         self._mind = mind
         self._store = mind.store
 

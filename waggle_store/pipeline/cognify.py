@@ -16,12 +16,13 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.knowledge.extract import extract_entities, extract_relations
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS, FrameEmbeddingRow, FrameRow
@@ -31,6 +32,7 @@ from waggle_store.records import (
     ExtractedEntity,
     ExtractedRelation,
     MemoryInput,
+    SearchResult,
     ValidationSchema,
 )
 from waggle_store.repositories.common import check_choice, check_content, content_hash
@@ -44,11 +46,15 @@ from waggle_store.repositories.knowledge import (
     RelationRepository,
 )
 from waggle_store.repositories.sessions import SessionRepository
-from waggle_store.search.vectors import mark_pending, model_key, register_model, store_vectors
+from waggle_store.repositories.vectors import (
+    mark_pending,
+    model_key,
+    register_model,
+    store_vectors,
+)
+from waggle_store.pipeline.linker import MemoryLinker
+from waggle_store.search.engine import HybridSearch
 from waggle_store.timeutil import optional_utc
-
-if TYPE_CHECKING:
-    from waggle_store.store import Mind
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +105,9 @@ def _prepare(index: int, item: str | MemoryInput, importance: str, source: str) 
     return _Item(index, content, imp, src, when, entities, relations)
 
 
-def _embed(mind: Mind, texts: Sequence[str]) -> tuple[list[list[float]] | None, str | None]:
+def _embed(mind: MindContext, texts: Sequence[str]) -> tuple[list[list[float]] | None, str | None]:
     """Embed outside any transaction; on failure return the reason instead of vectors."""
-    embedder = mind.store.embedder
+    embedder = mind.embedder
     if embedder is None:
         return None, None
     try:
@@ -187,7 +193,7 @@ def _write_graph(session: Session, mind_id: int, frame_id: int, item: _Item,
     return len(ids), created
 
 
-def _write_vectors(session: Session, mind: Mind, vectors: dict[int, list[float] | None],
+def _write_vectors(session: Session, mind: MindContext, vectors: dict[int, list[float] | None],
                    model_id: int | None, embed_error: str | None) -> set[int]:
     """Store the frames' vectors (skipping those already current); returns the ready frame ids."""
     if not vectors:
@@ -207,35 +213,36 @@ def _write_vectors(session: Session, mind: Mind, vectors: dict[int, list[float] 
             todo.append((frame_id, row.content_hash, vector))
         else:
             missing.append(frame_id)
-    if todo:
-        store_vectors(session, mind.store.adapter, model_id, todo)  # type: ignore[arg-type]
+    if todo and model_id is not None:
+        store_vectors(session, mind.adapter, model_id, todo)
         ready.update(frame_id for frame_id, _, _ in todo)
     if missing and embed_error:
         mark_pending(session, missing, embed_error)
     return ready
 
 
-def _vector_backend(mind: Mind) -> bool:
-    if mind.store.embedder is None:
+def _vector_backend(mind: MindContext) -> bool:
+    if mind.embedder is None:
         return False
-    with mind.store.read() as session:
-        return bool(mind.store.adapter.vector_backend_available(session))
+    with mind.read() as session:
+        return bool(mind.adapter.vector_backend_available(session))
 
 
-def _write_items(mind: Mind, items: Sequence[_Item], gop_id: str | None,
+def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
                  vectors: list[list[float]] | None, embed_error: str | None,
                  on_error: Callable[[_Item, Exception], None] | None) -> dict[int, _Written]:
     """One write transaction for these items; each item in its own savepoint when on_error is set."""
     written: dict[int, _Written] = {}
-    with mind.store.write() as session:
+    with mind.write() as session:
         gop = _resolve_gop(session, mind.id, gop_id)
         # Taken once at the root so the per-item savepoints reuse it (Postgres: the graph's
         # check-then-insert is serialised per mind; SQLite writers are serialised already).
         knowledge = KnowledgeRepository(session, mind.id)
         knowledge.lock()
         schema = knowledge.schema.get()
-        model_id = (register_model(session, mind.store.adapter, model_key(mind.store.embedder))
-                    if vectors is not None else None)
+        embedder = mind.embedder
+        model_id = (register_model(session, mind.adapter, model_key(embedder))
+                    if vectors is not None and embedder is not None else None)
         pending_vectors: dict[int, list[float] | None] = {}
         for position, item in enumerate(items):
             try:
@@ -255,28 +262,67 @@ def _write_items(mind: Mind, items: Sequence[_Item], gop_id: str | None,
     return written
 
 
-def cognify(mind: Mind, content: str, *, importance: str = "normal", gop_id: str | None = None,
-            created_at: datetime | str | None = None, source: str = "user_stated",
-            link: bool = True) -> CognifyResult:
+def _check_session(mind: MindContext, gop_id: str | None) -> None:
+    """An unknown session is refused before the provider is called (and billed); the write
+    transaction checks it again."""
+    if gop_id is not None:
+        with mind.read() as session:
+            SessionRepository(session, mind.id).require(gop_id)
+
+
+def cognify(mind: MindContext, search: HybridSearch, content: str, *, importance: str = "normal",
+            gop_id: str | None = None, created_at: datetime | str | None = None,
+            source: str = "user_stated", link: bool = True) -> CognifyResult:
+    """Store one memory; see the module docstring.
+
+    The memory is embedded once: the linker's related-frames search reuses that vector. Linking
+    runs after the commit, so its failure cannot undo the memory: it is logged and reported in
+    ``CognifyResult.link_error``, never raised (a return means the memory is stored).
+    """
     item = _prepare(0, MemoryInput(content, created_at, None, None), importance, source)
+    _check_session(mind, gop_id)
     vectors, error = _embed(mind, [item.content]) if _vector_backend(mind) else (None, None)
     written = _write_items(mind, [item], gop_id, vectors, error, None)[0]
     related: list[int] = []
+    link_error: str | None = None
     if link:
-        from waggle_store.pipeline.linker import MemoryLinker
-
-        related = [l.frame_id for l in MemoryLinker(mind).find_related(
-            item.content, exclude_frame_id=written.frame_id)]
+        try:
+            related = _related(mind, search, item.content, written.frame_id,
+                               vectors[0] if vectors is not None else None)
+        except Exception as exc:  # noqa: BLE001 - post-commit: report, never raise (docstring)
+            link_error = f"{type(exc).__name__}: {exc}"
+            log.warning("cognify stored frame %d but linking failed: %s", written.frame_id,
+                        link_error)
     return CognifyResult(
         frame_id=written.frame_id,
         entities_extracted=written.entities,
         relations_created=written.relations,
         related_frames=related,
         vector_status="ready" if written.vector_ready else "pending",
+        link_error=link_error,
     )
 
 
-def cognify_batch(mind: Mind, items: Iterable[str | MemoryInput], *, importance: str = "normal",
+@dataclass(frozen=True)
+class _LinkSearch:
+    """One mind's search, queried with the memory's own vector: what the linker reads."""
+
+    mind: MindContext
+    engine: HybridSearch
+    vector: list[float] | None
+
+    def search(self, query: str, *, limit: int) -> list[SearchResult]:
+        return self.engine.search(self.mind, query, limit=limit, query_vector=self.vector)
+
+
+def _related(mind: MindContext, search: HybridSearch, content: str, frame_id: int,
+             vector: list[float] | None) -> list[int]:
+    linker = MemoryLinker(_LinkSearch(mind, search, vector))
+    return [link.frame_id for link in linker.find_related(content, exclude_frame_id=frame_id)]
+
+
+def cognify_batch(mind: MindContext, items: Iterable[str | MemoryInput], *,
+                  importance: str = "normal",
                   gop_id: str | None = None,
                   progress: Callable[[int, int], None] | None = None) -> BatchResult:
     """Cognify many texts: embedded in batches, written in few transactions.

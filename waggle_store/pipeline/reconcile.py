@@ -19,36 +19,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from sqlalchemy import or_, select
 
-from waggle_store.errors import NotFoundError
-from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow, MindRow
+from waggle_store.context import StoreContext
+from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow
+from waggle_store.pipeline.embed import EMBED_BATCH_SIZE, embed_frames
 from waggle_store.records import ReconcileReport
-from waggle_store.search.vectors import EMBED_BATCH_SIZE, embed_frames, model_key, register_model
-
-if TYPE_CHECKING:
-    from waggle_store.store import Mind, Store
+from waggle_store.repositories.vectors import model_key, register_model
 
 __all__ = ["reconcile"]
 
 log = logging.getLogger(__name__)
 
 
-def _mind_id(store: Store, mind: str | Mind | None) -> int | None:
-    if mind is None:
-        return None
-    if not isinstance(mind, str):
-        return int(mind.id)
-    with store.read() as session:
-        found = session.scalar(select(MindRow.id).where(MindRow.name == mind))
-    if found is None:
-        raise NotFoundError(f"no mind named {mind!r}")
-    return int(found)
-
-
-def _stale_frames(store: Store, model_id: int, mind_id: int | None) -> list[int]:
+def _stale_frames(store: StoreContext, model_id: int, mind_id: int | None) -> list[int]:
     """Frames without a current vector in ``model_id``: no manifest, not ready, another model,
     another content hash, or a ready manifest whose vector row is missing."""
     with store.read() as session:
@@ -74,17 +59,17 @@ def _stale_frames(store: Store, model_id: int, mind_id: int | None) -> list[int]
 
 
 def reconcile(
-    store: Store,
+    store: StoreContext,
     *,
-    mind: str | Mind | None = None,
+    mind_id: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ReconcileReport:
-    """Repair the keyword and vector indexes of one mind (or all); see the module docstring.
+    """Repair the keyword and vector indexes of one mind (or all, ``mind_id=None``); see the
+    module docstring.
 
     ``progress(done, total)`` is called after each embedding batch. Orphan rows belong to no mind
-    any more, so they are removed store-wide even when ``mind`` is given.
+    any more, so they are removed store-wide even when a mind is given.
     """
-    mind_id = _mind_id(store, mind)
     with store.write() as session:
         fts_fixed = store.adapter.repair_keyword_index(session, mind_id)
         orphans = store.adapter.remove_keyword_orphans(session)

@@ -265,10 +265,11 @@ class FrameRepository:
             raise NotFoundError(f"frame {frame_id} not found in this mind")
         return to_frame(self.require(frame_id))
 
-    def touch_many(self, frame_ids: Sequence[int]) -> int:
-        """Count one access for each frame of this mind among ``frame_ids``; returns how many."""
+    def touch_many(self, frame_ids: Sequence[int], *, at: datetime | None = None) -> int:
+        """Count one access for each frame of this mind among ``frame_ids`` (last access ``at``,
+        default now); returns how many."""
         ids = sorted({check_id(i, name="frame_id") for i in frame_ids})
-        now, touched = utcnow(), 0
+        now, touched = at or utcnow(), 0
         for chunk in _chunks(ids):
             result = self.session.execute(
                 update(FrameRow)

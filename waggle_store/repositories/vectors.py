@@ -1,4 +1,4 @@
-"""Embedding-model registration and vector writes: the one path by which vectors enter a store.
+"""The embedding-model registry and the vector manifest: the one path by which vectors enter a store.
 
 Vectors of different models are never compared: each registered (provider, model, dimensions)
 triple gets its own vector table, and only the *active* model (``store_meta`` key
@@ -9,16 +9,15 @@ The manifest (``frame_embeddings``) is the truth about a frame's vector: ``ready
 content hash that was embedded, or ``pending``/``failed`` with the error. A frame whose embedding
 failed is never given a stand-in vector.
 
-Network calls never hold a database lock: :func:`embed_frames` reads the texts in one short read
-transaction, embeds with no transaction open, then writes every vector in one write transaction.
+These functions run inside a caller's Session and never call a provider: embedding happens in
+:mod:`waggle_store.pipeline.embed` (network calls never hold a database lock).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import insert, select, update
@@ -26,33 +25,24 @@ from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import SearchAdapter, VectorRow
 from waggle_store.embeddings.base import validate_vector
-from waggle_store.errors import InvalidInputError, WaggleStoreError
+from waggle_store.errors import InvalidInputError
 from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow, StoreMeta
 from waggle_store.timeutil import utcnow
 
-if TYPE_CHECKING:
-    from waggle_store.store import Store
-
 __all__ = [
     "ACTIVE_MODEL_KEY",
-    "EMBED_BATCH_SIZE",
-    "EmbedReport",
     "ModelKey",
     "active_model_id",
-    "embed_frames",
     "find_active_model",
+    "frame_rows",
     "mark_pending",
     "model_key",
     "register_model",
     "store_vectors",
 ]
 
-log = logging.getLogger(__name__)
-
 #: ``store_meta`` key holding the id of the embedding model that search uses.
 ACTIVE_MODEL_KEY: Final = "active_embedding_model"
-#: Texts per embedding request (the seed's reconcile batch).
-EMBED_BATCH_SIZE: Final = 50
 
 
 @dataclass(frozen=True)
@@ -62,22 +52,26 @@ class ModelKey:
     dimensions: int
 
 
-@dataclass(frozen=True)
-class EmbedReport:
-    """What :func:`embed_frames` did: vectors stored, frames left pending/failed, last error."""
+class _Described(Protocol):
+    """What names a model: any embedder (the Embedder protocol) has these three."""
 
-    embedded: int
-    failed: int
-    error: str | None = None
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def dimensions(self) -> int: ...
 
 
-def model_key(embedder: Any) -> ModelKey:
+def model_key(embedder: _Described) -> ModelKey:
     """The registration key of an embedder. Reading ``dimensions`` may probe a remote provider,
     so call this outside any transaction."""
     return ModelKey(str(embedder.provider), str(embedder.model), int(embedder.dimensions))
 
 
-def _as_key(embedder: Any) -> ModelKey:
+def _as_key(embedder: _Described | ModelKey) -> ModelKey:
     return embedder if isinstance(embedder, ModelKey) else model_key(embedder)
 
 
@@ -101,7 +95,7 @@ def active_model_id(session: Session) -> int | None:
         return None
 
 
-def find_active_model(session: Session, embedder: Any) -> int | None:
+def find_active_model(session: Session, embedder: _Described | ModelKey) -> int | None:
     """The id of ``embedder``'s model if it is registered *and* active, else None.
 
     Search embeds the query with the store's embedder, so it may only compare against that
@@ -118,7 +112,7 @@ def find_active_model(session: Session, embedder: Any) -> int | None:
     )
 
 
-def register_model(session: Session, adapter: SearchAdapter, embedder: Any, *,
+def register_model(session: Session, adapter: SearchAdapter, embedder: _Described | ModelKey, *,
                    repair: bool = False) -> int:
     """Get or create the model row (race-free), create its vector table, make it the active model.
 
@@ -181,7 +175,7 @@ def _upsert_manifest(session: Session, values: list[dict[str, Any]]) -> None:
         session.execute(insert(FrameEmbeddingRow), inserts)
 
 
-def _frames(session: Session, frame_ids: Sequence[int]) -> dict[int, FrameRow]:
+def frame_rows(session: Session, frame_ids: Sequence[int]) -> dict[int, FrameRow]:
     found: dict[int, FrameRow] = {}
     ids = list(dict.fromkeys(int(i) for i in frame_ids))
     for start in range(0, len(ids), 500):
@@ -210,7 +204,7 @@ def store_vectors(
         (int(fid), str(chash), validate_vector(vec, model.dimensions, normalize=True))
         for fid, chash, vec in rows
     ]
-    frames = _frames(session, [fid for fid, _, _ in checked])
+    frames = frame_rows(session, [fid for fid, _, _ in checked])
     current = [(fid, chash, vec) for fid, chash, vec in checked
                if fid in frames and frames[fid].content_hash == chash]
     adapter.upsert_vectors(
@@ -239,7 +233,7 @@ def mark_pending(
 ) -> None:
     """Record that these frames have no current vector (``pending`` = retry later, ``failed`` =
     the provider returned something unstorable), with the reason."""
-    frames = _frames(session, frame_ids)
+    frames = frame_rows(session, frame_ids)
     now = utcnow()
     _upsert_manifest(
         session,
@@ -249,61 +243,3 @@ def mark_pending(
             for fid, row in frames.items()
         ],
     )
-
-
-def embed_frames(store: Store, frame_ids: Sequence[int], *, batch_size: int = EMBED_BATCH_SIZE) -> EmbedReport:
-    """Embed these frames with the store's embedder and store their vectors.
-
-    Per batch: read texts (short read transaction), embed (no transaction), write vectors and
-    manifests (one write transaction). A provider failure leaves the batch ``pending`` with the
-    error and stops: the provider is down, and reconcile will retry. No embedder or no vector
-    backend → nothing happens (the frames stay pending; search runs keyword-only).
-    """
-    embedder = store.embedder
-    ids = list(dict.fromkeys(int(i) for i in frame_ids))
-    if embedder is None or not ids:
-        return EmbedReport(0, 0)
-    with store.read() as session:
-        if not store.adapter.vector_backend_available(session):
-            return EmbedReport(0, 0)
-    embedded = failed = 0
-    error: str | None = None
-    for start in range(0, len(ids), max(1, batch_size)):
-        batch = ids[start : start + batch_size]
-        with store.read() as session:
-            texts = {
-                row.id: (row.content, row.content_hash) for row in _frames(session, batch).values()
-            }
-        order = [fid for fid in batch if fid in texts]
-        if not order:
-            continue
-        try:
-            vectors = embedder.embed_documents([texts[fid][0] for fid in order])
-            key = model_key(embedder)
-            if len(vectors) != len(order):
-                raise WaggleStoreError(
-                    f"the embedder returned {len(vectors)} vectors for {len(order)} texts"
-                )
-        except Exception as exc:  # any provider failure: record it, never invent a vector
-            error = f"{type(exc).__name__}: {exc}"
-            log.warning("embedding %d frames failed: %s", len(order), error)
-            with store.write() as session:
-                mark_pending(session, order, error)
-            failed += len(order)
-            break
-        good: list[tuple[int, str, Sequence[float]]] = []
-        bad: dict[int, str] = {}
-        for fid, vec in zip(order, vectors, strict=True):
-            try:
-                good.append((fid, texts[fid][1], validate_vector(vec, key.dimensions, normalize=True)))
-            except InvalidInputError as exc:
-                bad[fid] = f"{type(exc).__name__}: {exc}"
-        with store.write() as session:
-            model_id = register_model(session, store.adapter, key)
-            embedded += store_vectors(session, store.adapter, model_id, good)
-            for fid, why in bad.items():
-                mark_pending(session, [fid], why, status="failed", model_id=model_id)
-        if bad:
-            failed += len(bad)
-            error = next(iter(bad.values()))
-    return EmbedReport(embedded, failed, error)

@@ -1,0 +1,104 @@
+"""Mind: one memory namespace of a store, and the entry to its layers.
+
+A Mind is what ``store.mind(name)`` returns. It holds the mind's :class:`MindContext` and the
+store's search engine, builds the per-layer APIs (``mind.frames``, ``mind.knowledge`` ...) over
+that context, and runs the pipelines (cognify, search) for this mind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+from datetime import datetime
+from functools import cached_property
+
+from waggle_store.context import MindContext
+from waggle_store.facade.awareness import AwarenessAPI
+from waggle_store.facade.frames import FramesAPI
+from waggle_store.facade.identity import IdentityAPI
+from waggle_store.facade.knowledge import KnowledgeAPI
+from waggle_store.facade.kv import KVAPI
+from waggle_store.facade.sessions import SessionsAPI
+from waggle_store.pipeline.cognify import cognify, cognify_batch
+from waggle_store.records import BatchResult, CognifyResult, MemoryInput, SearchResult
+from waggle_store.search.engine import HybridSearch
+
+__all__ = ["Mind"]
+
+
+class Mind:
+    """One memory namespace of a store. Every read and write through it is scoped to ``id``."""
+
+    def __init__(self, context: MindContext, searcher: HybridSearch) -> None:
+        self.context = context
+        self._searcher = searcher
+        self.id = context.id
+        self.name = context.name
+        self.kind = context.kind
+
+    def __repr__(self) -> str:
+        return f"<Mind {self.name!r} id={self.id}>"
+
+    @cached_property
+    def identity(self) -> IdentityAPI:
+        return IdentityAPI(self.context)
+
+    @cached_property
+    def awareness(self) -> AwarenessAPI:
+        return AwarenessAPI(self.context)
+
+    @cached_property
+    def sessions(self) -> SessionsAPI:
+        return SessionsAPI(self.context)
+
+    @cached_property
+    def frames(self) -> FramesAPI:
+        return FramesAPI(self.context)
+
+    @cached_property
+    def knowledge(self) -> KnowledgeAPI:
+        return KnowledgeAPI(self.context)
+
+    @cached_property
+    def kv(self) -> KVAPI:
+        return KVAPI(self.context)
+
+    def search(self, query: str, *, limit: int = 20, gop_id: str | None = None,
+               profile: str = "balanced", since: datetime | str | None = None,
+               until: datetime | str | None = None,
+               context: Mapping[int, int] | None = None,
+               lanes: Collection[str] | None = None) -> list[SearchResult]:
+        """Hybrid keyword + vector search of this mind (DESIGN §5).
+
+        ``lanes`` restricts the lanes that run ({"keyword"}, {"vector"}; default both), for
+        evaluation and debugging.
+        """
+        return self._searcher.search(self.context, query, limit=limit, gop_id=gop_id,
+                                          profile=profile, since=since, until=until,
+                                          context=context, lanes=lanes)
+
+    def recall(self, query: str, *, limit: int = 20, gop_id: str | None = None,
+               profile: str = "balanced", since: datetime | str | None = None,
+               until: datetime | str | None = None,
+               context: Mapping[int, int] | None = None,
+               lanes: Collection[str] | None = None) -> list[SearchResult]:
+        """search() that also counts an access (touch) of every frame it returns."""
+        return self._searcher.recall(self.context, query, limit=limit, gop_id=gop_id,
+                                          profile=profile, since=since, until=until,
+                                          context=context, lanes=lanes)
+
+    def cognify(self, content: str, *, importance: str = "normal", gop_id: str | None = None,
+                created_at: datetime | str | None = None, source: str = "user_stated",
+                link: bool = True) -> CognifyResult:
+        """Store a memory: frame, entities, relations and vector in one transaction (DESIGN §6).
+
+        ``link=False`` skips the related-frames search when the caller does not need it.
+        """
+        return cognify(self.context, self._searcher, content, importance=importance,
+                       gop_id=gop_id, created_at=created_at, source=source, link=link)
+
+    def cognify_batch(self, items: Iterable[str | MemoryInput], *, importance: str = "normal",
+                      gop_id: str | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> BatchResult:
+        """Cognify many memories: embedded in batches, written in few transactions."""
+        return cognify_batch(self.context, items, importance=importance, gop_id=gop_id,
+                             progress=progress)

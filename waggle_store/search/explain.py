@@ -1,0 +1,79 @@
+"""Ranking the fused candidates and explaining each result.
+
+Relevance is computed for every candidate through the cheap :func:`relevance_scorer`; the full
+breakdown (:func:`compute_relevance`'s sub-scores, the fusion's per-lane ranks, weights and
+contributions) only for the page that is returned, so ``explain`` costs nothing for candidates
+the caller never sees.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final
+
+from waggle_store.dialects.base import LaneHit
+from waggle_store.records import Frame, SearchResult
+from waggle_store.search.fusion import Fusion
+from waggle_store.search.scoring import compute_relevance, relevance_scorer
+
+__all__ = ["rank_results"]
+
+#: Positions in ``LaneHit.frame`` (the order of :class:`Frame`) that the relevance score reads.
+_FIELDS: Final = [field.name for field in dataclasses.fields(Frame)]
+_IMPORTANCE, _ACCESS_COUNT, _LAST_ACCESSED = (
+    _FIELDS.index("importance"), _FIELDS.index("access_count"), _FIELDS.index("last_accessed")
+)
+
+
+def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
+                 distances: Mapping[int, int], profile: str, limit: int, now: datetime,
+                 keyword_backend: str | None, degraded: Sequence[str]) -> list[SearchResult]:
+    """``final = rrf × relevance``, best first, the top ``limit`` with their explain."""
+    frames = {h.frame_id: h.frame for lane_hits in ran.values() for h in lane_hits}
+    relevance_of = relevance_scorer(profile, now)
+    scored: list[tuple[float, int, float]] = []
+    for frame_id, fused_score in fusion.scores.items():
+        frame = frames[frame_id]
+        relevance = relevance_of(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT], frame[_IMPORTANCE],
+                                 distances.get(frame_id))
+        scored.append((fused_score * relevance, frame_id, relevance))
+    # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
+    scored.sort(key=lambda item: item[0], reverse=True)
+    raw_scores: dict[str, dict[int, float]] = {}
+    for lane, lane_hits in ran.items():
+        for h in lane_hits:  # the first (best-ranked) hit of a frame, as the fusion counts it
+            raw_scores.setdefault(lane, {}).setdefault(h.frame_id, h.score)
+    results: list[SearchResult] = []
+    for final, frame_id, relevance in scored[:limit]:
+        detail = fusion.detail(frame_id)
+        frame = frames[frame_id]
+        distance = distances.get(frame_id)
+        _, parts = compute_relevance(
+            last_accessed=frame[_LAST_ACCESSED], access_count=frame[_ACCESS_COUNT],
+            importance=frame[_IMPORTANCE], graph_distance=distance, profile=profile, now=now,
+        )
+        explain: dict[str, Any] = {
+            "lanes": {
+                lane: {
+                    "rank": rank,
+                    "score": raw_scores[lane][frame_id],
+                    "weight": detail.weights[lane],
+                    "contribution": detail.contributions[lane],
+                }
+                for lane, rank in detail.ranks.items()
+            },
+            "lanes_run": list(ran),
+            "keyword_backend": keyword_backend if "keyword" in ran else None,
+            "rrf": detail.score,
+            "rrf_raw": detail.raw,
+            "relevance": relevance,
+            "final": final,
+            "profile": profile,
+            "graph_distance": distance,
+            "subscores": parts,
+            "degraded": list(degraded),
+        }
+        results.append(SearchResult(Frame(*frame), detail.score, relevance, final, explain))
+    return results

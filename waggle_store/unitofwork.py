@@ -1,0 +1,123 @@
+"""The unit of work: short read and write transactions over one engine, errors translated.
+
+Repositories take a Session and never commit; whoever calls them owns the transaction. For the
+library's own API that owner is a :class:`Database`: every public call opens one transaction
+(``write()`` or ``read()``), commits it, and turns driver errors into waggle_store errors, so
+that after any exception nothing of that call remains.
+
+It lives low in the package (it needs only SQLAlchemy and :mod:`waggle_store.errors`) so that
+every layer that must open a transaction — embeddings' quota counter, the pipelines, the
+facades — can be handed one without importing the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.orm import Session
+
+from waggle_store.errors import ConflictError, InvalidInputError, StorageError, WaggleStoreError
+
+__all__ = ["Database", "raise_translated", "translate_error"]
+
+
+class Database:
+    """Read and write transactions over one engine (and its read-only variant).
+
+    ``read_engine`` is the same engine and pool with SQLite transactions started DEFERRED
+    (see :func:`waggle_store.engine.read_only`).
+    """
+
+    def __init__(self, engine: sa.Engine, read_engine: sa.Engine) -> None:
+        self.engine = engine
+        self._read_engine = read_engine
+        self.closed = False
+
+    def _require_open(self) -> None:
+        if self.closed:
+            raise WaggleStoreError("this store is closed")
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """One write transaction (BEGIN IMMEDIATE on SQLite); commits on success."""
+        with self._session(self.engine, Session) as session:
+            yield session
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """One read transaction (BEGIN DEFERRED on SQLite). It refuses to flush (a read that
+        writes is a bug) and ends with COMMIT, which for a transaction that wrote nothing is the
+        same as ROLLBACK, except that psycopg keeps its prepared statements (see
+        :meth:`read_connection`)."""
+        with self._session(self._read_engine, _ReadSession) as session:
+            yield session
+
+    @contextmanager
+    def read_connection(self) -> Iterator[sa.Connection]:
+        """One read transaction on a Core connection (BEGIN DEFERRED on SQLite), for read paths
+        made only of statements (search): an ORM Session's bookkeeping cost a search about as
+        much as one of its queries.
+
+        It ends with COMMIT, not ROLLBACK (the same for a transaction that wrote nothing):
+        psycopg discards every prepared statement of the connection on ROLLBACK, so searches
+        that rolled back were parsed and planned afresh every time (``benchmarks/README.md``).
+        An exception still rolls back.
+        """
+        self._require_open()
+        try:
+            with self._read_engine.connect() as conn:
+                yield conn
+                if conn.in_transaction():
+                    conn.commit()
+        except BaseException as exc:
+            raise_translated(exc)
+
+    @contextmanager
+    def _session(self, bind: sa.Engine, session_class: type[Session]) -> Iterator[Session]:
+        self._require_open()
+        session = session_class(bind, expire_on_commit=False, autoflush=True)
+        try:
+            yield session
+            session.commit()
+        except BaseException as exc:
+            session.rollback()
+            raise_translated(exc)
+        finally:
+            session.close()
+
+
+class _ReadSession(Session):
+    """The session of :meth:`Database.read`: ORM changes are refused at flush time."""
+
+
+@sa.event.listens_for(_ReadSession, "before_flush")
+def _refuse_flush(session: Session, flush_context: Any, instances: Any) -> None:
+    if session.new or session.dirty or session.deleted:
+        raise WaggleStoreError("a read transaction cannot write: use store.write()")
+
+
+def raise_translated(exc: BaseException) -> NoReturn:
+    """Re-raise ``exc`` (being handled by the caller), as a waggle_store error if it is a
+    driver error."""
+    translated = translate_error(exc)
+    if translated is exc:
+        raise exc
+    raise translated from exc
+
+
+def translate_error(exc: BaseException) -> BaseException:
+    """Driver errors become waggle_store errors; everything else passes through unchanged."""
+    if isinstance(exc, WaggleStoreError) or not isinstance(exc, sa_exc.SQLAlchemyError):
+        return exc
+    orig = getattr(exc, "orig", None)
+    if isinstance(exc, sa_exc.StatementError) and isinstance(orig, ValueError) and not isinstance(
+        exc, sa_exc.DBAPIError
+    ):
+        return InvalidInputError(str(orig))
+    if isinstance(exc, sa_exc.IntegrityError):
+        return ConflictError(f"the database refused the write: {orig or exc}")
+    return StorageError(f"database error: {orig or exc}")
