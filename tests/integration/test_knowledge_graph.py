@@ -246,6 +246,21 @@ def test_add_mention_is_idempotent(store: ws.Store, mind: ws.Mind) -> None:
         kg(session, mind.id).mentions.add(alice.id, 999_999)
 
 
+def test_mentions_are_read_within_the_mind(store: ws.Store) -> None:
+    """entity_mentions has no mind_id: reads reach the mind through the entity."""
+    one, two = store.mind("one"), store.mind("two")
+    frame = one.frames.create_i(one.sessions.ensure_active().gop_id, "Alice met Bob")
+    alice = one.knowledge.create_entity("person", "Alice")
+    bob = two.knowledge.create_entity("person", "Bob")
+    with store.write() as session:
+        assert kg(session, one.id).mentions.add_many(frame.id, [alice.id, alice.id]) == 1
+        assert kg(session, one.id).mentions.add_many(frame.id, [alice.id]) == 0
+        kg(session, two.id).mentions.add(bob.id, frame.id)  # the caller vouches for the ids
+    with store.read() as session:
+        assert kg(session, one.id).mentions.entity_ids_by_frame([frame.id]) == {frame.id: [alice.id]}
+        assert kg(session, two.id).mentions.entity_ids_by_frame([frame.id]) == {frame.id: [bob.id]}
+
+
 def test_entity_ids_named_in_whole_words(store: ws.Store, mind: ws.Mind) -> None:
     k = mind.knowledge
     sarah = k.create_entity("person", "Sarah Chen")
