@@ -12,6 +12,7 @@ from typing import Any
 
 from waggle_store.errors import (
     ConflictError,
+    DatabaseUnavailableError,
     DimensionMismatchError,
     EmbeddingProviderError,
     EmbeddingQuotaExceededError,
@@ -20,11 +21,15 @@ from waggle_store.errors import (
     MigrationError,
     MissingExtensionError,
     NotFoundError,
+    ReadOnlyStorageError,
+    StorageBusyError,
     StorageError,
+    StorageFullError,
     TierError,
     ValidationError,
     WaggleStoreError,
 )
+from waggle_store.mind import Mind
 from waggle_store.records import (
     AwarenessItem,
     BatchResult,
@@ -51,7 +56,6 @@ from waggle_store.records import (
     Session,
     ValidationSchema,
 )
-from waggle_store.mind import Mind
 from waggle_store.store import Store, open_store
 
 _LAZY = {
@@ -107,6 +111,10 @@ __all__ = [
     "SearchResult",
     "Session",
     "StorageError",
+    "StorageFullError",
+    "StorageBusyError",
+    "ReadOnlyStorageError",
+    "DatabaseUnavailableError",
     "Store",
     "TierError",
     "TierPolicy",

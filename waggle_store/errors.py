@@ -47,6 +47,23 @@ class StorageError(WaggleStoreError):
     """The database rejected an operation for a reason that is not the caller's input."""
 
 
+class DatabaseUnavailableError(StorageError):
+    """The database cannot be reached (refused, timed out, connection lost). The message names
+    the host and port (or the file), never the password."""
+
+
+class StorageFullError(StorageError):
+    """The disk, or the database's own size limit, is full: nothing of the call was stored."""
+
+
+class ReadOnlyStorageError(StorageError):
+    """The database (file, directory or server) refuses writes."""
+
+
+class StorageBusyError(StorageError):
+    """The database stayed locked by another writer for longer than the busy timeout."""
+
+
 class EmbeddingProviderError(WaggleStoreError):
     """An embedding provider failed (after retries, where retrying made sense).
 

@@ -14,15 +14,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 
-from waggle_store.errors import ConflictError, InvalidInputError, StorageError, WaggleStoreError
+from waggle_store.errors import (
+    ConflictError,
+    DatabaseUnavailableError,
+    InvalidInputError,
+    ReadOnlyStorageError,
+    StorageBusyError,
+    StorageError,
+    StorageFullError,
+    WaggleStoreError,
+)
 
-__all__ = ["Database", "raise_translated", "translate_error"]
+__all__ = ["Database", "raise_translated", "storage_cause", "translate_error"]
 
 
 class Database:
@@ -110,7 +119,13 @@ def raise_translated(exc: BaseException) -> NoReturn:
 
 
 def translate_error(exc: BaseException) -> BaseException:
-    """Driver errors become waggle_store errors; everything else passes through unchanged."""
+    """Driver errors become waggle_store errors; everything else passes through unchanged.
+
+    Storage failures are translated by cause (:func:`storage_cause`), looking through the
+    exception chain: when SQLite hits a full disk it rolls the whole transaction back, so the
+    error that surfaces is SQLAlchemy's failed ``ROLLBACK TO SAVEPOINT`` ("no such savepoint"),
+    and the real cause is only in its ``__context__``.
+    """
     if isinstance(exc, WaggleStoreError) or not isinstance(exc, sa_exc.SQLAlchemyError):
         return exc
     orig = getattr(exc, "orig", None)
@@ -120,4 +135,63 @@ def translate_error(exc: BaseException) -> BaseException:
         return InvalidInputError(str(orig))
     if isinstance(exc, sa_exc.IntegrityError):
         return ConflictError(f"the database refused the write: {orig or exc}")
+    found = storage_cause(exc)
+    if found is not None:
+        kind, cause = found
+        return kind(f"{_WHAT[kind]}: {cause}")
     return StorageError(f"database error: {orig or exc}")
+
+
+_WHAT: Final[dict[type[StorageError], str]] = {
+    StorageFullError: "the database or its disk is full; nothing of this call was stored",
+    ReadOnlyStorageError: "the database refuses writes (read-only)",
+    StorageBusyError: "the database stayed locked by another writer past the busy timeout",
+    DatabaseUnavailableError: "the connection to the database was lost",
+}
+
+
+def storage_cause(exc: BaseException) -> tuple[type[StorageError], BaseException] | None:
+    """The storage failure behind ``exc`` (itself, or an exception it was raised from or while
+    handling), as (error class, the driver exception), or None when there is none."""
+    for candidate in _chain(exc):
+        if isinstance(candidate, sa_exc.DBAPIError) and candidate.connection_invalidated:
+            return DatabaseUnavailableError, candidate
+        driver: BaseException = candidate
+        if isinstance(candidate, sa_exc.DBAPIError) and candidate.orig is not None:
+            driver = candidate.orig
+        kind = _classify(driver)
+        if kind is not None:
+            return kind, driver
+    return None
+
+
+def _chain(exc: BaseException, limit: int = 12) -> list[BaseException]:
+    seen: set[int] = set()
+    out: list[BaseException] = []
+    todo: list[BaseException] = [exc]
+    while todo and len(out) < limit:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        out.append(current)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return out
+
+
+def _classify(driver: BaseException) -> type[StorageError] | None:
+    """SQLite result codes (``sqlite_errorname``, else the message) and Postgres SQLSTATEs."""
+    name = str(getattr(driver, "sqlite_errorname", "") or "")
+    state = str(getattr(driver, "sqlstate", "") or "")
+    text = str(driver).lower()
+    if name.startswith("SQLITE_FULL") or state == "53100" or "database or disk is full" in text:
+        return StorageFullError
+    if (name.startswith("SQLITE_READONLY") or state == "25006"
+            or "attempt to write a readonly database" in text):
+        return ReadOnlyStorageError
+    if (name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or state == "55P03"
+            or "database is locked" in text):
+        return StorageBusyError
+    if state.startswith("08") or state in ("57P01", "57P02", "57P03"):
+        return DatabaseUnavailableError
+    return None

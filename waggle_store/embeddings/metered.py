@@ -1,9 +1,10 @@
 """Quota enforcement around a store's embedder.
 
 Every real embedding (document or query) is counted against the user's monthly quota when the
-store was opened with a tier. The check runs before the provider is called, so an exhausted
-quota costs no provider call; the count is taken after the provider answered, so a failed call
-costs no quota. The hashing fallback is never counted (it is no service).
+store was opened with a tier. The embeddings are *reserved* (an atomic, quota-guarded increment)
+before the provider is called, so an exhausted quota costs no provider call and concurrent
+callers can never together pass the quota; a call that fails gives its reservation back, so a
+failed call costs no quota. The hashing fallback is never counted (it is no service).
 
 The embedder is given what it needs to count — a :class:`QuotaMeter` over the store's unit of
 work — not the store.
@@ -15,9 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from waggle_store.embeddings.base import Embedder
-from waggle_store.embeddings.quota import is_billable, reserve, usage
-from waggle_store.embeddings.tiers import UNLIMITED, TierPolicy
-from waggle_store.errors import EmbeddingQuotaExceededError
+from waggle_store.embeddings.quota import is_billable, release, reserve
+from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.unitofwork import Database
 
 __all__ = ["MeteredEmbedder", "QuotaMeter"]
@@ -33,21 +33,18 @@ class QuotaMeter:
         self.tier = tier
         self.policy = policy or TierPolicy.default()
 
-    def check(self, n: int) -> None:
-        """Raise EmbeddingQuotaExceededError if ``n`` more embeddings would pass the quota."""
-        quota = self.policy.quota_for(self.tier)
-        if quota == UNLIMITED:
-            return
-        with self._db.read() as session:
-            used = usage(session, self.user_id)
-        if used + n > quota:
-            raise EmbeddingQuotaExceededError(self.policy.canonical(self.tier), quota, used)
-
-    def count(self, n: int) -> None:
-        """Record ``n`` embeddings the provider has made."""
+    def reserve(self, n: int) -> None:
+        """Count ``n`` embeddings about to be made; EmbeddingQuotaExceededError (nothing
+        counted) if they would pass the quota."""
         if n:
             with self._db.write() as session:
                 reserve(session, self.user_id, n, tier=self.tier, policy=self.policy)
+
+    def release(self, n: int) -> None:
+        """Give back ``n`` reserved embeddings the provider did not make."""
+        if n:
+            with self._db.write() as session:
+                release(session, self.user_id, n)
 
 
 class MeteredEmbedder:
@@ -83,21 +80,25 @@ class MeteredEmbedder:
         return is_billable(self.inner)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        billable = self._billable()
-        if billable:
-            self.meter.check(len(texts))
-        vectors: list[list[float]] = self.inner.embed_documents(texts)
-        if billable:
-            self.meter.count(len(vectors))
+        n = len(texts) if self._billable() else 0
+        self.meter.reserve(n)
+        try:
+            vectors: list[list[float]] = self.inner.embed_documents(texts)
+        except BaseException:
+            self.meter.release(n)
+            raise
+        if n > len(vectors):  # a short answer is refused by the caller; only bill what came
+            self.meter.release(n - len(vectors))
         return vectors
 
     def embed_query(self, text: str) -> list[float]:
-        billable = self._billable()
-        if billable:
-            self.meter.check(1)
-        vector: list[float] = self.inner.embed_query(text)
-        if billable:
-            self.meter.count(1)
+        n = 1 if self._billable() else 0
+        self.meter.reserve(n)
+        try:
+            vector: list[float] = self.inner.embed_query(text)
+        except BaseException:
+            self.meter.release(n)
+            raise
         return vector
 
     def __repr__(self) -> str:

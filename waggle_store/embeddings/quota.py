@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import and_, case, select, update
 from sqlalchemy.orm import Session
 
 from waggle_store.embeddings.tiers import UNLIMITED, TierPolicy
@@ -152,3 +152,20 @@ def quota_status(
 
 
 __all__ = ["is_billable", "next_month_start", "quota_status", "reserve", "usage", "year_month"]
+
+
+def release(session: Session, user_id: str, n: int, *, now: datetime | None = None) -> None:
+    """Give back ``n`` embeddings reserved with :func:`reserve` for a call that failed (never
+    below zero)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise InvalidInputError(f"n must be a non-negative int, got {n!r}")
+    if n == 0:
+        return
+    when = _utc(now)
+    session.execute(
+        update(EmbeddingUsage)
+        .where(EmbeddingUsage.user_id == user_id, EmbeddingUsage.year_month == year_month(when))
+        .values(count=case((EmbeddingUsage.count >= n, EmbeddingUsage.count - n), else_=0),
+                updated_at=when)
+        .execution_options(synchronize_session=False)
+    )
