@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 
 import sqlalchemy as sa
-from alembic import context
 
+from alembic import context
 from waggle_store.config import StoreConfig
+from waggle_store.dialects import spec_of
 from waggle_store.engine import create_engine
 from waggle_store.errors import MigrationError
 from waggle_store.migrate import VERSION_TABLE, include_name, include_object
@@ -33,8 +34,10 @@ def _schema() -> str:
 
 
 def _run(connection: sa.Connection) -> None:
-    is_pg = connection.dialect.name == "postgresql"
-    schema = _schema() if is_pg else None
+    # The dialect's traits, not its name: an unregistered backend raises UnsupportedDialectError
+    # here, before any SQL (and so before Alembic's transaction).
+    spec = spec_of(connection)
+    schema = _schema() if spec.has_schemas else None
     context.configure(
         connection=connection,
         target_metadata=Base.metadata,
@@ -42,15 +45,15 @@ def _run(connection: sa.Connection) -> None:
         version_table_schema=schema,
         include_name=include_name,
         include_object=include_object,
-        render_as_batch=not is_pg,
+        render_as_batch=spec.batch_alter,
         transactional_ddl=True,
         compare_type=True,
     )
     context.config.attributes["waggle_schema"] = schema
     with context.begin_transaction():
-        if is_pg:
-            connection.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-            connection.exec_driver_sql(f'SET LOCAL search_path TO "{schema}", public')
+        if spec.schemas is not None and schema is not None:
+            spec.schemas.create(connection, schema)
+            spec.schemas.enter(connection, schema)
         context.run_migrations()
 
 

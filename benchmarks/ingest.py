@@ -38,24 +38,31 @@ PEOPLE = ["Sarah Chen", "Marcus Webb", "Priya Nair", "Elena Rossi", "David Kim",
 PROJECTS = ["Project Apollo", "Project Hermes", "Project Zephyr", "Project Orion", "Project Vega"]
 TECH = ["PostgreSQL", "SQLite", "Kubernetes", "TypeScript", "Python", "Redis", "React"]
 VERBS = ["reviewed", "shipped", "postponed", "discussed", "approved", "rejected", "tested"]
-THINGS = ["the launch checklist", "the latency budget", "the schema migration", "the onboarding flow",
-          "the pricing page", "the incident report", "the quarterly roadmap", "the load test"]
+THINGS = [
+    "the launch checklist",
+    "the latency budget",
+    "the schema migration",
+    "the onboarding flow",
+    "the pricing page",
+    "the incident report",
+    "the quarterly roadmap",
+    "the load test",
+]
 
 
 def turns(n: int, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        out.append(
-            f"Turn {i}: {rng.choice(PEOPLE)} {rng.choice(VERBS)} {rng.choice(THINGS)} for "
-            f"{rng.choice(PROJECTS)} using {rng.choice(TECH)}; {rng.choice(PEOPLE)} will follow up "
-            f"on day {rng.randint(1, 28)}."
-        )
-    return out
+    return [
+        f"Turn {i}: {rng.choice(PEOPLE)} {rng.choice(VERBS)} {rng.choice(THINGS)} for "
+        f"{rng.choice(PROJECTS)} using {rng.choice(TECH)}; {rng.choice(PEOPLE)} will follow up "
+        f"on day {rng.randint(1, 28)}."
+        for i in range(n)
+    ]
 
 
-def _write(url: str, schema: str | None, mind_name: str, texts: list[str],
-           chunk: int) -> dict[str, float]:
+def _write(
+    url: str, schema: str | None, mind_name: str, texts: list[str], chunk: int
+) -> dict[str, float]:
     warnings.filterwarnings("ignore", category=WaggleStoreWarning)  # again: spawned writers
     with ws.open_store(url, schema=schema, embedder="hashing") as store:
         mind = store.mind(mind_name)
@@ -67,26 +74,40 @@ def _write(url: str, schema: str | None, mind_name: str, texts: list[str],
         ended = time.time()
         frames = mind.frames.stats().total
         entities = sum(mind.knowledge.entity_type_counts().values())
-    return {"started": started, "ended": ended, "frames": frames, "entities": entities,
-            "failures": failures}
+    return {
+        "started": started,
+        "ended": ended,
+        "frames": frames,
+        "entities": entities,
+        "failures": failures,
+    }
 
 
-def run(url: str, schema: str | None, texts: list[str], chunk: int, writers: int) -> dict[str, float]:
+def run(
+    url: str, schema: str | None, texts: list[str], chunk: int, writers: int
+) -> dict[str, float]:
     if writers == 1:
         parts = [_write(url, schema, "bench", texts, chunk)]
     else:
         ws.open_store(url, schema=schema, embedder="hashing").close()  # migrate once, up front
         with multiprocessing.get_context("spawn").Pool(writers) as pool:
-            parts = pool.starmap(_write, [(url, schema, f"bench-{i}", texts, chunk)
-                                          for i in range(writers)])
+            parts = pool.starmap(
+                _write, [(url, schema, f"bench-{i}", texts, chunk) for i in range(writers)]
+            )
     elapsed = max(p["ended"] for p in parts) - min(p["started"] for p in parts)
-    return {"seconds": elapsed, "turns_per_s": writers * len(texts) / elapsed,
-            "frames": sum(p["frames"] for p in parts), "entities": sum(p["entities"] for p in parts),
-            "failures": sum(p["failures"] for p in parts)}
+    return {
+        "seconds": elapsed,
+        "turns_per_s": writers * len(texts) / elapsed,
+        "frames": sum(p["frames"] for p in parts),
+        "entities": sum(p["entities"] for p in parts),
+        "failures": sum(p["failures"] for p in parts),
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--turns", type=int, default=5000)
     parser.add_argument("--chunk", type=int, default=5000, help="items per cognify_batch call")
     parser.add_argument("--only", choices=["sqlite", "postgres"])
@@ -101,8 +122,9 @@ def main() -> None:
         if args.only in (None, "sqlite"):
             for _ in range(args.repeat):
                 tmp = Path(tempfile.mkdtemp(prefix="waggle-bench-"))
-                results.setdefault("sqlite", []).append(run(f"sqlite:///{tmp / 'b.db'}", None, texts, args.chunk,
-                                                            args.writers))
+                results.setdefault("sqlite", []).append(
+                    run(f"sqlite:///{tmp / 'b.db'}", None, texts, args.chunk, args.writers)
+                )
                 shutil.rmtree(tmp, ignore_errors=True)
         if args.only in (None, "postgres"):
             url = args.pg_url
@@ -110,7 +132,9 @@ def main() -> None:
                 url, stop = embedded_postgres("waggle-bench-pg-")
             for _ in range(args.repeat):
                 schema = "bench_" + uuid.uuid4().hex[:8]
-                results.setdefault("postgres", []).append(run(url, schema, texts, args.chunk, args.writers))
+                results.setdefault("postgres", []).append(
+                    run(url, schema, texts, args.chunk, args.writers)
+                )
                 engine = sa.create_engine(url)
                 with engine.begin() as conn:
                     conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
@@ -118,14 +142,19 @@ def main() -> None:
     finally:
         if stop is not None:
             stop()
-    print(f"cognify_batch of {args.turns} turns x {args.writers} writer(s), hashing embedder "
-          f"(384 dims), chunk {args.chunk}")
+    print(
+        f"cognify_batch of {args.turns} turns x {args.writers} writer(s), hashing embedder "
+        f"(384 dims), chunk {args.chunk}"
+    )
     for dialect, runs in results.items():
         tps = [r["turns_per_s"] for r in runs]
         last = runs[-1]
-        print(f"  {dialect:9s} {statistics.median(tps):8.1f} turns/s (median of {len(runs)}; "
-              f"{last['seconds']:.1f} s; {int(last['frames'])} frames, {int(last['entities'])} entities, "
-              f"{int(last['failures'])} failures)")
+        print(
+            f"  {dialect:9s} {statistics.median(tps):8.1f} turns/s (median of {len(runs)}; "
+            f"{last['seconds']:.1f} s; {int(last['frames'])} frames, "
+            f"{int(last['entities'])} entities, "
+            f"{int(last['failures'])} failures)"
+        )
 
 
 if __name__ == "__main__":

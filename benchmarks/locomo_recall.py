@@ -1,9 +1,11 @@
 """Retrieval quality on LoCoMo through the public API (protocol: ../shared/eval/README.md).
 
-    python benchmarks/locomo_recall.py PATH [--embedder hashing|local|both] [--url URL | --embedded-pg]
+    python benchmarks/locomo_recall.py PATH [--embedder hashing|local|both]
+                                            [--url URL | --embedded-pg]
 
 For each embedder it builds one store (SQLite in a temporary directory unless ``--url`` names a
-database, or a throwaway embedded PostgreSQL with ``--embedded-pg``), one mind per conversation, one session per LoCoMo session and one frame per turn
+database, or a throwaway embedded PostgreSQL with ``--embedded-pg``), one mind per conversation,
+one session per LoCoMo session and one frame per turn
 (``mind.frames.create_i(..., created_at=<session date>)``), embeds with ``store.reconcile()``,
 then asks every category 1-4 question three ways with ``mind.search(question, limit=50,
 lanes=...)``: keyword only, vector only, and hybrid (both lanes, the default).
@@ -28,8 +30,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
-import waggle_store as ws  # noqa: E402
-from waggle_store.testing import embedded_postgres  # noqa: E402
+import waggle_store as ws
+from waggle_store.testing import embedded_postgres
 
 KS = (1, 5, 10, 20, 50)
 LANE_SETS: dict[str, tuple[str, ...]] = {
@@ -37,14 +39,31 @@ LANE_SETS: dict[str, tuple[str, ...]] = {
     "vector": ("vector",),
     "hybrid": ("keyword", "vector"),
 }
-_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m) on (\d{1,2}) (\w+),? (\d{4})", re.I)
-_MONTHS = {m: i for i, m in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september",
-     "october", "november", "december"], start=1)}
+_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m) on (\d{1,2}) (\w+),? (\d{4})", re.IGNORECASE)
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        start=1,
+    )
+}
 
 
 def parse_session_date(text: str) -> datetime:
-    """"1:56 pm on 8 May, 2023" → an aware UTC datetime (LoCoMo gives no zone; UTC is assumed)."""
+    """ "1:56 pm on 8 May, 2023" → an aware UTC datetime (LoCoMo gives no zone; UTC is assumed)."""
     m = _DATE.search(text)
     if not m:
         raise ValueError(f"unrecognised LoCoMo date {text!r}")
@@ -54,7 +73,7 @@ def parse_session_date(text: str) -> datetime:
 
 
 def normalise_dia_id(raw: str) -> str:
-    """"D:11:26" → "D11:26", "D30:05" → "D30:5"."""
+    """ "D:11:26" → "D11:26", "D30:05" → "D30:5"."""
     m = re.fullmatch(r"D:?(\d+):(\d+)", raw.strip())
     return f"D{int(m.group(1))}:{int(m.group(2))}" if m else raw.strip()
 
@@ -130,10 +149,9 @@ def evaluate(store: ws.Store, data: list[dict[str, Any]]) -> dict[str, dict[str,
     return summary
 
 
-
-
-def _run(args: argparse.Namespace, names: list[str], data: list[dict[str, Any]],
-         report: dict[str, Any]) -> None:
+def _run(
+    args: argparse.Namespace, names: list[str], data: list[dict[str, Any]], report: dict[str, Any]
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             from waggle_store.embeddings import HashingEmbedder, LocalEmbedder
@@ -152,12 +170,17 @@ def _run(args: argparse.Namespace, names: list[str], data: list[dict[str, Any]],
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("path", type=Path)
     parser.add_argument("--embedder", choices=("hashing", "local", "both"), default="both")
     parser.add_argument("--url", help="database URL (default: a temporary SQLite file)")
-    parser.add_argument("--embedded-pg", action="store_true",
-                        help="start a throwaway embedded PostgreSQL and run on it")
+    parser.add_argument(
+        "--embedded-pg",
+        action="store_true",
+        help="start a throwaway embedded PostgreSQL and run on it",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
     data = json.loads(args.path.read_text())
@@ -180,7 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\n== embedder: {name} ({by_lane['dialect']}, {by_lane['seconds']} s) ==")
         cols = [f"recall@{k}" for k in KS] + ["hit@10", "mrr"]
         cats = sorted(c for c in by_lane["hybrid"] if c.startswith("cat"))
-        print(f"{'lanes':8} " + " ".join(f"{c:>9}" for c in cols + [c.replace('_recall@10', ' r@10') for c in cats]))
+        print(
+            f"{'lanes':8} "
+            + " ".join(f"{c:>9}" for c in cols + [c.replace("_recall@10", " r@10") for c in cats])
+        )
         for lane in LANE_SETS:
             row = by_lane[lane]
             print(f"{lane:8} " + " ".join(f"{row[c]:9.3f}" for c in cols + cats))

@@ -37,16 +37,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
-from sqlalchemy import func, select  # noqa: E402
+from sqlalchemy import func, select
 
-import waggle_store as ws  # noqa: E402
-from waggle_store.dialects import common  # noqa: E402
-from waggle_store.dialects import postgres as postgres_adapter  # noqa: E402
-from waggle_store.dialects import sqlite as sqlite_adapter  # noqa: E402
-from waggle_store.embeddings import HashingEmbedder  # noqa: E402
-from waggle_store.models import FrameRow, SessionRow  # noqa: E402
-from waggle_store.pipeline.embed import embed_frames  # noqa: E402
-from waggle_store.testing import embedded_postgres  # noqa: E402
+import waggle_store as ws
+from waggle_store.dialects import common
+from waggle_store.dialects import postgres as postgres_adapter
+from waggle_store.dialects import sqlite as sqlite_adapter
+from waggle_store.embeddings import HashingEmbedder
+from waggle_store.models import FrameRow, SessionRow
+from waggle_store.pipeline.embed import embed_frames
+from waggle_store.testing import embedded_postgres
 
 LIMIT = 20
 SESSIONS = 10
@@ -83,14 +83,30 @@ def build(store: ws.Store, n: int) -> ws.Mind:
         rows = []
         for i, text in enumerate(texts):
             when = datetime.fromtimestamp(base + i, UTC)
-            rows.append(dict(mind_id=mind.id, frame_type="I", gop_id=f"g{i % SESSIONS}", t=i // SESSIONS,
-                             content=text, content_hash=hashlib.sha256(text.encode()).hexdigest(),
-                             importance="normal", source="import", access_count=0,
-                             created_at=when, last_accessed=when))
+            rows.append(
+                {
+                    "mind_id": mind.id,
+                    "frame_type": "I",
+                    "gop_id": f"g{i % SESSIONS}",
+                    "t": i // SESSIONS,
+                    "content": text,
+                    "content_hash": hashlib.sha256(text.encode()).hexdigest(),
+                    "importance": "normal",
+                    "source": "import",
+                    "access_count": 0,
+                    "created_at": when,
+                    "last_accessed": when,
+                }
+            )
         for start in range(0, n, 5000):
             s.execute(FrameRow.__table__.insert(), rows[start : start + 5000])
-        ids = list(s.scalars(FrameRow.__table__.select().with_only_columns(FrameRow.id)
-                             .where(FrameRow.mind_id == mind.id)))
+        ids = list(
+            s.scalars(
+                FrameRow.__table__.select()
+                .with_only_columns(FrameRow.id)
+                .where(FrameRow.mind_id == mind.id)
+            )
+        )
     embed_frames(store.context, ids, batch_size=2000)
     if store.engine.dialect.name == "postgresql":
         # What autovacuum does to a table this size within a minute of the load: without
@@ -108,11 +124,13 @@ def _frames(store: ws.Store) -> int:
 
 def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
     ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return statistics.median(ordered) * 1000, p95 * 1000
 
 
-def _lane_statements(store: ws.Store, mind: ws.Mind, queries: Sequence[str]) -> dict[str, list[Any]]:
+def _lane_statements(
+    store: ws.Store, mind: ws.Mind, queries: Sequence[str]
+) -> dict[str, list[Any]]:
     """Per query, the lane statements ``mind.search`` runs, exactly as the driver receives them.
 
     Recorded from the library itself (every lane statement goes through ``run_lane``), so the raw
@@ -149,7 +167,9 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
     sqlite = store.engine.dialect.name == "sqlite"
     if not sqlite:
         with store.engine.connect() as lib_conn:
-            conn.driver_connection.prepare_threshold = lib_conn.connection.driver_connection.prepare_threshold
+            conn.driver_connection.prepare_threshold = (
+                lib_conn.connection.driver_connection.prepare_threshold
+            )
 
     def run(query: str) -> None:
         cur = conn.cursor()
@@ -177,7 +197,7 @@ def measure(store: ws.Store, mind: ws.Mind, n: int, count: int) -> dict[str, flo
     lib_t, raw_t = [], []
     for i, q in enumerate(queries):
         # Alternate who goes first: the second run of a query finds its pages already cached.
-        for which in ((0, 1) if i % 2 == 0 else (1, 0)):
+        for which in (0, 1) if i % 2 == 0 else (1, 0):
             t0 = time.perf_counter()
             if which == 0:
                 results = mind.search(q, limit=LIMIT)
@@ -188,26 +208,41 @@ def measure(store: ws.Store, mind: ws.Mind, n: int, count: int) -> dict[str, flo
                 raw_t.append(time.perf_counter() - t0)
     lib50, lib95 = _percentiles(lib_t)
     raw50, raw95 = _percentiles(raw_t)
-    return {"lib_p50": lib50, "lib_p95": lib95, "raw_p50": raw50, "raw_p95": raw95,
-            "ratio_p50": lib50 / raw50, "ratio_p95": lib95 / raw95}
+    return {
+        "lib_p50": lib50,
+        "lib_p95": lib95,
+        "raw_p50": raw50,
+        "raw_p95": raw95,
+        "ratio_p50": lib50 / raw50,
+        "ratio_p95": lib95 / raw95,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--dialect", nargs="+", choices=("sqlite", "postgres"), default=["sqlite", "postgres"])
+    parser.add_argument(
+        "--dialect", nargs="+", choices=("sqlite", "postgres"), default=["sqlite", "postgres"]
+    )
     parser.add_argument("--pg-url", default=os.environ.get("WAGGLE_BENCH_PG_URL"))
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--keep", metavar="DIR",
-                        help="keep the built stores (SQLite files in DIR, Postgres schemas bench_N) "
-                             "and reuse them on the next run instead of building again")
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="keep the built stores (SQLite files in DIR, Postgres schemas bench_N) "
+        "and reuse them on the next run instead of building again",
+    )
     args = parser.parse_args(argv)
     stop: Callable[[], None] | None = None
     pg_url = args.pg_url
     if "postgres" in args.dialect and not pg_url:
         pg_url, stop = embedded_postgres("waggle-bench-pg-")
-    print(f"{'dialect':10} {'N':>7} {'build s':>8} {'lib p50':>8} {'lib p95':>8} {'raw p50':>8} "
-          f"{'raw p95':>8} {'p50 ×':>6} {'p95 ×':>6}")
+    print(
+        f"{'dialect':10} {'N':>7} {'build s':>8} {'lib p50':>8} {'lib p95':>8} {'raw p50':>8} "
+        f"{'raw p95':>8} {'p50 ×':>6} {'p95 ×':>6}"
+    )
     try:
         with tempfile.TemporaryDirectory() as tmp:
             data = Path(args.keep) if args.keep else Path(tmp)
@@ -226,13 +261,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                         mind = store.mind("bench")
                         if _frames(store) != n:
                             if _frames(store):
-                                raise SystemExit(f"{url} {schema or ''}: holds another store; remove it")
+                                raise SystemExit(
+                                    f"{url} {schema or ''}: holds another store; remove it"
+                                )
                             mind = build(store, n)
                         built = time.perf_counter() - t0
                         r = measure(store, mind, n, args.queries)
-                        print(f"{dialect:10} {n:>7} {built:8.1f} {r['lib_p50']:8.2f} {r['lib_p95']:8.2f} "
-                              f"{r['raw_p50']:8.2f} {r['raw_p95']:8.2f} {r['ratio_p50']:6.2f} "
-                              f"{r['ratio_p95']:6.2f}", flush=True)
+                        print(
+                            f"{dialect:10} {n:>7} {built:8.1f} "
+                            f"{r['lib_p50']:8.2f} {r['lib_p95']:8.2f} "
+                            f"{r['raw_p50']:8.2f} {r['raw_p95']:8.2f} {r['ratio_p50']:6.2f} "
+                            f"{r['ratio_p95']:6.2f}",
+                            flush=True,
+                        )
                     finally:
                         if schema and not args.keep:
                             with store.engine.begin() as conn:

@@ -7,6 +7,12 @@ PostgreSQL fails the run: a postgres test that skips in CI is a failure.
 
 Each test gets its own SQLite file, or its own Postgres schema (dropped afterwards), built by
 running the migrations.
+
+Every test that runs on the ``target`` fixture is marked ``sqlite`` or ``postgres`` by its param
+(``pytest -m sqlite`` runs the SQLite half, ``-m "not postgres"`` needs no PostgreSQL). A test about
+one backend's internals says so with ``@only_sqlite`` / ``@only_postgres`` (its other half is never
+collected); a test body never branches on a dialect name: it asks the store (``store.health()``)
+or, to look behind the API, the ``keyword_index`` probe below, the one place of test-side SQL.
 """
 
 from __future__ import annotations
@@ -71,7 +77,7 @@ def pg_url() -> Iterator[str | None]:
     for starter in (embedded_postgres, _start_container_pg):
         try:
             url, stop = starter()
-        except Exception as exc:  # try the next source, and say why if all fail
+        except Exception as exc:  # noqa: BLE001 - try the next source; all reasons are reported
             errors.append(f"{starter.__name__}: {exc!r}")
             continue
         try:
@@ -113,10 +119,33 @@ def _target(dialect: str, tmp_path: Path, pg_url: str | None) -> Iterator[Target
         _drop_schema(pg_url, schema)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+#: The ``target`` fixture's params; each is also the marker of the tests that run on it.
+DIALECTS = ("sqlite", "postgres")
+
+
+@pytest.fixture(params=DIALECTS)
 def target(request: pytest.FixtureRequest, tmp_path: Path, pg_url: str | None) -> Iterator[Target]:
     """An empty database location, one per dialect."""
     yield from _target(request.param, tmp_path, pg_url)
+
+
+def only(dialect: str) -> pytest.MarkDecorator:
+    """Run a test of one backend's internals on that backend only: the ``target`` fixture (and
+    so ``store``, ``mind``, ``engine``) gets just this param, so there is no other half to skip."""
+    assert dialect in DIALECTS, dialect
+    return pytest.mark.parametrize("target", [dialect], indirect=True)
+
+
+only_sqlite = only("sqlite")
+only_postgres = only("postgres")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test by the dialect its ``target`` runs on (registered in pyproject.toml)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("target") in DIALECTS:
+            item.add_marker(callspec.params["target"])
 
 
 @pytest.fixture
@@ -162,3 +191,53 @@ def store(store_factory: Callable[..., ws.Store]) -> ws.Store:
 @pytest.fixture
 def mind(store: ws.Store) -> ws.Mind:
     return store.mind("test")
+
+
+@dataclass(frozen=True)
+class _KeywordIndexSQL:
+    find: str  # frame ids the index finds for the word :q
+    orphans: str | None  # index rows whose frame is gone; None where they cannot exist
+    drop: str  # break the index (the search must fall back, not fail)
+
+
+# Per ``Target.dialect``. The package's own dialect SQL lives in waggle_store/dialects/.
+_KEYWORD_INDEX_SQL = {
+    "sqlite": _KeywordIndexSQL(
+        find="SELECT rowid FROM memory_frames_fts WHERE memory_frames_fts MATCH :q",
+        orphans="SELECT count(*) FROM memory_frames_fts"
+        " WHERE rowid NOT IN (SELECT id FROM memory_frames)",
+        drop="DROP TABLE memory_frames_fts",
+    ),
+    "postgresql": _KeywordIndexSQL(
+        find="SELECT id FROM memory_frames WHERE content_tsv @@ plainto_tsquery('english', :q)",
+        orphans=None,  # a generated column cannot outlive its row
+        drop="ALTER TABLE memory_frames DROP COLUMN content_tsv",
+    ),
+}
+
+
+class KeywordIndexProbe:
+    """The store's keyword index seen from behind the API (FTS5 table or tsvector column)."""
+
+    def __init__(self, store: ws.Store, sql: _KeywordIndexSQL) -> None:
+        self._store = store
+        self._sql = sql
+
+    def ids(self, word: str) -> set[int]:
+        with self._store.read() as s:
+            return set(s.scalars(sa.text(self._sql.find), {"q": word}))
+
+    def orphans(self) -> int:
+        if self._sql.orphans is None:
+            return 0
+        with self._store.read() as s:
+            return int(s.scalar(sa.text(self._sql.orphans)) or 0)
+
+    def drop(self) -> None:
+        with self._store.write() as s:
+            s.execute(sa.text(self._sql.drop))
+
+
+@pytest.fixture
+def keyword_index(store: ws.Store, target: Target) -> KeywordIndexProbe:
+    return KeywordIndexProbe(store, _KEYWORD_INDEX_SQL[target.dialect])

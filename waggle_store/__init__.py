@@ -26,6 +26,7 @@ from waggle_store.errors import (
     StorageError,
     StorageFullError,
     TierError,
+    UnsupportedDialectError,
     ValidationError,
     WaggleStoreError,
 )
@@ -118,6 +119,7 @@ __all__ = [
     "Store",
     "TierError",
     "TierPolicy",
+    "UnsupportedDialectError",
     "ValidationError",
     "ValidationSchema",
     "WaggleStoreError",

@@ -15,6 +15,19 @@ class InvalidInputError(WaggleStoreError, ValueError):
     """The caller passed a value the API does not accept (the message says which and why)."""
 
 
+class UnsupportedDialectError(InvalidInputError):
+    """A URL or Engine of a database backend waggle_store has no dialect adapter for.
+
+    Raised before any driver is imported, so ``mysql://`` says "unsupported" instead of failing
+    on a missing ``MySQLdb`` or, worse, running Postgres SQL against MySQL. The message names the
+    backend and the supported ones, never the URL (it may hold a password).
+    """
+
+
+class WaggleStoreWarning(UserWarning):
+    """Something works, but not the way it should (an affected SQLite, a fallback embedder)."""
+
+
 class NotFoundError(WaggleStoreError, LookupError):
     """A named row (frame, session, entity, ...) does not exist in this mind."""
 
@@ -119,6 +132,8 @@ __all__ = [
     "NotFoundError",
     "StorageError",
     "TierError",
+    "UnsupportedDialectError",
     "ValidationError",
     "WaggleStoreError",
+    "WaggleStoreWarning",
 ]

@@ -8,7 +8,7 @@ repo's ``alembic/`` folder.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,8 @@ from alembic.script import ScriptDirectory
 
 from alembic import command
 from waggle_store.config import StoreConfig
-from waggle_store.errors import MigrationError
+from waggle_store.dialects import spec_of
+from waggle_store.errors import MigrationError, UnsupportedDialectError
 
 VERSION_TABLE = "waggle_alembic_version"
 
@@ -33,12 +34,10 @@ _DERIVED_INDEXES = {"ix_memory_frames_content_tsv"}
 Bind = str | sa.URL | sa.Engine | sa.Connection
 
 
-def include_name(name: str | None, type_: str, parent_names: dict[str, Any]) -> bool:
+def include_name(name: str | None, type_: str, parent_names: Mapping[Any, Any]) -> bool:
     if type_ == "table" and name is not None:
         return name != VERSION_TABLE and not name.startswith(_DERIVED_TABLE_PREFIXES)
-    if type_ == "index" and name in _DERIVED_INDEXES:
-        return False
-    return True
+    return not (type_ == "index" and name in _DERIVED_INDEXES)
 
 
 def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
@@ -96,7 +95,7 @@ def _run(what: str, bind: Bind, schema: str | None, fn: Any) -> Any:
     try:
         with _connection(bind, schema) as conn:
             return fn(conn)
-    except MigrationError:
+    except (MigrationError, UnsupportedDialectError):
         raise
     except Exception as exc:
         raise MigrationError(f"migration {what} failed: {exc}") from exc
@@ -110,13 +109,17 @@ def downgrade(bind: Bind, revision: str = "base", *, schema: str | None = None) 
     _run("downgrade", bind, schema, lambda c: command.downgrade(_config(c, schema), revision))
 
 
+def _schema_of(conn: sa.Connection, schema: str | None) -> str | None:
+    """The schema waggle_store's objects live in on this backend, ``None`` where there are none."""
+    return (schema or StoreConfig.from_env().schema) if spec_of(conn).has_schemas else None
+
+
 def _migration_context(conn: sa.Connection, schema: str | None) -> MigrationContext:
-    is_pg = conn.dialect.name == "postgresql"
     return MigrationContext.configure(
         conn,
         opts={
             "version_table": VERSION_TABLE,
-            "version_table_schema": (schema or StoreConfig.from_env().schema) if is_pg else None,
+            "version_table_schema": _schema_of(conn, schema),
             "include_name": include_name,
             "include_object": include_object,
             "compare_type": True,
@@ -144,10 +147,9 @@ def check(bind: Bind, *, schema: str | None = None) -> list[Any]:
     from waggle_store.models import Base
 
     def _diff(conn: sa.Connection) -> list[Any]:
-        if conn.dialect.name == "postgresql":
-            conn.exec_driver_sql(
-                f'SET search_path TO "{schema or StoreConfig.from_env().schema}", public'
-            )
+        ops, in_schema = spec_of(conn).schemas, _schema_of(conn, schema)
+        if ops is not None and in_schema is not None:
+            ops.enter(conn, in_schema)  # reflect waggle_store's schema, for this transaction only
         return list(compare_metadata(_migration_context(conn, schema), Base.metadata))
 
     return _run("check", bind, schema, _diff)  # type: ignore[no-any-return]

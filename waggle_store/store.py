@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session as OrmSession
 from waggle_store import migrate
 from waggle_store.config import StoreConfig
 from waggle_store.context import MindContext, StoreContext
-from waggle_store.dialects import SearchAdapter, get_adapter
+from waggle_store.dialects import SearchAdapter, get_adapter, spec_of
 from waggle_store.embeddings.base import Embedder
 from waggle_store.embeddings.chain import resolve_embedder
 from waggle_store.embeddings.metered import MeteredEmbedder, QuotaMeter
@@ -68,10 +68,11 @@ class Store:
         schema: str | None = None,
     ) -> None:
         self.engine = engine
+        spec = spec_of(engine)  # an Engine of an unsupported backend fails here, first
         adapter = get_adapter(engine)
         self.db = Database(engine, read_only(engine))
         self.context = StoreContext(self.db, adapter, embedder,
-                                    schema=schema if engine.dialect.name == "postgresql" else None)
+                                    schema=schema if spec.has_schemas else None)
         self.tier = tier
         self.user_id = user_id
         self.tier_policy = tier_policy

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from alembic import op
 from sqlalchemy.dialects import postgresql
+
+from alembic import op
+from waggle_store.errors import MigrationError
 
 revision: str = '0001'
 down_revision: str | Sequence[str] | None = None
@@ -19,7 +21,28 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
+#: The backends this migration has branches for; every dialect-specific step below is an explicit
+#: ``if``/``elif`` over them. A new dialect adds itself here and a branch to each chain.
+_DIALECTS = ("sqlite", "postgresql")
+
+
+def _no_branch(dialect: str) -> MigrationError:
+    return MigrationError(
+        f"migration 0001 has no branch for the {dialect!r} backend (it covers {', '.join(_DIALECTS)})"
+    )
+
+
+def _dialect() -> str:
+    """The backend's name, checked before anything is created: a backend without a branch stops
+    here instead of getting another backend's SQL, or half a schema where DDL is not transactional."""
+    name = op.get_bind().dialect.name
+    if name not in _DIALECTS:
+        raise _no_branch(name)
+    return name
+
+
 def upgrade() -> None:
+    dialect = _dialect()
     op.create_table('embedding_models',
     sa.Column('id', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=False),
     sa.Column('provider', sa.String(length=50), nullable=False),
@@ -230,11 +253,11 @@ def upgrade() -> None:
     )
     op.create_index('ix_frame_embeddings_status_model_id', 'frame_embeddings', ['status', 'model_id'], unique=False)
 
-    _create_keyword_index()
+    _create_keyword_index(dialect)
 
 
 def downgrade() -> None:
-    _drop_derived_indexes()
+    _drop_derived_indexes(_dialect())
     op.drop_index('ix_frame_embeddings_status_model_id', table_name='frame_embeddings')
     op.drop_table('frame_embeddings')
     op.drop_index('ix_entity_mentions_frame_id', table_name='entity_mentions')
@@ -266,32 +289,42 @@ def downgrade() -> None:
     op.drop_table('embedding_models')
 
 
-def _create_keyword_index() -> None:
+def _create_keyword_index(dialect: str) -> None:
+    if dialect == "sqlite":
+        _create_fts5_index()
+    elif dialect == "postgresql":
+        _create_tsvector_index()
+    else:
+        raise _no_branch(dialect)
+
+
+def _create_fts5_index() -> None:
+    # The FTS table keeps its own copy of the text (like the seed's, reference §1) so that
+    # reconcile can compare it with memory_frames; triggers keep it in step in the same
+    # transaction as every write.
+    op.execute(
+        "CREATE VIRTUAL TABLE memory_frames_fts USING fts5("
+        "content, tokenize='porter unicode61')"
+    )
+    op.execute(
+        "CREATE TRIGGER memory_frames_fts_ai AFTER INSERT ON memory_frames BEGIN "
+        "INSERT INTO memory_frames_fts(rowid, content) VALUES (new.id, new.content); END"
+    )
+    op.execute(
+        "CREATE TRIGGER memory_frames_fts_ad AFTER DELETE ON memory_frames BEGIN "
+        "DELETE FROM memory_frames_fts WHERE rowid = old.id; END"
+    )
+    op.execute(
+        "CREATE TRIGGER memory_frames_fts_au AFTER UPDATE OF content ON memory_frames BEGIN "
+        "DELETE FROM memory_frames_fts WHERE rowid = old.id; "
+        "INSERT INTO memory_frames_fts(rowid, content) VALUES (new.id, new.content); END"
+    )
+
+
+def _create_tsvector_index() -> None:
+    # pgvector when the server has it; without it the store runs keyword-only and says so in
+    # health(). A savepoint keeps a refused CREATE EXTENSION from aborting the upgrade.
     bind = op.get_bind()
-    if bind.dialect.name == "sqlite":
-        # The FTS table keeps its own copy of the text (like the seed's, reference §1) so that
-        # reconcile can compare it with memory_frames; triggers keep it in step in the same
-        # transaction as every write.
-        op.execute(
-            "CREATE VIRTUAL TABLE memory_frames_fts USING fts5("
-            "content, tokenize='porter unicode61')"
-        )
-        op.execute(
-            "CREATE TRIGGER memory_frames_fts_ai AFTER INSERT ON memory_frames BEGIN "
-            "INSERT INTO memory_frames_fts(rowid, content) VALUES (new.id, new.content); END"
-        )
-        op.execute(
-            "CREATE TRIGGER memory_frames_fts_ad AFTER DELETE ON memory_frames BEGIN "
-            "DELETE FROM memory_frames_fts WHERE rowid = old.id; END"
-        )
-        op.execute(
-            "CREATE TRIGGER memory_frames_fts_au AFTER UPDATE OF content ON memory_frames BEGIN "
-            "DELETE FROM memory_frames_fts WHERE rowid = old.id; "
-            "INSERT INTO memory_frames_fts(rowid, content) VALUES (new.id, new.content); END"
-        )
-        return
-    # Postgres: pgvector when the server has it; without it the store runs keyword-only and
-    # says so in health(). A savepoint keeps a refused CREATE EXTENSION from aborting the upgrade.
     available = bind.exec_driver_sql(
         "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
     ).scalar()
@@ -307,13 +340,13 @@ def _create_keyword_index() -> None:
     op.execute("CREATE INDEX ix_memory_frames_content_tsv ON memory_frames USING gin (content_tsv)")
 
 
-def _drop_derived_indexes() -> None:
+def _drop_derived_indexes(dialect: str) -> None:
     """Drop the keyword index and every per-model vector table the adapters created at runtime.
 
     The pgvector extension itself is left installed: other applications may use it.
     """
     bind = op.get_bind()
-    if bind.dialect.name == "sqlite":
+    if dialect == "sqlite":
         names = [
             row[0]
             for row in bind.exec_driver_sql(
@@ -326,16 +359,18 @@ def _drop_derived_indexes() -> None:
         for trigger in ("memory_frames_fts_ai", "memory_frames_fts_ad", "memory_frames_fts_au"):
             op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
         op.execute("DROP TABLE IF EXISTS memory_frames_fts")
-        return
-    names = [
-        row[0]
-        for row in bind.execute(
-            sa.text(
-                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-                "AND tablename LIKE 'frame\\_vectors\\_%'"
+    elif dialect == "postgresql":
+        names = [
+            row[0]
+            for row in bind.execute(
+                sa.text(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                    "AND tablename LIKE 'frame\\_vectors\\_%'"
+                )
             )
-        )
-    ]
-    for name in names:
-        op.execute(f'DROP TABLE IF EXISTS "{name}"')
-    op.execute("DROP INDEX IF EXISTS ix_memory_frames_content_tsv")
+        ]
+        for name in names:
+            op.execute(f'DROP TABLE IF EXISTS "{name}"')
+        op.execute("DROP INDEX IF EXISTS ix_memory_frames_content_tsv")
+    else:
+        raise _no_branch(dialect)

@@ -37,8 +37,14 @@ def conversation(turns: int = 50) -> list[str]:
 
 def _counts(store: ws.Store, mind: ws.Mind) -> tuple[int, int, int, int]:
     with store.read() as s:
-        frames = s.scalar(sa.select(sa.func.count()).select_from(FrameRow).where(FrameRow.mind_id == mind.id))
-        relations = s.scalar(sa.select(sa.func.count()).select_from(RelationRow).where(RelationRow.mind_id == mind.id))
+        frames = s.scalar(
+            sa.select(sa.func.count()).select_from(FrameRow).where(FrameRow.mind_id == mind.id)
+        )
+        relations = s.scalar(
+            sa.select(sa.func.count())
+            .select_from(RelationRow)
+            .where(RelationRow.mind_id == mind.id)
+        )
         mentions = s.scalar(sa.select(sa.func.count()).select_from(EntityMentionRow))
     entities = sum(mind.knowledge.entity_type_counts().values())
     return int(frames or 0), entities, int(relations or 0), int(mentions or 0)
@@ -49,7 +55,8 @@ def test_conversation_cognified_twice_creates_nothing_new(store: ws.Store, mind:
     first = [mind.cognify(t, link=False) for t in turns]
     after_first = _counts(store, mind)
     assert after_first[0] == 50
-    assert after_first[1] >= 10 and after_first[2] >= 10
+    assert after_first[1] >= 10
+    assert after_first[2] >= 10
     second = [mind.cognify(t, link=False) for t in turns]
     assert _counts(store, mind) == after_first
     assert [r.frame_id for r in second] == [r.frame_id for r in first]
@@ -63,13 +70,16 @@ def test_batch_is_idempotent_too(store: ws.Store, mind: ws.Mind) -> None:
     counts = _counts(store, mind)
     two = mind.cognify_batch(turns)
     assert _counts(store, mind) == counts
-    assert one.frame_ids == two.frame_ids and one.failures == two.failures == []
+    assert one.frame_ids == two.frame_ids
+    assert one.failures == two.failures == []
 
 
 def test_graph_links_people_to_the_projects_they_lead(mind: ws.Mind) -> None:
     mind.cognify_batch(conversation(50))
     sarah = next(e for e in mind.knowledge.search_entities("Sarah Chen") if e.name == "Sarah Chen")
-    apollo = next(e for e in mind.knowledge.search_entities("Project Apollo") if e.name == "Project Apollo")
+    apollo = next(
+        e for e in mind.knowledge.search_entities("Project Apollo") if e.name == "Project Apollo"
+    )
     distances = mind.knowledge.bfs_distances(sarah.id, max_depth=3)
     assert distances.get(apollo.id) == 1
     led = [r for r in mind.knowledge.relations_to(sarah.id, "led_by") if r.source_id == apollo.id]
@@ -83,21 +93,41 @@ def test_connected_profile_prefers_frames_about_query_entity_neighbours(mind: ws
     far = mind.cognify("Project Zephyr checklist review is scheduled.", link=False).frame_id
     results = mind.search("Sarah Chen checklist review", profile="connected", limit=10)
     ranked = [r.frame.id for r in results]
-    assert near in ranked and far in ranked
+    assert near in ranked
+    assert far in ranked
     assert ranked.index(near) < ranked.index(far)
     by_id = {r.frame.id: r for r in results}
-    assert by_id[near].explain["subscores"]["contextual"] > by_id[far].explain["subscores"]["contextual"]
+    assert (
+        by_id[near].explain["subscores"]["contextual"]
+        > by_id[far].explain["subscores"]["contextual"]
+    )
 
 
 def test_batch_failure_of_one_item_keeps_the_others(store: ws.Store, mind: ws.Mind) -> None:
-    items = ["first good memory about Apollo", "", 42, "bad\x00byte", ws.MemoryInput("dated memory", created_at="2025-12-01T14:32:00Z"),
-             ws.MemoryInput("bad time", created_at="2025-12-01 14:32:00"), "last good memory"]
+    items = [
+        "first good memory about Apollo",
+        "",
+        42,
+        "bad\x00byte",
+        ws.MemoryInput("dated memory", created_at="2025-12-01T14:32:00Z"),
+        ws.MemoryInput("bad time", created_at="2025-12-01 14:32:00"),
+        "last good memory",
+    ]
     result = mind.cognify_batch(items)  # type: ignore[arg-type]
     assert [i for i, _ in result.failures] == [1, 2, 3, 5]
     assert all(why for _, why in result.failures)
-    assert [f is not None for f in result.frame_ids] == [True, False, False, False, True, False, True]
+    assert [f is not None for f in result.frame_ids] == [
+        True,
+        False,
+        False,
+        False,
+        True,
+        False,
+        True,
+    ]
     dated = mind.frames.get(result.frame_ids[4])  # type: ignore[arg-type]
-    assert dated is not None and dated.created_at.isoformat() == "2025-12-01T14:32:00+00:00"
+    assert dated is not None
+    assert dated.created_at.isoformat() == "2025-12-01T14:32:00+00:00"
 
 
 def test_cognify_rejects_bad_input_and_writes_nothing(store: ws.Store, mind: ws.Mind) -> None:
@@ -149,7 +179,9 @@ def test_outage_at_write_time_then_reconcile(store_factory) -> None:
     assert result.vector_status == "pending"
     with store.read() as s:
         manifest = s.get(FrameEmbeddingRow, result.frame_id)
-        assert manifest is not None and manifest.status == "pending" and "provider down" in (manifest.error or "")
+        assert manifest is not None
+        assert manifest.status == "pending"
+        assert "provider down" in (manifest.error or "")
     hits = mind.search("zebra migration")
     assert [h.frame.id for h in hits] == [result.frame_id]
     assert "vector" not in hits[0].explain["lanes"] or hits[0].explain["lanes"]["vector"] is None
@@ -181,4 +213,3 @@ def test_quota_is_enforced_on_real_embeddings(store_factory) -> None:
     assert store.quota_status("alice").used == 3
     with store.read() as s:
         assert "quota" in (s.get(FrameEmbeddingRow, over.frame_id).error or "").lower()
-

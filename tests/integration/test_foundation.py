@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta, timezone
@@ -41,11 +42,6 @@ def test_alembic_cli_upgrade_downgrade_upgrade(target) -> None:
     try:
         tables = _tables(engine, target.schema)
         assert set(Base.metadata.tables) <= tables
-        if target.dialect == "sqlite":
-            assert "memory_frames_fts" in tables
-        else:
-            cols = {c["name"] for c in sa.inspect(engine).get_columns("memory_frames", schema=target.schema)}
-            assert "content_tsv" in cols
         check = _alembic(target, "check")
         assert check.returncode == 0, check.stderr
         assert "No new upgrade operations detected" in check.stdout + check.stderr
@@ -58,6 +54,14 @@ def test_alembic_cli_upgrade_downgrade_upgrade(target) -> None:
         assert set(Base.metadata.tables) <= _tables(engine, target.schema)
     finally:
         engine.dispose()
+    # The keyword index the migration built (FTS5 table or tsvector column) serves a search by
+    # itself: the store does not fall back to LIKE.
+    with target.open(upgrade=False, embedder=None) as store:
+        mind = store.mind("probe")
+        frame = mind.frames.create_i(mind.sessions.ensure("g").gop_id, "pelican sighting")
+        (hit,) = mind.search("pelican", lanes=("keyword",))
+    assert hit.frame.id == frame.id
+    assert hit.explain["keyword_backend"] != "like"
 
 
 def test_check_reports_no_difference(engine, target) -> None:
@@ -71,8 +75,17 @@ def test_exactly_one_head() -> None:
 
 def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
     from waggle_store.models import (
-        AwarenessRow, EmbeddingModelRow, EmbeddingUsage, EntityMentionRow, EntityRow,
-        FrameEmbeddingRow, HarvestSourceRow, IdentityRow, KVRow, RelationRow, StoreMeta,
+        AwarenessRow,
+        EmbeddingModelRow,
+        EmbeddingUsage,
+        EntityMentionRow,
+        EntityRow,
+        FrameEmbeddingRow,
+        HarvestSourceRow,
+        IdentityRow,
+        KVRow,
+        RelationRow,
+        StoreMeta,
         UsageLogRow,
     )
 
@@ -84,8 +97,14 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         s.add(AwarenessRow(mind_id=mind.id, category="task", content="do it", meta={"k": "v"}))
         s.add(SessionRow(mind_id=mind.id, gop_id="g1"))
         s.flush()
-        frame = FrameRow(mind_id=mind.id, frame_type="I", gop_id="g1", t=0, content="hello world",
-                         content_hash="h")
+        frame = FrameRow(
+            mind_id=mind.id,
+            frame_type="I",
+            gop_id="g1",
+            t=0,
+            content="hello world",
+            content_hash="h",
+        )
         s.add(frame)
         s.flush()
         a = EntityRow(mind_id=mind.id, entity_type="person", name="Ann", name_key="ann")
@@ -104,8 +123,12 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         s.add(HarvestSourceRow(mind_id=mind.id, source="chatgpt", display_name="ChatGPT"))
         s.add(StoreMeta(key="k", value="v"))
     with engine.connect() as conn:
-        return {t: conn.execute(sa.select(sa.func.count()).select_from(Base.metadata.tables[t])).scalar_one()
-                for t in Base.metadata.tables}
+        return {
+            t: conn.execute(
+                sa.select(sa.func.count()).select_from(Base.metadata.tables[t])
+            ).scalar_one()
+            for t in Base.metadata.tables
+        }
 
 
 def test_rows_survive_upgrade_after_partial_downgrade_cycle(engine, target) -> None:
@@ -114,8 +137,12 @@ def test_rows_survive_upgrade_after_partial_downgrade_cycle(engine, target) -> N
     assert all(n >= 1 for n in counts.values()), counts
     migrate.upgrade(engine, schema=target.schema)  # idempotent at head
     with engine.connect() as conn:
-        after = {t: conn.execute(sa.select(sa.func.count()).select_from(Base.metadata.tables[t])).scalar_one()
-                 for t in Base.metadata.tables}
+        after = {
+            t: conn.execute(
+                sa.select(sa.func.count()).select_from(Base.metadata.tables[t])
+            ).scalar_one()
+            for t in Base.metadata.tables
+        }
     assert after == counts
     assert migrate.check(engine, schema=target.schema) == []
     # The full cycle: downgrade drops exactly the waggle_store tables, upgrade rebuilds them.
@@ -137,9 +164,8 @@ def test_timestamps_round_trip_as_aware_utc(engine) -> None:
 
 
 def test_naive_datetime_is_refused(store) -> None:
-    with pytest.raises(ws.InvalidInputError):
-        with store.write() as s:
-            s.add(MindRow(name="naive", kind="workspace", created_at=datetime(2026, 1, 1)))
+    with pytest.raises(ws.InvalidInputError), store.write() as s:
+        s.add(MindRow(name="naive", kind="workspace", created_at=datetime(2026, 1, 1)))
     assert "naive" not in [m.name for m in store.list_minds()]
 
 
@@ -147,14 +173,25 @@ def test_minds_get_or_create_list_and_drop(store) -> None:
     a = store.mind("alpha")
     assert store.mind("alpha").id == a.id
     b = store.mind("beta", kind="personal")
-    assert [(m.name, m.kind) for m in store.list_minds()] == [("alpha", "workspace"), ("beta", "personal")]
+    assert [(m.name, m.kind) for m in store.list_minds()] == [
+        ("alpha", "workspace"),
+        ("beta", "personal"),
+    ]
     with store.write() as s:
         for mind in (a, b):
             s.add(SessionRow(mind_id=mind.id, gop_id="shared-name"))
         s.flush()
         for mind in (a, b):
-            s.add(FrameRow(mind_id=mind.id, frame_type="I", gop_id="shared-name", t=0,
-                           content=f"frame of {mind.name}", content_hash="x"))
+            s.add(
+                FrameRow(
+                    mind_id=mind.id,
+                    frame_type="I",
+                    gop_id="shared-name",
+                    t=0,
+                    content=f"frame of {mind.name}",
+                    content_hash="x",
+                )
+            )
     store.drop_mind("alpha")
     assert [m.name for m in store.list_minds()] == ["beta"]
     with store.read() as s:
@@ -177,22 +214,27 @@ def test_bad_mind_kind(store) -> None:
         store.mind("ok", kind="team")
 
 
-def test_health_reports_backends(store, target) -> None:
+# A stdlib sqlite3 that cannot load extensions (this machine's) is replaced by a driver that can.
+_SQLITE_DRIVERS = ("sqlean", "pysqlite3") + (
+    ("sqlite3",) if hasattr(sqlite3.Connection, "enable_load_extension") else ()
+)
+
+
+@pytest.mark.parametrize(
+    ("target", "drivers", "vector_extension"),
+    [("sqlite", _SQLITE_DRIVERS, "sqlite_vec"), ("postgres", ("psycopg",), "pgvector")],
+    indirect=["target"],
+)
+def test_health_reports_backends(
+    store, target, drivers: tuple[str, ...], vector_extension: str
+) -> None:
     health = store.health()
     assert health.dialect == target.dialect
+    assert health.driver in drivers
     assert health.keyword_search is True
+    assert health.vector_search is True
+    assert vector_extension in health.versions
     assert health.versions["schema_revision"] == migrate.head()
-    if target.dialect == "sqlite":
-        # This machine's stdlib sqlite3 cannot load extensions: another driver is used and named.
-        import sqlite3
-
-        if not hasattr(sqlite3.Connection, "enable_load_extension"):
-            assert health.driver in ("sqlean", "pysqlite3")
-        assert health.vector_search is True
-        assert "sqlite_vec" in health.versions
-    else:
-        assert health.vector_search is True
-        assert "pgvector" in health.versions
 
 
 def test_store_without_embedder_says_why(store_factory) -> None:
@@ -226,7 +268,9 @@ def test_a_read_transaction_refuses_to_write(store: ws.Store) -> None:
     able to commit a change: ORM writes are refused at flush time, and nothing lands."""
     from waggle_store.models import MindRow
 
-    with pytest.raises(ws.WaggleStoreError, match="read transaction cannot write"):
-        with store.read() as session:
-            session.add(MindRow(name="sneaky", kind="workspace"))
+    with (
+        pytest.raises(ws.WaggleStoreError, match="read transaction cannot write"),
+        store.read() as session,
+    ):
+        session.add(MindRow(name="sneaky", kind="workspace"))
     assert "sneaky" not in {m.name for m in store.list_minds()}

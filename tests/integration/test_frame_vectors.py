@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from test_cognify import FlakyEmbedder
+
 import waggle_store as ws
 from waggle_store.models import FrameEmbeddingRow
-
-from test_cognify import FlakyEmbedder
 
 
 def _manifest(store: ws.Store, frame_id: int) -> FrameEmbeddingRow | None:
@@ -19,7 +19,9 @@ def test_update_reembeds_the_new_content(store: ws.Store, mind: ws.Mind) -> None
     old_hash = _manifest(store, frame_id).content_hash  # type: ignore[union-attr]
     mind.frames.update(frame_id, "The pelican initiative replaced it.")
     manifest = _manifest(store, frame_id)
-    assert manifest is not None and manifest.status == "ready" and manifest.content_hash != old_hash
+    assert manifest is not None
+    assert manifest.status == "ready"
+    assert manifest.content_hash != old_hash
     hits = mind.search("pelican initiative", lanes={"vector"}, limit=1)
     assert [h.frame.id for h in hits] == [frame_id]
 
@@ -36,7 +38,9 @@ def test_update_during_outage_stays_pending_then_reconciles(store_factory) -> No
     assert [h.frame.id for h in mind.search("pelican initiative")] == [frame_id]  # keyword lane
     flaky.up = True
     assert store.reconcile().vectors_fixed == 1
-    assert [h.frame.id for h in mind.search("pelican initiative", lanes={"vector"}, limit=1)] == [frame_id]
+    assert [h.frame.id for h in mind.search("pelican initiative", lanes={"vector"}, limit=1)] == [
+        frame_id
+    ]
 
 
 def test_delete_removes_the_vector(store: ws.Store, mind: ws.Mind) -> None:

@@ -29,15 +29,20 @@ def test_entity_crud_round_trip(mind: ws.Mind) -> None:
     got = k.get_entity(alice.id)
     assert got == alice
     assert got.properties == {"email": "alice@example.com", "tags": ["a", 1]}
-    assert got.valid_to is None and got.valid_from.tzinfo is not None
+    assert got.valid_to is None
+    assert got.valid_from.tzinfo is not None
 
     renamed = k.update_entity(alice.id, name="Alice B", properties={"role": "cto"})
-    assert (renamed.name, renamed.properties) == ("Alice B", {"role": "cto"})  # replaced, not merged
+    assert (renamed.name, renamed.properties) == (
+        "Alice B",
+        {"role": "cto"},
+    )  # replaced, not merged
     assert renamed.recorded_at >= alice.recorded_at
 
     k.retire_entity(alice.id)
     retired = k.get_entity(alice.id)
-    assert retired is not None and retired.valid_to is not None  # never hard-deleted
+    assert retired is not None
+    assert retired.valid_to is not None
     k.retire_entity(alice.id)  # retiring twice is a no-op
     assert k.get_entity(alice.id) == retired
     with pytest.raises(ws.InvalidInputError, match="retired"):
@@ -113,8 +118,9 @@ def test_search_entities_escapes_like_metacharacters(mind: ws.Mind) -> None:
         (None, "x", None),
     ],
 )
-def test_create_entity_rejects_bad_input(mind: ws.Mind, entity_type: object, name: str,
-                                         properties: object) -> None:
+def test_create_entity_rejects_bad_input(
+    mind: ws.Mind, entity_type: object, name: str, properties: object
+) -> None:
     with pytest.raises(ws.InvalidInputError):
         mind.knowledge.create_entity(entity_type, name, properties)  # type: ignore[arg-type]
     assert mind.knowledge.entity_count() == 0
@@ -128,8 +134,9 @@ def test_times_must_be_aware(mind: ws.Mind) -> None:
     with pytest.raises(ws.InvalidInputError):
         mind.knowledge.entities_valid_at("2025-01-01 10:00:00")  # no zone, not ISO-8601 with T
     with pytest.raises(ws.InvalidInputError, match="after valid_from"):
-        mind.knowledge.create_entity("person", "x", valid_from="2025-01-02T00:00:00Z",
-                                     valid_to="2025-01-01T00:00:00Z")
+        mind.knowledge.create_entity(
+            "person", "x", valid_from="2025-01-02T00:00:00Z", valid_to="2025-01-01T00:00:00Z"
+        )
 
 
 # -- bitemporal validity ------------------------------------------------------------------------
@@ -153,18 +160,29 @@ def test_entities_valid_at_now_and_after_retirement(mind: ws.Mind) -> None:
     assert [e.id for e in k.entities_valid_at(later)] == [fresh.id]
     # The point of bitemporality: a retired entity is still returned for a time it was valid.
     retired = k.get_entity(gone.id)
-    assert retired is not None and retired.valid_to is not None
-    assert gone.id in {e.id for e in k.entities_valid_at(retired.valid_to - timedelta(microseconds=1))}
-    assert gone.id not in {e.id for e in k.entities_valid_at(retired.valid_to)}  # valid_to exclusive
+    assert retired is not None
+    assert retired.valid_to is not None
+    assert gone.id in {
+        e.id for e in k.entities_valid_at(retired.valid_to - timedelta(microseconds=1))
+    }
+    assert gone.id not in {
+        e.id for e in k.entities_valid_at(retired.valid_to)
+    }  # valid_to exclusive
 
 
 def test_entities_valid_at_explicit_windows(mind: ws.Mind) -> None:
     k = mind.knowledge
-    k.create_entity("fact", "Old", valid_from="2020-01-01T00:00:00Z", valid_to="2023-01-01T00:00:00Z")
+    k.create_entity(
+        "fact", "Old", valid_from="2020-01-01T00:00:00Z", valid_to="2023-01-01T00:00:00Z"
+    )
     k.create_entity("fact", "Current", valid_from="2020-01-01T00:00:00Z")
-    k.create_entity("fact", "Alpha", valid_from="2026-01-01T00:00:00Z", valid_to="2026-02-01T00:00:00Z")
+    k.create_entity(
+        "fact", "Alpha", valid_from="2026-01-01T00:00:00Z", valid_to="2026-02-01T00:00:00Z"
+    )
     k.create_entity("fact", "Beta", valid_from="2026-02-01T00:00:00Z")
-    k.create_entity("fact", "Expired", valid_from="2019-01-01T00:00:00Z", valid_to="2020-01-01T00:00:00Z")
+    k.create_entity(
+        "fact", "Expired", valid_from="2019-01-01T00:00:00Z", valid_to="2020-01-01T00:00:00Z"
+    )
     k.create_entity("fact", "Future", valid_from="2030-01-01T00:00:00Z")
 
     def names(when: str) -> set[str]:
@@ -184,8 +202,12 @@ def test_entities_valid_at_compares_times_on_the_same_day(mind: ws.Mind) -> None
     answer depended on ' ' < 'T', not on the time."""
     k = mind.knowledge
     late_start = k.create_entity("fact", "starts 23:00", valid_from="2026-03-10T23:00:00Z")
-    late_end = k.create_entity("fact", "ends 23:00", valid_from="2026-03-01T00:00:00Z",
-                               valid_to=datetime(2026, 3, 10, 23, 0, tzinfo=UTC))
+    late_end = k.create_entity(
+        "fact",
+        "ends 23:00",
+        valid_from="2026-03-01T00:00:00Z",
+        valid_to=datetime(2026, 3, 10, 23, 0, tzinfo=UTC),
+    )
 
     def ids(when: datetime | str) -> set[int]:
         return {e.id for e in k.entities_valid_at(when)}
@@ -207,7 +229,9 @@ def test_relations_round_trip_and_filters(mind: ws.Mind) -> None:
     alice = k.create_entity("person", "Alice")
     bob = k.create_entity("person", "Bob")
     acme = k.create_entity("org", "Acme")
-    knows = k.create_relation(alice.id, bob.id, "knows", confidence=0.95, properties={"since": 2019})
+    knows = k.create_relation(
+        alice.id, bob.id, "knows", confidence=0.95, properties={"since": 2019}
+    )
     k.create_relation(alice.id, acme.id, "works_at")
     k.create_relation(bob.id, acme.id, "works_at")
     assert k.get_relation(knows.id) == knows
@@ -222,7 +246,8 @@ def test_relations_round_trip_and_filters(mind: ws.Mind) -> None:
     assert [r.relation_type for r in k.relations_from(alice.id)] == ["works_at"]
     assert k.relations_to(bob.id) == []
     retired = k.get_relation(knows.id)
-    assert retired is not None and retired.valid_to is not None
+    assert retired is not None
+    assert retired.valid_to is not None
     k.retire_relation(knows.id)  # no-op
     assert k.get_relation(knows.id) == retired
     assert knows.id in {r.id for r in k.relations_valid_at(knows.valid_from)}
@@ -258,16 +283,19 @@ def test_retiring_an_entity_retires_its_relations(mind: ws.Mind) -> None:
     ac = k.create_relation(a.id, c.id, "knows")
     k.retire_entity(b.id)
     assert [r.id for r in k.relations_from(a.id)] == [ac.id]
-    assert k.relations_from(c.id) == [] and k.relations_to(b.id) == []
+    assert k.relations_from(c.id) == []
+    assert k.relations_to(b.id) == []
     for rid in (ab.id, cb.id):
         rel = k.get_relation(rid)
-        assert rel is not None and rel.valid_to is not None  # history kept
+        assert rel is not None
+        assert rel.valid_to is not None
     assert k.get_relation(ac.id).valid_to is None  # type: ignore[union-attr]
 
 
 def test_unknown_ids_are_not_found(mind: ws.Mind) -> None:
     k = mind.knowledge
-    assert k.get_entity(424242) is None and k.get_relation(424242) is None
+    assert k.get_entity(424242) is None
+    assert k.get_relation(424242) is None
     with pytest.raises(ws.NotFoundError):
         k.retire_entity(424242)
     with pytest.raises(ws.NotFoundError):
@@ -284,7 +312,9 @@ def test_validation_schema_required_properties(mind: ws.Mind) -> None:
     k.set_validation_schema(ws.ValidationSchema(required_properties={"person": ["email"]}))
     with pytest.raises(ws.ValidationError, match="required property 'email'"):
         k.create_entity("person", "Alice")
-    with pytest.raises(ws.ValidationError, match="required property 'email' missing for type 'person'"):
+    with pytest.raises(
+        ws.ValidationError, match="required property 'email' missing for type 'person'"
+    ):
         k.create_entity("person", "Alice", {"phone": "1"})
     alice = k.create_entity("person", "Alice", {"email": "a@x"})
     k.create_entity("org", "Acme")  # a type with no schema entry passes
@@ -296,9 +326,15 @@ def test_validation_schema_required_properties(mind: ws.Mind) -> None:
 
 def test_validation_schema_allowed_relations(mind: ws.Mind) -> None:
     k = mind.knowledge
-    k.set_validation_schema(ws.ValidationSchema(allowed_relations=[
-        ("person", "works_at", "org"), ("person", "knows", "person"), ("*", "co_occurs_with", "*"),
-    ]))
+    k.set_validation_schema(
+        ws.ValidationSchema(
+            allowed_relations=[
+                ("person", "works_at", "org"),
+                ("person", "knows", "person"),
+                ("*", "co_occurs_with", "*"),
+            ]
+        )
+    )
     alice = k.create_entity("person", "Alice")
     bob = k.create_entity("person", "Bob")
     acme = k.create_entity("org", "Acme")
@@ -316,8 +352,10 @@ def test_validation_schema_allowed_relations(mind: ws.Mind) -> None:
 
 def test_validation_schema_is_stored_per_mind(store_factory: Callable[..., ws.Store]) -> None:
     store = store_factory()
-    schema = ws.ValidationSchema(required_properties={"person": ["email", "name"]},
-                                 allowed_relations=[("person", "knows", "person")])
+    schema = ws.ValidationSchema(
+        required_properties={"person": ["email", "name"]},
+        allowed_relations=[("person", "knows", "person")],
+    )
     store.mind("a").knowledge.set_validation_schema(schema)
     store.mind("b").knowledge.create_entity("person", "No Email")  # other mind: unaffected
 
@@ -329,12 +367,15 @@ def test_validation_schema_is_stored_per_mind(store_factory: Callable[..., ws.St
     store.mind("a").knowledge.create_entity("person", "No Email")
 
 
-@pytest.mark.parametrize("bad", [
-    {"person": "email"},
-    ws.ValidationSchema(required_properties={"person": "email"}),  # type: ignore[dict-item]
-    ws.ValidationSchema(allowed_relations=[("person", "knows")]),  # type: ignore[list-item]
-    ws.ValidationSchema(allowed_relations=[("person", "knows", 3)]),  # type: ignore[list-item]
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"person": "email"},
+        ws.ValidationSchema(required_properties={"person": "email"}),  # type: ignore[dict-item]
+        ws.ValidationSchema(allowed_relations=[("person", "knows")]),  # type: ignore[list-item]
+        ws.ValidationSchema(allowed_relations=[("person", "knows", 3)]),  # type: ignore[list-item]
+    ],
+)
 def test_validation_schema_rejects_malformed_schemas(mind: ws.Mind, bad: object) -> None:
     with pytest.raises(ws.InvalidInputError):
         mind.knowledge.set_validation_schema(bad)  # type: ignore[arg-type]
@@ -343,8 +384,11 @@ def test_validation_schema_rejects_malformed_schemas(mind: ws.Mind, bad: object)
 
 def test_repository_writes_take_an_explicit_schema(store: ws.Store, mind: ws.Mind) -> None:
     """The cognify path loads the schema once per transaction and passes it to each write."""
-    mind.knowledge.set_validation_schema(ws.ValidationSchema(
-        required_properties={"person": ["email"]}, allowed_relations=[("tech", "uses", "tech")]))
+    mind.knowledge.set_validation_schema(
+        ws.ValidationSchema(
+            required_properties={"person": ["email"]}, allowed_relations=[("tech", "uses", "tech")]
+        )
+    )
     with store.write() as session:
         schema = kg(session, mind.id).schema.get()
         with pytest.raises(ws.ValidationError):
@@ -369,12 +413,14 @@ def test_minds_are_isolated(store: ws.Store) -> None:
     r1 = one.create_relation(a1.id, b1.id, "knows")
     a2 = two.create_entity("person", "Alice")
 
-    assert two.get_entity(a1.id) is None and two.get_relation(r1.id) is None
+    assert two.get_entity(a1.id) is None
+    assert two.get_relation(r1.id) is None
     assert [e.id for e in two.search_entities("Alice")] == [a2.id]
     assert [e.id for e in two.entities_by_type("person")] == [a2.id]
     assert two.entity_type_counts() == {"person": 1}
     assert [e.id for e in two.entities_valid_at(datetime.now(UTC))] == [a2.id]
-    assert two.relations_from(a1.id) == [] and two.relations_to(b1.id) == []
+    assert two.relations_from(a1.id) == []
+    assert two.relations_to(b1.id) == []
     with pytest.raises(ws.NotFoundError):
         two.create_relation(a2.id, b1.id, "knows")  # another mind's entity is "not found"
     with pytest.raises(ws.NotFoundError):
@@ -387,4 +433,5 @@ def test_minds_are_isolated(store: ws.Store) -> None:
         two.bfs_distances(a1.id)
     with pytest.raises(ws.NotFoundError):
         two.update_entity(a1.id, name="hijack")
-    assert one.get_entity(a1.id) == a1 and one.get_relation(r1.id) == r1
+    assert one.get_entity(a1.id) == a1
+    assert one.get_relation(r1.id) == r1

@@ -1,4 +1,4 @@
-"""Graph walks (one recursive query each) and the cognify/search helpers, on SQLite and PostgreSQL."""
+"""Graph walks (one recursive query each) and the cognify/search helpers, on both dialects."""
 
 from __future__ import annotations
 
@@ -86,7 +86,9 @@ def test_traverse_skips_retired_entities_and_relations(mind: ws.Mind) -> None:
     e = chain(mind)
     k = mind.knowledge
     k.retire_entity(e["C"].id)
-    assert [x.name for x in k.traverse(e["A"].id, "leads", 3)] == ["B"]  # C neither returned nor expanded
+    assert [x.name for x in k.traverse(e["A"].id, "leads", 3)] == [
+        "B"
+    ]  # C neither returned nor expanded
     k.retire_relation(k.relations_from(e["A"].id, "leads")[0].id)
     assert k.traverse(e["A"].id, "leads", 3) == []
 
@@ -100,7 +102,8 @@ def test_traverse_is_one_recursive_query(store: ws.Store, mind: ws.Mind) -> None
             distances = kg(session, mind.id).graph.distances([e["A"].id], 3)
     assert [(r.name, hops) for r, hops in rows] == [("B", 1), ("C", 2), ("D", 3)]
     assert distances[e["D"].id] == 1  # undirected, any type: A–D via 'dislikes'
-    assert len(seen) == 2 and all("RECURSIVE" in s.upper() for s in seen)
+    assert len(seen) == 2
+    assert all("RECURSIVE" in s.upper() for s in seen)
 
 
 def test_walk_arguments_are_checked(mind: ws.Mind) -> None:
@@ -144,8 +147,9 @@ def test_graph_distances_for_the_contextual_score(store: ws.Store, mind: ws.Mind
         undirected = kg(session, mind.id).graph.distances([ids["D"]], max_depth=3)
         directed = kg(session, mind.id).graph.distances([ids["D"]], max_depth=3, undirected=False)
         two_starts = kg(session, mind.id).graph.distances([ids["B"], ids["D"]], max_depth=1)
-        leads_only = kg(session, mind.id).graph.distances([ids["D"]], max_depth=3,
-                                          relation_type="leads")
+        leads_only = kg(session, mind.id).graph.distances(
+            [ids["D"]], max_depth=3, relation_type="leads"
+        )
         nothing = kg(session, mind.id).graph.distances([], max_depth=3)
     assert undirected == {ids["D"]: 0, ids["A"]: 1, ids["C"]: 1, ids["B"]: 2}  # start at 0
     assert directed == {ids["D"]: 0}
@@ -163,21 +167,27 @@ def test_upsert_entity_has_no_window(store: ws.Store, mind: ws.Mind) -> None:
         for i in range(600):
             kg(session, mind.id).entities.create("concept", f"Phase {i:03d}")
         zeta = kg(session, mind.id).entities.create("concept", "Zeta Phase")
-    assert "Zeta Phase" not in {e.name for e in mind.knowledge.entities_by_type("concept")}  # past 500
+    assert "Zeta Phase" not in {
+        e.name for e in mind.knowledge.entities_by_type("concept")
+    }  # past 500
 
     with store.write() as session:
         row, created = kg(session, mind.id).entities.upsert("concept", "  ZETA   phase ")
         assert (row.id, created) == (zeta.id, False)
         again, created = kg(session, mind.id).entities.upsert("concept", "Phase 599")
-        assert not created and again.name == "Phase 599"
+        assert not created
+        assert again.name == "Phase 599"
         other_type, created = kg(session, mind.id).entities.upsert("project", "Zeta Phase")
-        assert created and other_type.id != zeta.id
+        assert created
+        assert other_type.id != zeta.id
     assert mind.knowledge.entity_type_counts() == {"concept": 601, "project": 1}
 
     mind.knowledge.retire_entity(zeta.id)
     with store.write() as session:
         fresh, created = kg(session, mind.id).entities.upsert("concept", "Zeta Phase", {"v": 2})
-    assert created and fresh.id != zeta.id and fresh.properties == {"v": 2}
+    assert created
+    assert fresh.id != zeta.id
+    assert fresh.properties == {"v": 2}
 
 
 def test_upsert_entity_matches_unicode_case_insensitively(store: ws.Store, mind: ws.Mind) -> None:
@@ -195,14 +205,22 @@ def test_ensure_relation_one_edge_per_unordered_pair(store: ws.Store, mind: ws.M
     k = mind.knowledge
     a, b, c = (k.create_entity("tech", n) for n in ("Python", "SQLite", "Postgres"))
     with store.write() as session:
-        ab, created = kg(session, mind.id).relations.ensure(a.id, b.id, "co_occurs_with", 0.8,
-                                           unordered=True, properties={"source": "cognify"})
+        ab, created = kg(session, mind.id).relations.ensure(
+            a.id,
+            b.id,
+            "co_occurs_with",
+            0.8,
+            unordered=True,
+            properties={"source": "cognify"},
+        )
         assert created
-        ba, created = kg(session, mind.id).relations.ensure(b.id, a.id, "co_occurs_with", 0.8,
-                                           unordered=True)
+        ba, created = kg(session, mind.id).relations.ensure(
+            b.id, a.id, "co_occurs_with", 0.8, unordered=True
+        )
         assert (ba.id, created) == (ab.id, False)
-        _, created = kg(session, mind.id).relations.ensure(a.id, c.id, "co_occurs_with", 0.8,
-                                          unordered=True)
+        _, created = kg(session, mind.id).relations.ensure(
+            a.id, c.id, "co_occurs_with", 0.8, unordered=True
+        )
         assert created
         # Directed types: B→A is a different edge from A→B, and each exists once.
         _, created = kg(session, mind.id).relations.ensure(a.id, b.id, "depends_on", 0.9)
@@ -212,12 +230,15 @@ def test_ensure_relation_one_edge_per_unordered_pair(store: ws.Store, mind: ws.M
         _, created = kg(session, mind.id).relations.ensure(b.id, a.id, "depends_on", 0.9)
         assert not created
     co = k.relations_from(a.id, "co_occurs_with") + k.relations_from(b.id, "co_occurs_with")
-    assert len(co) == 2 and co[0].confidence == 0.8 and co[0].properties == {"source": "cognify"}
+    assert len(co) == 2
+    assert co[0].confidence == 0.8
+    assert co[0].properties == {"source": "cognify"}
 
     k.retire_relation(ab.id)  # a retired edge does not count: the pair gets a new one
     with store.write() as session:
-        _, created = kg(session, mind.id).relations.ensure(b.id, a.id, "co_occurs_with", 0.8,
-                                          unordered=True)
+        _, created = kg(session, mind.id).relations.ensure(
+            b.id, a.id, "co_occurs_with", 0.8, unordered=True
+        )
         assert created
 
 
@@ -257,8 +278,10 @@ def test_mentions_are_read_within_the_mind(store: ws.Store) -> None:
         assert kg(session, one.id).mentions.add_many(frame.id, [alice.id]) == 0
         kg(session, two.id).mentions.add(bob.id, frame.id)  # the caller vouches for the ids
     with store.read() as session:
-        assert kg(session, one.id).mentions.entity_ids_by_frame([frame.id]) == {frame.id: [alice.id]}
-        assert kg(session, two.id).mentions.entity_ids_by_frame([frame.id]) == {frame.id: [bob.id]}
+        in_one = kg(session, one.id).mentions.entity_ids_by_frame([frame.id])
+        in_two = kg(session, two.id).mentions.entity_ids_by_frame([frame.id])
+    assert in_one == {frame.id: [alice.id]}
+    assert in_two == {frame.id: [bob.id]}
 
 
 def test_entity_ids_named_in_whole_words(store: ws.Store, mind: ws.Mind) -> None:
@@ -283,7 +306,8 @@ def test_entity_ids_named_in_whole_words(store: ws.Store, mind: ws.Mind) -> None
     assert named("Al came too") == [al.id]
     assert named("Gone Person") == []  # retired
     assert other.id not in named("Sarah Chen")
-    assert named("") == [] and named("!!! ...") == []
+    assert named("") == []
+    assert named("!!! ...") == []
     with pytest.raises(ws.InvalidInputError):
         named(None)  # type: ignore[arg-type]
 
@@ -296,7 +320,8 @@ def test_entity_ids_named_in_long_text_and_many_entities(store: ws.Store, mind: 
     with store.read() as session:
         ids = kg(session, mind.id).entities.named_in(text)
         (name,) = session.scalars(
-            sa.select(EntityRow.name).where(EntityRow.id.in_(ids))).all()
+            sa.select(EntityRow.name).where(EntityRow.id.in_(ids))
+        ).all()
     assert name == "Entity Number 642"
 
 
@@ -340,8 +365,9 @@ def test_concurrent_upserts_create_one_entity(store: ws.Store, mind: ws.Mind) ->
     assert mind.knowledge.entity_type_counts() == {"person": 1}
 
 
-def test_retire_entity_inside_a_unit_of_work_updates_loaded_relations(store: ws.Store,
-                                                                      mind: ws.Mind) -> None:
+def test_retire_entity_inside_a_unit_of_work_updates_loaded_relations(
+    store: ws.Store, mind: ws.Mind
+) -> None:
     """The cognify path shares one session: edge rows it already holds must see the retirement."""
     with store.write() as session:
         a, _ = kg(session, mind.id).entities.upsert("tech", "A")
@@ -351,12 +377,15 @@ def test_retire_entity_inside_a_unit_of_work_updates_loaded_relations(store: ws.
         assert kg(session, mind.id).entities.retire(b.id) is False
         assert edge.valid_to is not None
         again, created = kg(session, mind.id).relations.ensure(a.id, a.id, "uses", 0.9)
-        assert created and again.id != edge.id
+        assert created
+        assert again.id != edge.id
         with pytest.raises(ws.InvalidInputError):
             kg(session, mind.id).relations.of_entity(a.id, direction="sideways")
 
 
-def test_graph_lock_is_retaken_after_a_rolled_back_savepoint(store: ws.Store, mind: ws.Mind) -> None:
+def test_graph_lock_is_retaken_after_a_rolled_back_savepoint(
+    store: ws.Store, mind: ws.Mind
+) -> None:
     """Postgres loses a row lock taken in a savepoint that rolls back; the next upsert relocks."""
 
     class Abort(Exception):
@@ -364,7 +393,8 @@ def test_graph_lock_is_retaken_after_a_rolled_back_savepoint(store: ws.Store, mi
 
     with store.write() as session:
         with count_statements(store) as seen:
-            with pytest.raises(Abort), session.begin_nested():
+            # The raise must come from inside the savepoint, after the upsert took its lock.
+            with pytest.raises(Abort), session.begin_nested():  # noqa: PT012
                 kg(session, mind.id).entities.upsert("person", "A")
                 raise Abort
             kg(session, mind.id).entities.upsert("person", "B")

@@ -62,7 +62,8 @@ def test_concurrent_writers(target: Any, store_factory: Any) -> None:
     total = PROCESSES * ITERATIONS * FRAMES_PER_ITERATION
     assert mind.frames.stats().total == total
     frames = mind.frames.recent(total + 10)
-    assert len(frames) == total and len({f.content for f in frames}) == total
+    assert len(frames) == total
+    assert len({f.content for f in frames}) == total
     by_session: dict[str, list[int]] = defaultdict(list)
     for frame in frames:
         by_session[frame.gop_id].append(frame.t)
@@ -72,4 +73,6 @@ def test_concurrent_writers(target: Any, store_factory: Any) -> None:
     for frame in frames:  # every P-frame sits on an I-frame of its own session
         if frame.frame_type == "P":
             base = mind.frames.get(frame.base_frame_id)
-            assert base is not None and base.frame_type == "I" and base.gop_id == frame.gop_id
+            assert base is not None
+            assert base.frame_type == "I"
+            assert base.gop_id == frame.gop_id

@@ -26,15 +26,19 @@ def test_first_iframe(mind: ws.Mind, gop: str) -> None:
     assert (second.t, second.id > frame.id) == (1, True)
 
 
-def test_every_new_frame_has_a_pending_manifest_row(store: ws.Store, mind: ws.Mind, gop: str) -> None:
+def test_every_new_frame_has_a_pending_manifest_row(
+    store: ws.Store, mind: ws.Mind, gop: str
+) -> None:
     i = mind.frames.create_i(gop, "body")
     p = mind.frames.create_p(gop, "delta", i.id)
     b = mind.frames.create_b(gop, "links", i.id, [p.id])
     with store.read() as s:
         rows = {r.frame_id: r for r in s.scalars(select(FrameEmbeddingRow))}
     assert set(rows) == {i.id, p.id, b.id}
-    assert all(r.status == "pending" and r.model_id is None and len(r.content_hash) == 64
-               for r in rows.values())
+    assert all(
+        r.status == "pending" and r.model_id is None and len(r.content_hash) == 64
+        for r in rows.values()
+    )
 
 
 def test_created_at_cases(mind: ws.Mind, gop: str) -> None:
@@ -42,14 +46,22 @@ def test_created_at_cases(mind: ws.Mind, gop: str) -> None:
     assert given.created_at == given.last_accessed == datetime(2025, 12, 1, 14, 32, tzinfo=UTC)
     offset = mind.frames.create_i(gop, "offset", created_at="2025-12-01T14:32:00.123+0200")
     assert offset.created_at == datetime(2025, 12, 1, 12, 32, 0, 123000, tzinfo=UTC)
-    aware = mind.frames.create_i(gop, "aware",
-                                 created_at=datetime(2025, 1, 1, 9, tzinfo=timezone(timedelta(hours=9))))
+    aware = mind.frames.create_i(
+        gop, "aware", created_at=datetime(2025, 1, 1, 9, tzinfo=timezone(timedelta(hours=9)))
+    )
     assert aware.created_at == datetime(2025, 1, 1, 0, tzinfo=UTC)
     default = mind.frames.create_i(gop, "now")
     assert abs(default.created_at - datetime.now(UTC)) < timedelta(seconds=5)
     # The seed silently replaced junk with "now"; here it is refused with a clear message.
-    for junk in ("not-a-valid-iso-string", "2025-12-01T14:32:00", "2025-12-01 14:32:00Z",
-                 "2025-13-01T00:00:00Z", "2025-02-30T00:00:00Z", datetime(2025, 12, 1), 1700000000):
+    for junk in (
+        "not-a-valid-iso-string",
+        "2025-12-01T14:32:00",
+        "2025-12-01 14:32:00Z",
+        "2025-13-01T00:00:00Z",
+        "2025-02-30T00:00:00Z",
+        datetime(2025, 12, 1),
+        1700000000,
+    ):
         with pytest.raises(ws.InvalidInputError, match="created_at"):
             mind.frames.create_i(gop, f"junk {junk}", created_at=junk)  # type: ignore[arg-type]
     assert mind.frames.stats().total == 4
@@ -58,7 +70,11 @@ def test_created_at_cases(mind: ws.Mind, gop: str) -> None:
 def test_pframes_and_bframes(mind: ws.Mind, gop: str) -> None:
     i = mind.frames.create_i(gop, "keyframe")
     ps = [mind.frames.create_p(gop, f"delta {n}", i.id) for n in (1, 2, 3)]
-    assert [(p.frame_type, p.base_frame_id, p.t) for p in ps] == [("P", i.id, 1), ("P", i.id, 2), ("P", i.id, 3)]
+    assert [(p.frame_type, p.base_frame_id, p.t) for p in ps] == [
+        ("P", i.id, 1),
+        ("P", i.id, 2),
+        ("P", i.id, 3),
+    ]
     other = mind.sessions.ensure("other").gop_id
     j = mind.frames.create_i(other, "elsewhere")
     b = mind.frames.create_b(other, "links a-b-c", i.id, [ps[0].id, j.id])
@@ -70,7 +86,8 @@ def test_pframes_and_bframes(mind: ws.Mind, gop: str) -> None:
 
 def test_reads_latest_gop_reconstruct(mind: ws.Mind, gop: str) -> None:
     assert mind.frames.reconstruct_state(gop) == ws.GopState(None, [])
-    assert mind.frames.latest_i(gop) is None and mind.frames.gop(gop) == []
+    assert mind.frames.latest_i(gop) is None
+    assert mind.frames.gop(gop) == []
     i1 = mind.frames.create_i(gop, "First keyframe: buy eggs")
     mind.frames.create_p(gop, "Old delta", i1.id)
     i2 = mind.frames.create_i(gop, "Second keyframe: buy milk")
@@ -88,7 +105,8 @@ def test_touch(mind: ws.Mind, gop: str) -> None:
     for _ in range(3):
         mind.frames.touch(frame.id)
     after = mind.frames.get(frame.id)
-    assert after.access_count == 3 and after.last_accessed > frame.last_accessed
+    assert after.access_count == 3
+    assert after.last_accessed > frame.last_accessed
     with pytest.raises(ws.NotFoundError):
         mind.frames.touch(frame.id + 1000)
 
@@ -115,7 +133,8 @@ def test_recent_orders_by_time_and_filters_real_times(mind: ws.Mind, gop: str) -
     window = mind.frames.recent(10, since="2025-12-02T00:15:00+01:00", until="2025-12-02T00:00:00Z")
     assert [f.id for f in window] == [late.id]
     since_now = mind.frames.recent(10, since=first.created_at)
-    assert {f.id for f in since_now} >= {first.id, third.id} and late.id not in {f.id for f in since_now}
+    assert {f.id for f in since_now} >= {first.id, third.id}
+    assert late.id not in {f.id for f in since_now}
     for bad in ({"since": "yesterday"}, {"until": datetime(2025, 1, 1)}):
         with pytest.raises(ws.InvalidInputError):
             mind.frames.recent(10, **bad)
@@ -145,7 +164,9 @@ def test_repeated_content_is_deduped_and_touched(mind: ws.Mind, gop: str) -> Non
 
 
 def test_hm_prefix_variants_collapse_into_the_first(mind: ws.Mind, gop: str) -> None:
-    a = mind.frames.create_i(gop, "[hm session:openclaw-gateway:c1 src:openclaw event:stop] the shared turn body")
+    a = mind.frames.create_i(
+        gop, "[hm session:openclaw-gateway:c1 src:openclaw event:stop] the shared turn body"
+    )
     b = mind.frames.create_i(gop, "[hm session:s2 src:claude-code event:stop] the shared turn body")
     c = mind.frames.create_i(gop, "the shared turn body")
     assert a.id == b.id == c.id
@@ -159,7 +180,8 @@ def test_hm_prefix_variants_collapse_into_the_first(mind: ws.Mind, gop: str) -> 
 def test_plain_then_prefixed_keeps_plain(mind: ws.Mind, gop: str) -> None:
     plain = mind.frames.create_i(gop, "plain body")
     prefixed = mind.frames.create_i(gop, "[hm src:claude-code] plain body")
-    assert prefixed.id == plain.id and prefixed.content == "plain body"
+    assert prefixed.id == plain.id
+    assert prefixed.content == "plain body"
 
 
 def test_dedup_has_no_window_and_spans_sessions(store: ws.Store, mind: ws.Mind, gop: str) -> None:
@@ -170,7 +192,8 @@ def test_dedup_has_no_window_and_spans_sessions(store: ws.Store, mind: ws.Mind, 
             assert repo.create_i(gop, f"filler-{n}").created
     other = mind.sessions.ensure("another-session").gop_id
     again = mind.frames.create_i(other, "the body")
-    assert again.id == body.id and again.gop_id == gop
+    assert again.id == body.id
+    assert again.gop_id == gop
     assert mind.frames.stats().total == 551
 
 

@@ -55,7 +55,8 @@ def test_identity_context_labels(mind: ws.Mind) -> None:
     for line in ("Name: Hive", "Role: Memory Agent", "Personality: terse",
                  "System Prompt: Respond concisely."):
         assert line in context
-    assert "Department:" not in context and "Capabilities:" not in context
+    assert "Department:" not in context
+    assert "Capabilities:" not in context
     assert -(-len(context) // 4) < 500
 
 

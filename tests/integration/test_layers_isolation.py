@@ -31,12 +31,16 @@ def test_two_minds_with_the_same_content_see_nothing_of_each_other(store: ws.Sto
     frames_b = {ids_b["i"], ids_b["p"], ids_b["b"]}
     assert not frames_a & frames_b  # same content, yet no dedup across minds
 
-    for mind, mine, theirs, their_ids in ((a, frames_a, frames_b, ids_b), (b, frames_b, frames_a, ids_a)):
+    for mind, mine, theirs, their_ids in (
+        (a, frames_a, frames_b, ids_b),
+        (b, frames_b, frames_a, ids_a),
+    ):
         assert {f.id for f in mind.frames.gop("shared-gop")} == mine
         assert {f.id for f in mind.frames.recent(100)} == mine
         assert mind.frames.stats().total == 3
         state = mind.frames.reconstruct_state("shared-gop")
-        assert state.iframe.id in mine and {p.id for p in state.pframes} <= mine
+        assert state.iframe.id in mine
+        assert {p.id for p in state.pframes} <= mine
         assert mind.frames.latest_i("shared-gop").id in mine
         assert mind.frames.references(next(iter(mine & {ids_a["b"], ids_b["b"]}))) != []
         for frame_id in theirs:
@@ -49,7 +53,10 @@ def test_two_minds_with_the_same_content_see_nothing_of_each_other(store: ws.Sto
             with pytest.raises(ws.NotFoundError):
                 mind.frames.update(frame_id, "hijack")
         assert mind.sessions.get(their_ids["auto"]) is None
-        assert {s.gop_id for s in mind.sessions.list()} == {mind.sessions.ensure_active("shared-project").gop_id, "shared-gop"}
+        assert {s.gop_id for s in mind.sessions.list()} == {
+            mind.sessions.ensure_active("shared-project").gop_id,
+            "shared-gop",
+        }
         assert [i.content for i in mind.awareness.active()] == ["same task"]
         assert mind.awareness.get(their_ids["item"]) is None
         with pytest.raises(ws.NotFoundError):
@@ -61,7 +68,8 @@ def test_two_minds_with_the_same_content_see_nothing_of_each_other(store: ws.Sto
         with pytest.raises(ws.InvalidInputError):
             mind.frames.create_b("shared-gop", "x", their_ids["i"], [their_ids["p"]])
 
-    assert a.awareness.clear() == 1 and b.awareness.active() != []
+    assert a.awareness.clear() == 1
+    assert b.awareness.active() != []
     a.kv.delete("same-key")
     assert b.kv.get("same-key") == {"owner": "beta"}
     a.frames.compact(max_temp_age_days=0, max_deprecated_age_days=0)
@@ -70,18 +78,46 @@ def test_two_minds_with_the_same_content_see_nothing_of_each_other(store: ws.Sto
 
 Bad = Callable[[ws.Mind, str, int, int], object]
 BAD_INPUTS: list[tuple[str, type[ws.WaggleStoreError], Bad]] = [
-    ("importance", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_i(g, "x", importance="urgent")),
-    ("source", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_i(g, "x", source="team_sync")),
-    ("p source", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_p(g, "x", i, source="personal")),
-    ("p importance", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_p(g, "x", i, importance="")),
+    (
+        "importance",
+        ws.InvalidInputError,
+        lambda m, g, i, p: m.frames.create_i(g, "x", importance="urgent"),
+    ),
+    (
+        "source",
+        ws.InvalidInputError,
+        lambda m, g, i, p: m.frames.create_i(g, "x", source="team_sync"),
+    ),
+    (
+        "p source",
+        ws.InvalidInputError,
+        lambda m, g, i, p: m.frames.create_p(g, "x", i, source="personal"),
+    ),
+    (
+        "p importance",
+        ws.InvalidInputError,
+        lambda m, g, i, p: m.frames.create_p(g, "x", i, importance=""),
+    ),
     ("p base is a P", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_p(g, "x", p)),
-    ("p base elsewhere", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_p("other", "x", i)),
+    (
+        "p base elsewhere",
+        ws.InvalidInputError,
+        lambda m, g, i, p: m.frames.create_p("other", "x", i),
+    ),
     ("p base missing", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_p(g, "x", 10**9)),
     ("p base not int", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_p(g, "x", str(i))),
     ("missing session i", ws.NotFoundError, lambda m, g, i, p: m.frames.create_i("nope", "x")),
     ("missing session p", ws.NotFoundError, lambda m, g, i, p: m.frames.create_p("nope", "x", i)),
-    ("missing session b", ws.NotFoundError, lambda m, g, i, p: m.frames.create_b("nope", "x", i, [p])),
-    ("b missing ref", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_b(g, "x", i, [p, 10**9])),
+    (
+        "missing session b",
+        ws.NotFoundError,
+        lambda m, g, i, p: m.frames.create_b("nope", "x", i, [p]),
+    ),
+    (
+        "b missing ref",
+        ws.InvalidInputError,
+        lambda m, g, i, p: m.frames.create_b(g, "x", i, [p, 10**9]),
+    ),
     ("b no refs", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_b(g, "x", i, [])),
     ("b refs str", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_b(g, "x", i, "12")),
     ("b empty", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_b(g, " ", i, [p])),
@@ -89,18 +125,36 @@ BAD_INPUTS: list[tuple[str, type[ws.WaggleStoreError], Bad]] = [
     ("whitespace", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_i(g, " \n\t\u3000")),
     ("prefix only", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_i(g, "[hm src:x] ")),
     ("p empty", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_p(g, "", i)),
-    ("too big", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_i(g, "x" * (MAX_CONTENT_BYTES + 1))),
-    ("too big utf8", ws.InvalidInputError,
-     lambda m, g, i, p: m.frames.create_i(g, "é" * (MAX_CONTENT_BYTES // 2 + 1))),
+    (
+        "too big",
+        ws.InvalidInputError,
+        lambda m, g, i, p: m.frames.create_i(g, "x" * (MAX_CONTENT_BYTES + 1)),
+    ),
+    (
+        "too big utf8",
+        ws.InvalidInputError,
+        lambda m, g, i, p: m.frames.create_i(g, "é" * (MAX_CONTENT_BYTES // 2 + 1)),
+    ),
     ("nul", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_i(g, "a\x00b")),
     ("p nul", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_p(g, "a\x00b", i)),
     ("surrogate", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_i(g, "a\ud800")),
     ("not text", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_i(g, b"bytes")),
-    ("naive created_at", ws.InvalidInputError,
-     lambda m, g, i, p: m.frames.create_i(g, "x", created_at=datetime(2025, 1, 1))),
-    ("bad iso", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_i(g, "x", created_at="2025-01-01")),
+    (
+        "naive created_at",
+        ws.InvalidInputError,
+        lambda m, g, i, p: m.frames.create_i(g, "x", created_at=datetime(2025, 1, 1)),
+    ),
+    (
+        "bad iso",
+        ws.InvalidInputError,
+        lambda m, g, i, p: m.frames.create_i(g, "x", created_at="2025-01-01"),
+    ),
     ("update empty", ws.InvalidInputError, lambda m, g, i, p: m.frames.update(i, "")),
-    ("update importance", ws.InvalidInputError, lambda m, g, i, p: m.frames.update(i, "y", importance="x")),
+    (
+        "update importance",
+        ws.InvalidInputError,
+        lambda m, g, i, p: m.frames.update(i, "y", importance="x"),
+    ),
     ("update missing", ws.NotFoundError, lambda m, g, i, p: m.frames.update(10**9, "y")),
     ("delete missing", ws.NotFoundError, lambda m, g, i, p: m.frames.delete(10**9)),
     ("gop_id nul", ws.InvalidInputError, lambda m, g, i, p: m.frames.create_i("a\x00", "x")),
@@ -135,7 +189,8 @@ def test_bad_input_raises_and_writes_nothing(mind: ws.Mind) -> None:
 
 def test_a_failure_mid_transaction_leaves_nothing(store: ws.Store, mind: ws.Mind) -> None:
     gop = mind.sessions.ensure("gop").gop_id
-    with pytest.raises(RuntimeError), store.write() as s:
+    # The host app fails inside the transaction, after the write: that is the case under test.
+    with pytest.raises(RuntimeError), store.write() as s:  # noqa: PT012
         repo = FrameRepository(s, mind.id)
         repo.create_i(gop, "written, then rolled back")
         raise RuntimeError("host app failed after the write")

@@ -35,7 +35,8 @@ def test_after_close_ensure_active_creates_a_new_session(mind: ws.Mind) -> None:
     assert (closed.status, closed.summary) == ("closed", "Session complete")
     assert closed.ended_at is not None
     second = mind.sessions.ensure_active()
-    assert second.gop_id != first.gop_id and second.status == "active"
+    assert second.gop_id != first.gop_id
+    assert second.status == "active"
 
 
 def test_named_sessions_are_never_returned_by_ensure_active(mind: ws.Mind) -> None:
@@ -58,7 +59,8 @@ def test_create_starts_a_new_auto_session(mind: ws.Mind) -> None:
     a = mind.sessions.create("project-x")
     b = mind.sessions.create("project-x")
     assert a.gop_id != b.gop_id
-    assert b.ended_at is None and b.status == "active"
+    assert b.ended_at is None
+    assert b.status == "active"
     # ensure_active returns the newer one; the older was closed when b started.
     assert mind.sessions.ensure_active("project-x") == b
     assert mind.sessions.get(a.gop_id).status == "closed"
@@ -93,11 +95,17 @@ def test_unknown_session(mind: ws.Mind) -> None:
             call()
 
 
-@pytest.mark.parametrize("bad", [lambda m: m.sessions.ensure(""), lambda m: m.sessions.ensure("a\x00"),
-                                 lambda m: m.sessions.ensure_active(""),
-                                 lambda m: m.sessions.ensure_active(7),
-                                 lambda m: m.sessions.list(status="open"),
-                                 lambda m: m.sessions.ensure("x" * 300)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda m: m.sessions.ensure(""),
+        lambda m: m.sessions.ensure("a\x00"),
+        lambda m: m.sessions.ensure_active(""),
+        lambda m: m.sessions.ensure_active(7),
+        lambda m: m.sessions.list(status="open"),
+        lambda m: m.sessions.ensure("x" * 300),
+    ],
+)
 def test_bad_session_input(mind: ws.Mind, bad) -> None:
     with pytest.raises(ws.InvalidInputError):
         bad(mind)

@@ -27,4 +27,5 @@ def test_like_fallback_escapes_and_filters_by_mind(store: ws.Store) -> None:
     assert set(_like(store, a, "100%")) == {percent.id, plain.id}
     assert _like(store, a, "snake_case") == [under.id]      # _ is literal
     assert set(_like(store, a, "GROWTH")) == {percent.id, plain.id}  # case-insensitive
-    assert other.id not in _like(store, a, "growth") and _like(store, b, "growth") == [other.id]
+    assert other.id not in _like(store, a, "growth")
+    assert _like(store, b, "growth") == [other.id]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from sqlalchemy import text
 
@@ -12,13 +10,17 @@ from waggle_store.dialects import vector_table_name
 from waggle_store.pipeline.embed import embed_frames
 from waggle_store.repositories.vectors import active_model_id
 
+from conftest import only_sqlite
+
 
 def _vector_count(store: ws.Store) -> int:
     with store.read() as s:
         model_id = active_model_id(s)
         if model_id is None:
             return 0
-        return int(s.execute(text(f"SELECT count(*) FROM {vector_table_name(model_id)}")).scalar_one())
+        return int(
+            s.execute(text(f"SELECT count(*) FROM {vector_table_name(model_id)}")).scalar_one()
+        )
 
 
 def test_empty_and_consistent_stores_report_zeros(store: ws.Store, mind: ws.Mind) -> None:
@@ -74,18 +76,8 @@ def test_no_embedder_repairs_keywords_only(store_factory) -> None:  # type: igno
     assert store.reconcile() == ws.ReconcileReport(0, 0, 0)
 
 
-@pytest.fixture
-def sqlite_store(tmp_path) -> Iterator[ws.Store]:  # type: ignore[no-untyped-def]
-    """SQLite only: Postgres indexes a generated column, so there is no keyword index to drift."""
-    store = ws.open_store(f"sqlite:///{tmp_path / 'fts.db'}", embedder="hashing")
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-def test_sqlite_fts_repair_and_orphans(sqlite_store: ws.Store) -> None:
-    store = sqlite_store
+@only_sqlite  # Postgres indexes a generated column, so there is no keyword index to drift
+def test_sqlite_fts_repair_and_orphans(store: ws.Store) -> None:
     mind = store.mind("test")
     gop = mind.sessions.ensure("g").gop_id
     f1 = mind.frames.create_i(gop, "quantum entanglement notes")
@@ -93,15 +85,19 @@ def test_sqlite_fts_repair_and_orphans(sqlite_store: ws.Store) -> None:
     f3 = mind.frames.create_i(gop, "another quantum frame")
     embed_frames(store.context, [f1.id, f2.id, f3.id])
     with store.write() as s:
-        s.execute(text("DELETE FROM memory_frames_fts WHERE rowid IN (:a, :b)"), {"a": f1.id, "b": f3.id})
+        s.execute(
+            text("DELETE FROM memory_frames_fts WHERE rowid IN (:a, :b)"), {"a": f1.id, "b": f3.id}
+        )
     assert mind.search("quantum", lanes=("keyword",)) == []
     assert store.reconcile() == ws.ReconcileReport(2, 0, 0)
     assert {r.frame.id for r in mind.search("quantum", lanes=("keyword",))} == {f1.id, f3.id}
     # Stale text in the index (a write that bypassed the triggers) is re-indexed too.
     with store.write() as s:
         s.execute(text("DELETE FROM memory_frames_fts WHERE rowid = :a"), {"a": f2.id})
-        s.execute(text("INSERT INTO memory_frames_fts(rowid, content) VALUES (:a, 'wrong words')"),
-                  {"a": f2.id})
+        s.execute(
+            text("INSERT INTO memory_frames_fts(rowid, content) VALUES (:a, 'wrong words')"),
+            {"a": f2.id},
+        )
     assert store.reconcile().fts_fixed == 1
     assert mind.search("lost found", lanes=("keyword",))[0].frame.id == f2.id
     # Orphans: index rows whose frame is gone (a delete with the triggers bypassed).
@@ -111,7 +107,8 @@ def test_sqlite_fts_repair_and_orphans(sqlite_store: ws.Store) -> None:
         s.execute(text(f"DROP TRIGGER {vector_table_name(model_id or 0)}_ad"))
         s.execute(text("DELETE FROM memory_frames WHERE id = :a"), {"a": f1.id})
     report = store.reconcile()
-    assert report.orphans_removed == 2 and report.fts_fixed == 0
+    assert report.orphans_removed == 2
+    assert report.fts_fixed == 0
     assert store.reconcile() == ws.ReconcileReport(0, 0, 0)
     with store.read() as s:
         assert s.execute(text("SELECT count(*) FROM memory_frames_fts")).scalar_one() == 2

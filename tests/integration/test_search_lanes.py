@@ -10,8 +10,10 @@ from sqlalchemy import text
 
 import waggle_store as ws
 from waggle_store.dialects.base import LaneFilter
-from waggle_store.search.query import keyword_terms
 from waggle_store.pipeline.embed import embed_frames
+from waggle_store.search.query import keyword_terms
+
+from conftest import KeywordIndexProbe, only_postgres
 
 TEXTS = [
     "alpha release notes for the payments service",
@@ -27,17 +29,11 @@ def _seed(store: ws.Store, mind: ws.Mind) -> list[int]:
     return ids
 
 
-def _break_keyword_index(store: ws.Store) -> None:
-    with store.write() as session:
-        if store.engine.dialect.name == "sqlite":
-            session.execute(text("DROP TABLE memory_frames_fts"))
-        else:
-            session.execute(text("ALTER TABLE memory_frames DROP COLUMN content_tsv"))
-
-
-def test_a_failing_keyword_index_falls_back_to_like(store: ws.Store, mind: ws.Mind) -> None:
+def test_a_failing_keyword_index_falls_back_to_like(
+    store: ws.Store, mind: ws.Mind, keyword_index: KeywordIndexProbe
+) -> None:
     ids = _seed(store, mind)
-    _break_keyword_index(store)
+    keyword_index.drop()
     results = mind.search("alpha", lanes=("keyword",))
     assert {r.frame.id for r in results} == {ids[0], ids[1]}
     explain = results[0].explain
@@ -45,15 +41,15 @@ def test_a_failing_keyword_index_falls_back_to_like(store: ws.Store, mind: ws.Mi
     assert any("LIKE fallback used" in d for d in explain["degraded"])
     # The failed statement did not poison the transaction: the vector lane still runs after it.
     hybrid = mind.search("alpha release")
-    assert hybrid and "vector" in hybrid[0].explain["lanes_run"]
+    assert hybrid
+    assert "vector" in hybrid[0].explain["lanes_run"]
     assert hybrid[0].frame.content == TEXTS[0]
 
 
+@only_postgres  # an embedded SQLite file has no server connection to lose
 def test_a_lost_connection_is_invalidated_and_the_next_search_reconnects(
     store: ws.Store, mind: ws.Mind
 ) -> None:
-    if store.engine.dialect.name == "sqlite":
-        pytest.skip("an embedded SQLite file has no server connection to lose")
     _seed(store, mind)
     with store.read_connection() as conn:
         pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
@@ -68,27 +64,27 @@ def test_a_lost_connection_is_invalidated_and_the_next_search_reconnects(
     assert [r.frame.content for r in mind.search("payments")] == [TEXTS[0]]
 
 
+@only_postgres  # server-side prepared statements are a Postgres (psycopg) matter
 def test_repeated_searches_run_prepared_statements(store: ws.Store, mind: ws.Mind) -> None:
     """psycopg prepares a statement after 5 runs and forgets them all on ROLLBACK: a search that
     rolled back its read transaction was parsed and planned afresh every time."""
-    if store.engine.dialect.name == "sqlite":
-        pytest.skip("server-side prepared statements are a Postgres (psycopg) matter")
     _seed(store, mind)
     for _ in range(30):  # enough for every pooled connection to pass psycopg's threshold (5)
         assert mind.search("alpha beta")
     with store.read_connection() as conn:
-        prepared = conn.exec_driver_sql("SELECT statement FROM pg_prepared_statements").scalars().all()
+        prepared = (
+            conn.exec_driver_sql("SELECT statement FROM pg_prepared_statements").scalars().all()
+        )
     assert any("plainto_tsquery" in s for s in prepared)
     assert any("frame_vectors_" in s for s in prepared)
 
 
+@only_postgres  # FTS5 keeps its own counts for bm25; the reuse is the Postgres lane's
 def test_postgres_reuses_a_large_minds_frame_count_for_a_while(
     store: ws.Store, mind: ws.Mind, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """idf's N: counted in every keyword statement below FRAME_COUNT_EXACT_BELOW frames, reused
     for FRAME_COUNT_TTL seconds above (here the threshold is lowered to 3 frames)."""
-    if store.engine.dialect.name == "sqlite":
-        pytest.skip("FTS5 keeps its own counts for bm25; the reuse is the Postgres lane's")
     from waggle_store.dialects import postgres
 
     gop = mind.sessions.ensure("g").gop_id

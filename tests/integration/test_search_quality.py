@@ -87,12 +87,14 @@ def test_explain_shows_each_lanes_rank_score_and_weight(store: ws.Store, mind: w
         lanes = r.explain["lanes"]
         assert lanes
         for info in lanes.values():
-            assert isinstance(info["rank"], int) and isinstance(info["score"], float)
+            assert isinstance(info["rank"], int)
+            assert isinstance(info["score"], float)
             assert 0.0 <= info["weight"] <= 1.0
         assert sum(info["contribution"] for info in lanes.values()) == pytest.approx(r.rrf_score)
         assert 0.0 <= r.rrf_score <= 1.0
     top = results[0].explain["lanes"]
-    assert top["keyword"]["rank"] == 0 and top["keyword"]["weight"] == 1.0
+    assert top["keyword"]["rank"] == 0
+    assert top["keyword"]["weight"] == 1.0
 
 
 def test_rare_term_outranks_common_term(store: ws.Store, mind: ws.Mind) -> None:

@@ -53,7 +53,9 @@ class FlakyEmbedder:
 
 def _count(store: ws.Store, model_id: int) -> int:
     with store.read() as s:
-        return int(s.execute(text(f"SELECT count(*) FROM {vector_table_name(model_id)}")).scalar_one())
+        return int(
+            s.execute(text(f"SELECT count(*) FROM {vector_table_name(model_id)}")).scalar_one()
+        )
 
 
 def _manifest(store: ws.Store, frame_id: int) -> FrameEmbeddingRow:
@@ -93,16 +95,25 @@ def test_vectors_are_validated(store: ws.Store, mind: ws.Mind) -> None:
         "text": ("abcd", ws.InvalidVectorError),
     }
     for vector, error in bad.values():
-        with pytest.raises(error), store.write() as s:
+        # One transaction per bad vector, rolled back by the error: nothing of it may remain.
+        with pytest.raises(error), store.write() as s:  # noqa: PT012
             model_id = register_model(s, store.adapter, ModelKey("test", "v", 4))
             store_vectors(s, store.adapter, model_id, [(frame.id, chash, vector)])  # type: ignore[list-item]
     with store.write() as s:
         model_id = register_model(s, store.adapter, ModelKey("test", "v", 4))
-        assert store_vectors(s, store.adapter, model_id, [(frame.id, chash, [3.0, 0.0, 4.0, 0.0])]) == 1
+        assert (
+            store_vectors(s, store.adapter, model_id, [(frame.id, chash, [3.0, 0.0, 4.0, 0.0])])
+            == 1
+        )
         # Storing again replaces (vec0 has no upsert; the seed crashed here, reference §23.3).
-        assert store_vectors(s, store.adapter, model_id, [(frame.id, chash, [0.0, 1.0, 0.0, 0.0])]) == 1
+        assert (
+            store_vectors(s, store.adapter, model_id, [(frame.id, chash, [0.0, 1.0, 0.0, 0.0])])
+            == 1
+        )
         # A stale hash (content changed since embedding) is skipped, never stored as current.
-        assert store_vectors(s, store.adapter, model_id, [(frame.id, "0" * 64, [1.0, 0, 0, 0])]) == 0
+        assert (
+            store_vectors(s, store.adapter, model_id, [(frame.id, "0" * 64, [1.0, 0, 0, 0])]) == 0
+        )
     assert _count(store, model_id) == 1
     assert _manifest(store, frame.id).status == "ready"
 
@@ -116,7 +127,8 @@ def test_vectors_follow_frame_deletes_and_drop_mind(store: ws.Store) -> None:
     assert embed_frames(store.context, ids).embedded == 6
     with store.read() as s:
         model_id = active_model_id(s)
-    assert model_id is not None and _count(store, model_id) == 6
+    assert model_id is not None
+    assert _count(store, model_id) == 6
     keep.frames.delete(ids[0])
     assert _count(store, model_id) == 5
     store.drop_mind("gone")
@@ -134,12 +146,15 @@ def test_embedder_outage_leaves_frame_pending_then_reconcile_fixes(store_factory
     flaky.down = True
     frame = mind.frames.create_i(gop, "quarterly report on the zephyr project")
     report = embed_frames(store.context, [frame.id])
-    assert (report.embedded, report.failed) == (0, 1) and "503" in (report.error or "")
+    assert (report.embedded, report.failed) == (0, 1)
+    assert "503" in (report.error or "")
     manifest = _manifest(store, frame.id)
-    assert manifest.status == "pending" and "503" in (manifest.error or "")
+    assert manifest.status == "pending"
+    assert "503" in (manifest.error or "")
     # Keyword search still finds it while the embedder is down, and says why vectors are off.
     results = mind.search("zephyr report")
-    assert results and results[0].frame.id == frame.id
+    assert results
+    assert results[0].frame.id == frame.id
     assert any("embedder failed" in d for d in results[0].explain["degraded"])
     assert store.reconcile().vectors_fixed == 0  # still down: nothing fixed, nothing faked
     assert _manifest(store, frame.id).status == "pending"
@@ -157,18 +172,22 @@ def test_model_change_makes_old_vectors_stale(store_factory) -> None:  # type: i
     gop = mind.sessions.ensure("g").gop_id
     ids = [mind.frames.create_i(gop, f"note number {n} about gardening").id for n in range(4)]
     assert first.reconcile().vectors_fixed == 4
-    assert {r.frame.id for r in mind.search("gardening", lanes=("vector",))} == set(ids)  # caches the model
+    assert {r.frame.id for r in mind.search("gardening", lanes=("vector",))} == set(
+        ids
+    )  # caches the model
     second = store_factory(embedder=HashingEmbedder(48))
     m2 = second.mind("m")
     # The new embedder's model has no vectors yet: keyword-only, never a cross-model comparison.
     results = m2.search("gardening note")
-    assert results and all("vector" not in r.explain["lanes_run"] for r in results)
+    assert results
+    assert all("vector" not in r.explain["lanes_run"] for r in results)
     assert second.reconcile().vectors_fixed == 4
     assert {r.frame.id for r in m2.search("gardening", lanes=("vector",))} == set(ids)
     # The first store's model is retired now (its cached id is found stale by the vector lane
     # itself): its vector lane stays off rather than mixing models, and says why.
     results = mind.search("gardening")
-    assert results and all("vector" not in r.explain["lanes_run"] for r in results)
+    assert results
+    assert all("vector" not in r.explain["lanes_run"] for r in results)
     assert any("no active vectors for hashing" in d for d in results[0].explain["degraded"])
 
 
@@ -213,23 +232,30 @@ def test_vector_table_ddl_runs_once_per_store_and_model(store: ws.Store, mind: w
         other.close()
 
 
-def test_reconcile_repairs_what_keeps_the_vector_table_in_step(store: ws.Store, mind: ws.Mind) -> None:
+@pytest.mark.parametrize(
+    ("target", "suffix", "kind", "probe"),
+    [
+        # SQLite: the trigger that deletes a frame's vector with the frame.
+        ("sqlite", "_ad", "TRIGGER", "SELECT count(*) FROM sqlite_master WHERE name = :n"),
+        # Postgres: the HNSW index of the vector table.
+        ("postgres", "_hnsw", "INDEX", "SELECT count(*) FROM pg_class WHERE oid = to_regclass(:n)"),
+    ],
+    indirect=["target"],
+)
+def test_reconcile_repairs_what_keeps_the_vector_table_in_step(
+    store: ws.Store, mind: ws.Mind, suffix: str, kind: str, probe: str
+) -> None:
     mind.cognify_batch(["Alice met Bob in Paris"])
-    sqlite = store.engine.dialect.name == "sqlite"
     with store.read() as s:
         model_id = active_model_id(s)
-    table = vector_table_name(model_id or 0)
-    helper = f"{table}_ad" if sqlite else f"{table}_hnsw"  # the delete trigger / the HNSW index
+    helper = vector_table_name(model_id or 0) + suffix
 
     def exists() -> bool:
         with store.read() as s:
-            if sqlite:
-                found = s.execute(text("SELECT 1 FROM sqlite_master WHERE name = :n"), {"n": helper})
-                return found.scalar() is not None
-            return bool(s.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": helper}).scalar())
+            return bool(s.execute(text(probe), {"n": helper}).scalar())
 
     with store.write() as s:
-        s.execute(text(f"DROP {'TRIGGER' if sqlite else 'INDEX'} {helper}"))
+        s.execute(text(f"DROP {kind} {helper}"))
     assert not exists()
     mind.cognify_batch(["Bob wrote to Carol"])  # the hot path does not look
     assert not exists()

@@ -113,7 +113,9 @@ def test_a_linker_failure_after_commit_is_reported_not_raised(
 
     monkeypatch.setattr(store.searcher, "search", broken_search)
     result = mind.cognify("Project Apollo launches in May.")
-    assert result.link_error is not None and "search index unavailable" in result.link_error
+    assert result.link_error is not None
+    assert "search index unavailable" in result.link_error
     assert result.related_frames == []
     frame = mind.frames.get(result.frame_id)
-    assert frame is not None and frame.content == "Project Apollo launches in May."
+    assert frame is not None
+    assert frame.content == "Project Apollo launches in May."

@@ -77,7 +77,8 @@ def test_cognify_fault_at_every_statement(store: ws.Store) -> None:
             break  # n is past the last statement: every statement has had its fault
     else:
         raise AssertionError("cognify never completed without a fault")
-    assert raised >= 5 and returned >= 1
+    assert raised >= 5
+    assert returned >= 1
 
 
 def test_cognify_batch_fault_at_every_statement(store: ws.Store) -> None:
@@ -99,7 +100,8 @@ def test_cognify_batch_fault_at_every_statement(store: ws.Store) -> None:
         for index, frame_id in enumerate(result.frame_ids):
             if frame_id is not None:
                 frame = mind.frames.get(frame_id)
-                assert frame is not None and frame.content == items[index]
+                assert frame is not None
+                assert frame.content == items[index]
         if not fault.fired:
             assert len(stored) == 4
             return

@@ -46,11 +46,10 @@ def test_sqlite_size_limit_reports_full_and_stores_nothing(tmp_path: Any, call: 
         _cap_pages(store, _page_count(store) + 2)
         before = _frames(store)
         big = " ".join(f"Word{i} Entity{i} visited Place{i}." for i in range(3000))
+        gop = mind.sessions.ensure_active().gop_id
+        write = mind.cognify if call == "cognify" else (lambda text: mind.frames.create_i(gop, text))
         with pytest.raises(ws.StorageFullError) as info:
-            if call == "cognify":
-                mind.cognify(big)
-            else:
-                mind.frames.create_i(mind.sessions.ensure_active().gop_id, big)
+            write(big)
         assert "full" in str(info.value)
         assert "savepoint" not in str(info.value)
         assert isinstance(info.value, ws.StorageError)

@@ -87,7 +87,8 @@ def test_workspace_contradicts_external_affirms() -> None:
         [ws("The vendor was rejected")], [ext("Vendor approved and contract confirmed")]
     )
     assert note == EXTERNAL_AHEAD_NOTE
-    assert note is not None and "enterprise source may be more current" in note
+    assert note is not None
+    assert "enterprise source may be more current" in note
 
 
 def test_weak_scores_do_not_take_part() -> None:
@@ -174,7 +175,8 @@ def test_both_affirmative_is_not_flagged() -> None:
 def test_selected_and_approved_against_cancelled() -> None:
     flagged, note = search_with("selected and approved", "cancelled")
     assert flagged is True
-    assert note is not None and "out of sync" in note
+    assert note is not None
+    assert "out of sync" in note
 
 
 def test_no_client_never_flags() -> None:

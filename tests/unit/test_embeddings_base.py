@@ -22,7 +22,7 @@ def test_validate_normalizes_on_request() -> None:
 
 
 def test_dimension_mismatch() -> None:
-    with pytest.raises(DimensionMismatchError, match="3 dimensions.*4"):
+    with pytest.raises(DimensionMismatchError, match=r"3 dimensions.*4"):
         validate_vector([1, 2, 3], 4)
 
 

@@ -8,10 +8,8 @@ unavailable unless a test wants it.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 
 import pytest
-from embedding_http import EmbeddingServer, Reply, closed_port_url, embedding_server
 
 from waggle_store.embeddings import (
     EmbeddingChain,
@@ -21,8 +19,10 @@ from waggle_store.embeddings import (
     RetryPolicy,
     resolve_embedder,
 )
-from waggle_store.embeddings import chain as chain_module
+from waggle_store.embeddings import registry as registry_module
 from waggle_store.errors import EmbeddingProviderError, InvalidInputError
+
+from embedding_http import EmbeddingServer, Reply, closed_port_url, embedding_server
 
 __all__ = ["embedding_server"]
 
@@ -30,7 +30,7 @@ FAST = RetryPolicy(max_attempts=3, initial_wait=0.01, max_wait=0.05)
 
 
 @pytest.fixture(autouse=True)
-def offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def offline(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing answers unless a test says so."""
     for name in (
         "OPENAI_API_KEY",
@@ -42,20 +42,20 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OLLAMA_HOST", closed_port_url())
-    real = chain_module._package_available
+    real = registry_module.package_available
     monkeypatch.setattr(
-        chain_module,
-        "_package_available",
+        registry_module,
+        "package_available",
         lambda name: name != "sentence_transformers" and real(name),
     )
-    yield
 
 
 def resolve_quietly(spec: str, **kw: object) -> EmbeddingChain:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EmbeddingFallbackWarning)
         chain = resolve_embedder(spec, **kw)  # type: ignore[arg-type]
-    assert chain is not None
+        assert chain is not None
+        chain.resolve()  # "auto" settles on first use; settle it here, where warnings are quiet
     return chain
 
 
@@ -64,10 +64,10 @@ def test_none_means_no_embedder() -> None:
 
 
 def test_auto_falls_back_to_hashing_with_a_warning_and_reason() -> None:
-    with pytest.warns(EmbeddingFallbackWarning, match="no embedding provider answered"):
-        chain = resolve_embedder("auto")
+    chain = resolve_embedder("auto")
     assert chain is not None
-    assert chain.is_fallback is True
+    with pytest.warns(EmbeddingFallbackWarning, match="no embedding provider answered"):
+        assert chain.is_fallback is True  # settling "auto" (first use) is when it warns
     assert chain.provider == "hashing"
     assert isinstance(chain.active, HashingEmbedder)
     status = chain.status()
@@ -95,8 +95,8 @@ def test_auto_stops_at_the_first_provider_that_answers(
     with warnings.catch_warnings():
         warnings.simplefilter("error", EmbeddingFallbackWarning)
         chain = resolve_embedder("auto")
-    assert chain is not None
-    assert chain.provider == "ollama"
+        assert chain is not None
+        assert chain.provider == "ollama"
     assert chain.is_fallback is False
     assert chain.model_id == "ollama/nomic-embed-text/8"
     # Ollama answered the probe; voyage and openai were never asked.
@@ -155,7 +155,8 @@ def test_explicit_provider_probe_uses_retries(
     monkeypatch.setenv("OLLAMA_HOST", embedding_server.url)
     embedding_server.script(Reply.error(500, "boom"))
     chain = resolve_embedder("Ollama", probe_policy=FAST)
-    assert chain is not None and chain.provider == "ollama"
+    assert chain is not None
+    assert chain.provider == "ollama"
     assert embedding_server.count == 2
 
 

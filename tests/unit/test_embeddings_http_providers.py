@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from embedding_http import EmbeddingServer, Reply, closed_port_url, embedding_server, fake_vector
 
 from waggle_store.embeddings import (
     LiteLLMEmbedder,
@@ -23,6 +22,8 @@ from waggle_store.embeddings import (
 )
 from waggle_store.embeddings.remote import RemoteEmbedder
 from waggle_store.errors import EmbeddingProviderError
+
+from embedding_http import EmbeddingServer, Reply, closed_port_url, embedding_server, fake_vector
 
 __all__ = ["embedding_server"]  # the fixture, imported for pytest
 

@@ -38,7 +38,8 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 def test_default_model_comes_from_the_bundled_package() -> None:
     path = bundled_model_path("sentence-transformers/all-MiniLM-L6-v2")
-    assert path is not None and (path / "model.safetensors").is_file()
+    assert path is not None
+    assert (path / "model.safetensors").is_file()
     assert bundled_model_path("some/other-model") is None
 
 

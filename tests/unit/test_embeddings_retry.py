@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import email.utils
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import tenacity
 
 from waggle_store.embeddings.retry import (
     ProviderCallError,
@@ -91,14 +91,42 @@ def test_non_retryable_fails_at_once() -> None:
     assert info.value.status == 401
 
 
-def test_total_deadline_stops_before_a_sleep_that_would_pass_it() -> None:
-    policy = RetryPolicy(max_attempts=100, initial_wait=0.01, retry_after_cap=10, deadline=0.5)
+class FakeClock:
+    """A monotonic clock that moves only when the retry loop sleeps: every wait is recorded,
+    none is real, so the deadline is tested by what the loop decides, not by how long it took."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.mark.parametrize(
+    ("deadline", "calls"),
+    [
+        (0.5, 3),  # waits 0.2 + 0.2; a third 0.2 s wait would end at 0.6 s, past the deadline
+        (0.7, 4),  # one more wait fits; the fourth would end at 0.8 s
+    ],
+)
+def test_total_deadline_stops_before_a_sleep_that_would_pass_it(
+    monkeypatch: pytest.MonkeyPatch, deadline: float, calls: int
+) -> None:
+    clock = FakeClock()
+    # tenacity measures the time since the first attempt with its module's time.monotonic().
+    monkeypatch.setattr(tenacity, "time", clock)
+    policy = RetryPolicy(max_attempts=100, initial_wait=0.01, retry_after_cap=10, deadline=deadline)
     script = Script(*[transient(retry_after=0.2) for _ in range(100)])
-    started = time.monotonic()
-    with pytest.raises(EmbeddingProviderError):
-        call_with_retry(script, provider="x", policy=policy, sleep=time.sleep)
-    assert time.monotonic() - started < 0.6
-    assert 2 <= script.calls <= 3
+    with pytest.raises(EmbeddingProviderError, match=f"after {calls} attempts"):
+        call_with_retry(script, provider="x", policy=policy, sleep=clock.sleep)
+    assert script.calls == calls
+    assert clock.sleeps == [0.2] * (calls - 1)
+    assert clock.now <= deadline < clock.now + 0.2
 
 
 @pytest.mark.parametrize(
@@ -139,12 +167,13 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after(None) is None
     future = datetime.now(UTC) + timedelta(seconds=30)
     seconds = parse_retry_after({"Retry-After": email.utils.format_datetime(future, usegmt=True)})
-    assert seconds is not None and 25 <= seconds <= 30
+    assert seconds is not None
+    assert 25 <= seconds <= 30
 
 
 def test_policy_validation() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="max_attempts must be at least 1"):
         RetryPolicy(max_attempts=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="deadline must not be negative"):
         RetryPolicy(deadline=-1)
     assert RetryPolicy.no_retry().max_attempts == 1

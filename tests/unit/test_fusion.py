@@ -217,13 +217,15 @@ def test_weights_of_one_are_plain_rrf_and_zero_weights_score_zero() -> None:
     assert {i: f.score for i, f in plain.items()} == {i: f.score for i, f in ones.items()}
     zero = rrf_fuse({"keyword": [1], "vector": [2]}, weights={"vector": [0.0]})
     assert zero[1].score == 1.0  # the vector lane's best term is 0: it adds nothing anywhere
-    assert zero[2].score == 0.0 and dict(zero[2].contributions) == {"vector": 0.0}
+    assert zero[2].score == 0.0
+    assert dict(zero[2].contributions) == {"vector": 0.0}
     assert rrf_fuse({"vector": [1, 2]}, weights={"vector": [0.0, 0.0]})[1].score == 0.0
 
 
 def test_a_duplicate_keeps_the_weight_of_its_first_position() -> None:
     fused = rrf_fuse({"keyword": [4, 5, 4]}, weights={"keyword": [0.5, 1.0, 0.9]})
-    assert fused[4].weights["keyword"] == 0.5 and fused[4].ranks["keyword"] == 0
+    assert fused[4].weights["keyword"] == 0.5
+    assert fused[4].ranks["keyword"] == 0
 
 
 def test_invalid_weights_are_rejected() -> None:

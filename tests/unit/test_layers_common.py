@@ -79,7 +79,9 @@ def test_check_name_refuses(bad: object) -> None:
         check_name(bad, name="gop_id")
 
 
-@pytest.mark.parametrize("bad", [float("nan"), {"a": float("inf")}, {"s": "a\x00"}, object(), {1, 2}])
+@pytest.mark.parametrize(
+    "bad", [float("nan"), {"a": float("inf")}, {"s": "a\x00"}, object(), {1, 2}]
+)
 def test_check_json_refuses(bad: object) -> None:
     with pytest.raises(InvalidInputError):
         check_json(bad, name="value")

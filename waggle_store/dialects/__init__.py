@@ -1,20 +1,55 @@
-"""Dialect adapters: the only place where SQL differs between SQLite and Postgres."""
+"""Dialect adapters: the only place where SQL differs between backends, and the registry that
+maps a dialect name to its adapter, engine factory and traits (:mod:`.registry`).
+
+The registrations below are the whole list of supported backends; anything else raises
+:class:`~waggle_store.errors.UnsupportedDialectError`.
+"""
 
 from __future__ import annotations
 
-from sqlalchemy.engine import Engine
-
 from waggle_store.dialects.base import Capabilities, LaneHit, SearchAdapter, vector_table_name
+from waggle_store.dialects.postgres import PostgresAdapter
+from waggle_store.dialects.postgres_engine import (
+    create_postgres_engine,
+    create_schema,
+    enter_schema,
+)
+from waggle_store.dialects.registry import (
+    DialectSpec,
+    EngineFactory,
+    SchemaOps,
+    dialect_spec,
+    get_adapter,
+    register_dialect,
+    spec_for_url,
+    spec_of,
+    supported_dialects,
+)
+from waggle_store.dialects.sqlite import SQLiteAdapter
+from waggle_store.dialects.sqlite_engine import create_sqlite_engine
 
+register_dialect("sqlite", DialectSpec(
+    adapter=SQLiteAdapter, create_engine=create_sqlite_engine, batch_alter=True,
+    example_url="sqlite:///path/to/store.db",
+))
+register_dialect("postgresql", DialectSpec(
+    adapter=PostgresAdapter, create_engine=create_postgres_engine,
+    schemas=SchemaOps(create=create_schema, enter=enter_schema), url_aliases=("postgres",),
+    example_url="postgresql+psycopg://user@host/db",
+))
 
-def get_adapter(engine: Engine) -> SearchAdapter:
-    if engine.dialect.name == "sqlite":
-        from waggle_store.dialects.sqlite import SQLiteAdapter
-
-        return SQLiteAdapter(engine)
-    from waggle_store.dialects.postgres import PostgresAdapter
-
-    return PostgresAdapter(engine)
-
-
-__all__ = ["Capabilities", "LaneHit", "SearchAdapter", "get_adapter", "vector_table_name"]
+__all__ = [
+    "Capabilities",
+    "DialectSpec",
+    "EngineFactory",
+    "LaneHit",
+    "SchemaOps",
+    "SearchAdapter",
+    "dialect_spec",
+    "get_adapter",
+    "register_dialect",
+    "spec_for_url",
+    "spec_of",
+    "supported_dialects",
+    "vector_table_name",
+]

@@ -40,6 +40,7 @@ from waggle_store.dialects.base import (
 )
 from waggle_store.dialects.common import (
     checked_knn,
+    clean_term,
     current_hits,
     frame_filters,
     frame_hits,
@@ -49,7 +50,6 @@ from waggle_store.dialects.common import (
     run_lane,
 )
 from waggle_store.models.base import UTCDateTime
-from waggle_store.search.query import tsquery_terms
 
 #: pgvector's HNSW indexes ``vector`` up to this many dimensions, ``halfvec`` up to 4,000.
 HNSW_MAX_VECTOR_DIMS: Final = 2000
@@ -65,6 +65,18 @@ _HNSW_SETTINGS: Final = (
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
     "set_config('hnsw.ef_search', :ef, true)"
 )
+
+
+def tsquery_terms(terms: Sequence[str]) -> list[str]:
+    """The values the keyword lane binds, one per term; empty: skip the lane.
+
+    Each becomes ``plainto_tsquery('english', :tN)``, ORed with ``||``. ``plainto_tsquery``
+    accepts any text without a syntax error (unlike ``to_tsquery``) and parses it with the
+    parser and dictionary of the generated ``tsvector``, ANDing the lexemes of one term:
+    "e-mail" → ``'e-mail' & 'e' & 'mail'``, "node.js" → ``'node.js'``, what ``to_tsvector``
+    stored. A term of only stop words ("what's") yields an empty tsquery, which ``||`` ignores.
+    """
+    return [clean for clean in map(clean_term, terms) if clean]
 
 
 def _vec_literal(vector: Sequence[float]) -> str:

@@ -30,6 +30,7 @@ from waggle_store.dialects.base import (
 )
 from waggle_store.dialects.common import (
     checked_knn,
+    clean_term,
     connection_of,
     current_hits,
     frame_filters,
@@ -39,11 +40,23 @@ from waggle_store.dialects.common import (
     like_search,
     run_lane,
 )
-from waggle_store.engine import engine_info
-from waggle_store.search.query import fts5_match_expression
+from waggle_store.dialects.info import engine_info
 
 #: sqlite-vec 0.1.x refuses a KNN ``k`` above this.
 VEC0_MAX_K: Final = 4096
+
+
+def fts5_match_expression(terms: Sequence[str]) -> str | None:
+    """The keyword lane's FTS5 ``MATCH`` string: each term a quoted string, ORed; ``None`` for no
+    terms (FTS5 rejects an empty expression, so the lane is skipped).
+
+    Raw query text never reaches ``MATCH``: inside FTS5 double quotes every character is literal
+    except ``"`` itself, written ``""``, so ``AND``/``OR``/``NOT``/``NEAR``, ``*``, ``^``, ``:``
+    and parentheses lose their meaning. The quoted text is tokenised like the indexed content
+    (``porter unicode61``), so "node.js" becomes the phrase ``node js``.
+    """
+    quoted = ['"' + clean.replace('"', '""') + '"' for clean in map(clean_term, terms) if clean]
+    return " OR ".join(quoted) if quoted else None
 
 
 def _vec_json(vector: Sequence[float]) -> str:

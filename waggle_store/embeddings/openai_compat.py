@@ -49,10 +49,9 @@ class _OpenAICompatibleEmbedder(RemoteEmbedder):
     ) -> None:
         if dimensions is not None and (isinstance(dimensions, bool) or dimensions < 1):
             raise InvalidInputError(f"dimensions must be a positive int, got {dimensions!r}")
-        super().__init__(model, dimensions=dimensions, retry=retry)
+        super().__init__(model, dimensions=dimensions, retry=retry, timeout=timeout)
         self._openai = _import_openai(self.provider)
         self.base_url = base_url
-        self.timeout = timeout
         self._send_dimensions = send_dimensions
         self._client: openai.OpenAI = self._openai.OpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
@@ -61,18 +60,18 @@ class _OpenAICompatibleEmbedder(RemoteEmbedder):
     def close(self) -> None:
         self._client.close()
 
-    def _request(self, batch: list[str], kind: str) -> list[list[float]]:
+    def _request(self, batch: list[str], kind: str, timeout: float) -> list[list[float]]:
         sdk = self._openai
         extra: dict[str, Any] = {}
         if self._send_dimensions and self._dimensions is not None:
             extra["dimensions"] = self._dimensions
         try:
             response = self._client.embeddings.create(
-                model=self.model, input=batch, encoding_format="float", **extra
+                model=self.model, input=batch, encoding_format="float", timeout=timeout, **extra
             )
         except sdk.APITimeoutError as exc:
             raise ProviderCallError(
-                f"{self.provider}: no answer within {self.timeout}s",
+                f"{self.provider}: no answer within {timeout}s",
                 provider=self.provider,
                 retryable=True,
             ) from exc
@@ -178,4 +177,19 @@ class LiteLLMEmbedder(_OpenAICompatibleEmbedder):
         )
 
 
-__all__ = ["LiteLLMEmbedder", "OpenAIEmbedder", "litellm_base_url"]
+def litellm_from_env() -> LiteLLMEmbedder:
+    """A LiteLLMEmbedder from ``LITELLM_BASE_URL`` (or ``LITELLM_PROXY_API_BASE``) and its key.
+
+    A proxy has no conventional default address, so without one this raises instead of guessing.
+    """
+    base_url = os.environ.get("LITELLM_BASE_URL") or os.environ.get("LITELLM_PROXY_API_BASE")
+    if not base_url:
+        raise EmbeddingProviderError(
+            "litellm: no endpoint (set LITELLM_BASE_URL, or pass a LiteLLMEmbedder instance)",
+            provider="litellm",
+        )
+    key = os.environ.get("LITELLM_API_KEY") or os.environ.get("LITELLM_PROXY_API_KEY")
+    return LiteLLMEmbedder(base_url=base_url, api_key=key)
+
+
+__all__ = ["LiteLLMEmbedder", "OpenAIEmbedder", "litellm_base_url", "litellm_from_env"]

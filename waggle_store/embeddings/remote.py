@@ -32,9 +32,13 @@ class RemoteEmbedder(ABC):
     max_batch_items: int = 256
     max_batch_chars: int | None = None
 
-    def __init__(self, model: str, *, dimensions: int | None, retry: RetryPolicy | None) -> None:
+    def __init__(
+        self, model: str, *, dimensions: int | None, retry: RetryPolicy | None, timeout: float
+    ) -> None:
         self.model = model
         self._dimensions = dimensions
+        #: Seconds one request may take; a probe may ask for less (:meth:`probe`).
+        self.timeout = timeout
         self.retry_policy = retry if retry is not None else DEFAULT_POLICY
         self._lock = threading.Lock()
 
@@ -65,26 +69,38 @@ class RemoteEmbedder(ABC):
 
     # -- probing ----------------------------------------------------------------------------
 
-    def probe(self, policy: RetryPolicy | None = None) -> int:
-        """Embed the probe text once; returns the dimension (and learns it if it was unknown)."""
-        vec = self._embed([PROBE_TEXT], kind="document", policy=policy or self.retry_policy)[0]
+    def probe(self, policy: RetryPolicy | None = None, *, timeout: float | None = None) -> int:
+        """Embed the probe text once; returns the dimension (and learns it if it was unknown).
+
+        ``timeout`` shortens this one call: "auto" asks each candidate briefly, because a server
+        that accepts connections but never answers must not hold the first embedding for the
+        full request timeout (30 s for Ollama) before the next candidate is tried.
+        """
+        vec = self._embed(
+            [PROBE_TEXT], kind="document", policy=policy or self.retry_policy, timeout=timeout
+        )[0]
         return len(vec)
 
     # -- shared machinery -------------------------------------------------------------------
 
-    def _embed(self, texts: list[str], *, kind: str, policy: RetryPolicy) -> list[list[float]]:
+    def _embed(
+        self, texts: list[str], *, kind: str, policy: RetryPolicy, timeout: float | None = None
+    ) -> list[list[float]]:
+        seconds = self.timeout if timeout is None else timeout
         out: list[list[float]] = []
         for batch in split_batches(
             texts, max_items=self.max_batch_items, max_chars=self.max_batch_chars
         ):
             raw = call_with_retry(
-                partial(self._checked_request, batch, kind), provider=self.provider, policy=policy
+                partial(self._checked_request, batch, kind, seconds),
+                provider=self.provider,
+                policy=policy,
             )
             out.extend(raw)
         return out
 
-    def _checked_request(self, batch: list[str], kind: str) -> list[list[float]]:
-        vectors = self._request(batch, kind)
+    def _checked_request(self, batch: list[str], kind: str, timeout: float) -> list[list[float]]:
+        vectors = self._request(batch, kind, timeout)
         if len(vectors) != len(batch):
             raise ProviderCallError(
                 f"{self.provider}: malformed response: {len(vectors)} vectors for "
@@ -122,10 +138,11 @@ class RemoteEmbedder(ABC):
             return self._dimensions
 
     @abstractmethod
-    def _request(self, batch: list[str], kind: str) -> list[list[float]]:
+    def _request(self, batch: list[str], kind: str, timeout: float) -> list[list[float]]:
         """Send one request; raise :class:`ProviderCallError` (classified) on any failure.
 
-        ``kind`` is "document" or "query", for providers whose models embed them differently.
+        ``kind`` is "document" or "query", for providers whose models embed them differently;
+        ``timeout`` is the seconds this request may take.
         """
 
     def __repr__(self) -> str:

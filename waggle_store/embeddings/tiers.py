@@ -12,11 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from waggle_store.embeddings.registry import PROVIDERS
 from waggle_store.errors import InvalidInputError
 
 UNLIMITED = -1
 
-ALL_PROVIDERS = frozenset({"local", "hashing", "ollama", "voyage", "openai", "litellm"})
+#: Every provider name of the registry (a tier may allow only these).
+ALL_PROVIDERS = frozenset(PROVIDERS)
+
+#: The default table's tiers and ranks; each provider's ``min_tier`` places it in this ladder.
+_DEFAULT_RANKS = (("FREE", 0), ("PRO", 1), ("TEAMS", 2), ("ENTERPRISE", 3), ("TRIAL", 3))
 
 #: Old tier names still found in configs (case-insensitive), as the seed accepts them.
 LEGACY_TIER_NAMES = {
@@ -55,15 +60,21 @@ class TierPolicy:
 
     @classmethod
     def default(cls) -> TierPolicy:
-        """The seed's tier table; every quota unlimited (-1), as in the seed's production."""
-        basic = frozenset({"local", "hashing", "ollama"})
+        """The seed's tier table; every quota unlimited (-1), as in the seed's production.
+
+        Built from the provider registry: a tier allows every provider whose ``min_tier`` ranks
+        at or below it (FREE: local, ollama, hashing; PRO adds voyage and openai; TEAMS and up,
+        and TRIAL, allow all), so a new provider joins the table through its registry entry.
+        """
+        rank = dict(_DEFAULT_RANKS)
         return cls(
-            rules=(
-                TierRule("FREE", 0, basic),
-                TierRule("PRO", 1, basic | {"voyage", "openai"}),
-                TierRule("TEAMS", 2, ALL_PROVIDERS),
-                TierRule("ENTERPRISE", 3, ALL_PROVIDERS),
-                TierRule("TRIAL", 3, ALL_PROVIDERS),
+            rules=tuple(
+                TierRule(
+                    name,
+                    r,
+                    frozenset(p.name for p in PROVIDERS.values() if rank[p.min_tier] <= r),
+                )
+                for name, r in _DEFAULT_RANKS
             )
         )
 

@@ -48,21 +48,26 @@ class VoyageEmbedder(RemoteEmbedder):
             raise EmbeddingProviderError(
                 "voyage: no API key (pass api_key= or set VOYAGE_API_KEY)", provider="voyage"
             )
-        super().__init__(model, dimensions=dimensions, retry=retry)
+        super().__init__(model, dimensions=dimensions, retry=retry, timeout=timeout)
         self._voyageai = _import_voyageai()
         self.base_url = base_url.rstrip("/") if base_url else None
-        self.timeout = timeout
-        self._client = self._voyageai.Client(
-            api_key=key, max_retries=0, timeout=timeout, base_url=self.base_url
+        self._api_key = key
+        self._client = self._client_for(timeout)
+
+    def _client_for(self, timeout: float) -> Any:
+        # The SDK takes its timeout per client only; a probe's shorter one gets its own client.
+        return self._voyageai.Client(
+            api_key=self._api_key, max_retries=0, timeout=timeout, base_url=self.base_url
         )
 
-    def _request(self, batch: list[str], kind: str) -> list[list[float]]:
+    def _request(self, batch: list[str], kind: str, timeout: float) -> list[list[float]]:
         err = self._voyageai.error
+        client = self._client if timeout == self.timeout else self._client_for(timeout)
         try:
-            result = self._client.embed(batch, model=self.model, input_type=kind)
+            result = client.embed(batch, model=self.model, input_type=kind)
         except err.Timeout as exc:
             raise ProviderCallError(
-                f"voyage: no answer within {self.timeout}s", provider=self.provider, retryable=True
+                f"voyage: no answer within {timeout}s", provider=self.provider, retryable=True
             ) from exc
         except err.APIConnectionError as exc:
             raise ProviderCallError(

@@ -26,6 +26,7 @@ from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.knowledge.extract import extract_entities, extract_relations
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS, FrameEmbeddingRow, FrameRow
+from waggle_store.pipeline.linker import MemoryLinker
 from waggle_store.records import (
     BatchResult,
     CognifyResult,
@@ -52,7 +53,6 @@ from waggle_store.repositories.vectors import (
     register_model,
     store_vectors,
 )
-from waggle_store.pipeline.linker import MemoryLinker
 from waggle_store.search.engine import HybridSearch
 from waggle_store.timeutil import optional_utc
 
@@ -234,11 +234,13 @@ def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
     """One write transaction for these items; each item in its own savepoint when on_error is set."""
     written: dict[int, _Written] = {}
     with mind.write() as session:
-        gop = _resolve_gop(session, mind.id, gop_id)
-        # Taken once at the root so the per-item savepoints reuse it (Postgres: the graph's
-        # check-then-insert is serialised per mind; SQLite writers are serialised already).
+        # The mind row first, as in every write path (then session rows: see
+        # FrameRepository.create_i). Taken once at the root so the per-item savepoints reuse
+        # it (Postgres: dedup and the graph's check-then-insert are serialised per mind;
+        # SQLite writers are serialised already).
         knowledge = KnowledgeRepository(session, mind.id)
         knowledge.lock()
+        gop = _resolve_gop(session, mind.id, gop_id)
         schema = knowledge.schema.get()
         embedder = mind.embedder
         model_id = (register_model(session, mind.adapter, model_key(embedder))

@@ -204,10 +204,12 @@ class FrameRepository:
         check_choice(importance, IMPORTANCE_LEVELS, name="importance")
         check_choice(source, FRAME_SOURCES, name="source")
         when = optional_utc(created_at, name="created_at")
-        self._lock_session(gop_id)
-        # Then the mind row: two transactions cannot both miss the same duplicate (Postgres).
+        # The lock order of every write path: the mind row, then the session row (a write that
+        # took them the other way round deadlocked against cognify on Postgres). The mind row
+        # lock makes the dedup below atomic: two transactions cannot both miss one duplicate.
         self.session.scalar(select(MindRow.id).where(MindRow.id == self.mind_id)
                             .with_for_update(key_share=True))
+        self._lock_session(gop_id)
         duplicate = self.find_duplicate(content)
         if duplicate is not None:
             return FrameWrite(self.touch(duplicate.id), False)

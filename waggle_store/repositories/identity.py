@@ -50,7 +50,7 @@ class IdentityRepository:
 
     def set(self, **fields: str) -> Identity:
         """Create the identity, or replace every field of the existing one (created_at stays)."""
-        values = {k: "" for k in IDENTITY_FIELDS} | _check_fields(fields)
+        values = dict.fromkeys(IDENTITY_FIELDS, "") | _check_fields(fields)
         now = utcnow()
         row, created = get_or_create(
             self.session, self._row,

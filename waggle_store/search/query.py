@@ -1,8 +1,10 @@
 """Turn free user text into keyword-lane terms that no input can turn into a syntax error.
 
 Raw query text never reaches FTS5 ``MATCH`` or a Postgres tsquery parser. Instead the text is cut
-into *terms*; each term is handed to the backend as a quoted FTS5 string or as a bound parameter of
-``plainto_tsquery``. Both of those re-tokenise the term with the same tokenizer that indexed the
+into *terms* here, without knowing the backend; the dialect adapter builds its query from them
+(``waggle_store.dialects.sqlite.fts5_match_expression``: each term a quoted FTS5 string;
+``waggle_store.dialects.postgres.tsquery_terms``: each a bound ``plainto_tsquery`` parameter).
+Both of those re-tokenise the term with the same tokenizer that indexed the
 frames (FTS5 ``porter unicode61``; Postgres ``to_tsvector('english', ...)``), so a term only has to
 be *the same text the user typed*, trimmed of sentence punctuation, for the frame to be found.
 
@@ -41,7 +43,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Final
 
 __all__ = [
@@ -51,10 +53,8 @@ __all__ = [
     "MAX_TOKEN_LENGTH",
     "MIN_TERM_LENGTH",
     "STOP_WORDS",
-    "fts5_match_expression",
     "keyword_terms",
     "like_patterns",
-    "tsquery_terms",
 ]
 
 #: The seed's stop-word list, exactly (reference §7.1), compared case-insensitively. DESIGN §5
@@ -202,48 +202,6 @@ def keyword_terms(query: str) -> list[str]:
 def _sanitise(term: str) -> str:
     """Replace ``C*`` characters by spaces and strip: guards terms not built by this module."""
     return "".join(" " if _is_other_char(ch) else ch for ch in term).strip()
-
-
-def fts5_match_expression(terms: Sequence[str]) -> str | None:
-    """An FTS5 ``MATCH`` string ORing each term as a quoted string, or ``None`` for no terms.
-
-    Inside FTS5 double quotes every character is literal except ``"`` itself, written ``""``;
-    ``AND``/``OR``/``NOT``/``NEAR``, ``*``, ``^``, ``:`` and parentheses lose their meaning. The
-    quoted text is tokenised like the indexed content, so "node.js" becomes the phrase
-    ``node js``. ``None`` tells the adapter to skip the keyword lane (FTS5 rejects an empty
-    expression).
-    """
-    quoted: list[str] = []
-    for term in terms:
-        if not isinstance(term, str):
-            continue
-        clean = _sanitise(term)
-        if clean:
-            quoted.append('"' + clean.replace('"', '""') + '"')
-    return " OR ".join(quoted) if quoted else None
-
-
-def tsquery_terms(terms: Sequence[str]) -> list[str]:
-    """The values the Postgres adapter binds, one per term, to build the keyword tsquery.
-
-    Contract: the adapter ORs one ``plainto_tsquery('english', :tN)`` per returned value with the
-    tsquery ``||`` operator, every value a bound parameter, e.g.
-    ``tsv @@ (plainto_tsquery('english', :t0) || plainto_tsquery('english', :t1))``; an empty list
-    means "skip the keyword lane". ``plainto_tsquery`` accepts any text without a syntax error
-    (unlike ``to_tsquery``), parses it with the same parser and dictionary as the generated
-    ``tsvector``, and ANDs the lexemes of one term: "e-mail" → ``'e-mail' & 'e' & 'mail'``,
-    "node.js" → ``'node.js'``, exactly what ``to_tsvector`` stored for such a frame. A term made
-    only of Postgres stop words ("what's") yields an empty tsquery, which ``||`` ignores.
-    Values never contain NUL (psycopg refuses it) or other ``C*`` characters.
-    """
-    values: list[str] = []
-    for term in terms:
-        if not isinstance(term, str):
-            continue
-        clean = _sanitise(term)
-        if clean:
-            values.append(clean)
-    return values
 
 
 def _escape_like(text: str) -> str:

@@ -1,0 +1,138 @@
+"""SQLite engines: driver choice, sqlite-vec loading, PRAGMAs, BEGIN discipline.
+
+Rules (DESIGN §8): the driver's implicit transaction handling is switched off
+(``isolation_level=None``) and the ``begin`` hook emits the BEGIN itself: ``BEGIN IMMEDIATE`` for
+writes, so that two writers queue on the lock instead of failing with "database is locked" when
+one upgrades a read snapshot; ``BEGIN DEFERRED`` for connections marked read-only through the
+``waggle_txn="read"`` execution option (``waggle_store.engine.read_only``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sqlite3
+import warnings
+from types import ModuleType
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from waggle_store.config import SYNCHRONOUS_MODES, StoreConfig
+from waggle_store.dialects.info import EngineInfo, engine_info
+from waggle_store.errors import InvalidInputError, MissingExtensionError, WaggleStoreWarning
+
+
+def _can_load_extensions(module: ModuleType) -> bool:
+    # Any failure here (no such method, "not authorized", a broken build) means "cannot".
+    try:
+        conn = module.connect(":memory:")
+    except Exception:  # noqa: BLE001
+        return False
+    try:
+        conn.enable_load_extension(True)
+        conn.enable_load_extension(False)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+    finally:
+        conn.close()
+
+
+def pick_sqlite_driver() -> tuple[ModuleType, str]:
+    """The first DB-API SQLite module of stdlib / sqlean / pysqlite3 that can load extensions.
+
+    Many Python builds (pyenv's among them) compile the stdlib module without extension loading,
+    which would leave the store with no vector search, so a capable module is preferred.
+    """
+    candidates: list[tuple[str, str]] = [
+        ("sqlite3", "sqlite3"),
+        ("sqlean.dbapi2", "sqlean"),
+        ("pysqlite3.dbapi2", "pysqlite3"),
+    ]
+    for module_name, label in candidates:
+        try:
+            module = sqlite3 if module_name == "sqlite3" else importlib.import_module(module_name)
+        except ImportError:
+            continue
+        if _can_load_extensions(module):
+            return module, label
+    raise MissingExtensionError(
+        "This Python's sqlite3 module cannot load SQLite extensions (needed for sqlite-vec). "
+        "Install a SQLite that can: pip install 'waggle-store[sqlite]' (sqlean-py) "
+        "or pip install pysqlite3-binary."
+    )
+
+
+def sqlite_wal_reset_affected(version: tuple[int, int, int]) -> bool:
+    """SQLite 3.7.0–3.51.2 have the WAL-reset corruption bug, except the 3.44.6 and 3.50.7 backports."""
+    if version in ((3, 44, 6), (3, 50, 7)):
+        return False
+    return (3, 7, 0) <= version <= (3, 51, 2)
+
+
+_warned_versions: set[str] = set()
+
+
+def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> Engine:
+    """A SQLite engine with sqlite-vec loaded on every connection (see the module docstring)."""
+    if config.sqlite_synchronous not in SYNCHRONOUS_MODES:
+        raise InvalidInputError(
+            f"sqlite synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, "
+            f"got {config.sqlite_synchronous!r}"
+        )
+    module, label = pick_sqlite_driver()
+    engine = sa.create_engine(url, module=module, **kwargs)
+    info = engine_info(engine)
+    info.driver = label
+    info.sqlite_version = module.sqlite_version
+    major, minor, patch = (int(p) for p in (module.sqlite_version.split(".") + ["0", "0"])[:3])
+    if sqlite_wal_reset_affected((major, minor, patch)):
+        note = (
+            f"SQLite {module.sqlite_version} is affected by the WAL-reset bug "
+            "(fixed in 3.51.3, backported to 3.44.6 and 3.50.7): upgrade the SQLite library "
+            "if several processes write to one store"
+        )
+        info.warnings.append(note)
+        if module.sqlite_version not in _warned_versions:
+            _warned_versions.add(module.sqlite_version)
+            # The caller of waggle_store.engine.create_engine (through the registry's factory).
+            warnings.warn(note, WaggleStoreWarning, stacklevel=3)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        _load_sqlite_vec(dbapi_conn, info)
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout = {int(config.sqlite_busy_timeout_ms)}")
+        cur.execute("PRAGMA foreign_keys = ON")
+        if url.database not in (None, "", ":memory:"):
+            cur.execute("PRAGMA journal_mode = WAL")
+        cur.execute(f"PRAGMA synchronous = {config.sqlite_synchronous}")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        mode = conn.get_execution_options().get("waggle_txn", "write")
+        conn.exec_driver_sql("BEGIN DEFERRED" if mode == "read" else "BEGIN IMMEDIATE")
+
+    return engine
+
+
+def _load_sqlite_vec(dbapi_conn: Any, info: EngineInfo) -> None:
+    """Load sqlite-vec; a failure leaves the connection usable and is reported, not raised."""
+    try:
+        import sqlite_vec
+
+        dbapi_conn.enable_load_extension(True)
+        try:
+            sqlite_vec.load(dbapi_conn)
+        finally:
+            dbapi_conn.enable_load_extension(False)
+    except Exception as exc:  # noqa: BLE001 - any failure means "no vector search"; health() says why
+        info.vector_extension = False
+        info.vector_reason = f"sqlite-vec could not be loaded: {exc}"
+        return
+    info.vector_extension = True
+    info.vector_reason = None
