@@ -19,14 +19,16 @@ def test_get_or_create_then_get(store: ws.Store) -> None:
         minds = MindRepository(session)
         assert minds.get("alpha") is None
         row, created = minds.get_or_create("alpha", "personal")
-        assert created and (row.name, row.kind) == ("alpha", "personal")
+        assert created
+        assert (row.name, row.kind) == ("alpha", "personal")
         again, created = minds.get_or_create("alpha", "workspace")
         assert (again.id, again.kind, created) == (row.id, "personal", False)  # the kind stays
         default, _ = minds.get_or_create("beta")
         assert default.kind == "workspace"
     with store.read() as session:
         found = MindRepository(session).get("alpha")
-        assert found is not None and found.id == row.id
+        assert found is not None
+        assert found.id == row.id
 
 
 @pytest.mark.parametrize("name", ["", "   ", "x" * 201, "a\x00b", 5, None])
@@ -69,10 +71,13 @@ def test_delete_removes_that_mind_and_its_rows_only(store: ws.Store) -> None:
     with store.read() as session:
         assert MindRepository(session).get("doomed") is None
     assert [m.name for m in store.list_minds()] == ["kept"]
-    assert kept.kv.get("k") == "kept" and kept.frames.stats().total == 1
+    assert kept.kv.get("k") == "kept"
+    assert kept.frames.stats().total == 1
     assert kept.knowledge.entity_count() == 1
     again = store.mind("doomed")  # a new, empty mind of the same name
-    assert again.id != doomed.id and again.kv.get("k") is None and again.frames.stats().total == 0
+    assert again.id != doomed.id
+    assert again.kv.get("k") is None
+    assert again.frames.stats().total == 0
     assert again.knowledge.entity_count() == 0
 
 

@@ -35,7 +35,8 @@ def test_get_or_create_finds_then_creates(store: ws.Store) -> None:
     with store.write() as session:
         row, created = get_or_create(session, lambda: _by_name(session, "fresh"),
                                      lambda: make("fresh"))
-        assert created and row.id is not None
+        assert created
+        assert row.id is not None
         again, created = get_or_create(session, lambda: _by_name(session, "fresh"),
                                        lambda: make("fresh"))
         assert (again.id, created) == (row.id, False)
@@ -78,7 +79,8 @@ def test_get_or_create_reraises_what_is_not_a_lost_race(store: ws.Store) -> None
 def test_insert_or_none(store: ws.Store) -> None:
     with store.write() as session:
         row = insert_or_none(session, MindRow(name="taken", kind="personal"))
-        assert row is not None and row.id is not None
+        assert row is not None
+        assert row.id is not None
         assert insert_or_none(session, MindRow(name="taken", kind="workspace")) is None
         assert insert_or_none(session, MindRow(name="free", kind="workspace")) is not None
     assert [(m.name, m.kind) for m in store.list_minds()] == [("free", "workspace"),

@@ -95,14 +95,17 @@ class KnowledgeAPI:
             return [to_entity(r) for r in self._repo(session).entities.valid_at(at, limit)]
 
     def retire_entity(self, entity_id: int) -> None:
-        """End the entity's validity now, and that of its active relations; retiring twice is a no-op."""
+        """End the entity's validity now, and that of its active relations.
+
+        Retiring twice is a no-op."""
         with self._store.write() as session:
             self._repo(session).entities.retire(_check_id(entity_id, "entity_id"))
 
     # -- relations ----------------------------------------------------------------------------
 
     def create_relation(self, source_id: int, target_id: int, relation_type: str, *,
-                        confidence: float = 1.0, properties: dict[str, Any] | None = None) -> Relation:
+                        confidence: float = 1.0,
+                        properties: dict[str, Any] | None = None) -> Relation:
         """Both ends must be active entities of this mind; no duplicate check (as in the seed)."""
         with self._store.write() as session:
             kg = self._repo(session)
@@ -123,7 +126,8 @@ class KnowledgeAPI:
     def relations_to(self, entity_id: int, relation_type: str | None = None) -> list[Relation]:
         return self._relations(entity_id, relation_type, "to")
 
-    def _relations(self, entity_id: int, relation_type: str | None, direction: str) -> list[Relation]:
+    def _relations(self, entity_id: int, relation_type: str | None,
+                   direction: str) -> list[Relation]:
         with self._store.read() as session:
             rows = self._repo(session).relations.of_entity(_check_id(entity_id, "entity_id"),
                                                            relation_type, direction=direction)
@@ -167,7 +171,9 @@ class KnowledgeAPI:
     # -- schema -------------------------------------------------------------------------------
 
     def set_validation_schema(self, schema: ValidationSchema | None) -> None:
-        """Enforce ``schema`` on later writes (None removes it); existing rows are not re-checked."""
+        """Enforce ``schema`` on later writes (None removes it).
+
+        Existing rows are not re-checked."""
         with self._store.write() as session:
             self._repo(session).schema.set(schema)
 

@@ -53,7 +53,8 @@ class AwarenessRepository:
         self.session.flush()
         return to_item(row)
 
-    def active(self, category: str | None = None, *, now: datetime | None = None) -> list[AwarenessItem]:
+    def active(self, category: str | None = None, *,
+               now: datetime | None = None) -> list[AwarenessItem]:
         """Unexpired items, priority first, newest first among equals, at most 10.
 
         Expiry compares times in SQL against a bound aware datetime, never strings
@@ -67,7 +68,8 @@ class AwarenessRepository:
         if category is not None:
             check_choice(category, AWARENESS_CATEGORIES, name="awareness category")
             query = query.where(AwarenessRow.category == category)
-        query = query.order_by(AwarenessRow.priority.desc(), AwarenessRow.id.desc()).limit(MAX_ACTIVE_ITEMS)
+        query = (query.order_by(AwarenessRow.priority.desc(), AwarenessRow.id.desc())
+                 .limit(MAX_ACTIVE_ITEMS))
         return [to_item(r) for r in self.session.scalars(query)]
 
     def get(self, item_id: int) -> AwarenessItem | None:

@@ -63,13 +63,15 @@ def check_text(value: object, *, name: str, allow_empty: bool = False,
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
     if "\x00" in value:
-        raise InvalidInputError(f"{name} contains a NUL character (\\x00), which neither backend stores")
+        raise InvalidInputError(
+            f"{name} contains a NUL character (\\x00), which neither backend stores")
     if not allow_empty and not js_trim(value):
         raise InvalidInputError(f"{name} must not be empty or whitespace only")
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
-        raise InvalidInputError(f"{name} is not valid Unicode text (lone surrogate): {exc}") from exc
+        raise InvalidInputError(
+            f"{name} is not valid Unicode text (lone surrogate): {exc}") from exc
     if size > max_bytes:
         raise InvalidInputError(
             f"{name} is {size} bytes of UTF-8; the maximum is {max_bytes} (MAX_CONTENT_BYTES)"
@@ -199,5 +201,6 @@ def rowcount(result: Result[Any]) -> int:
     into a clear error rather than an AttributeError.
     """
     if not isinstance(result, CursorResult):
-        raise TypeError(f"rowcount needs the result of an UPDATE or DELETE, got {type(result).__name__}")
+        raise TypeError(
+            f"rowcount needs the result of an UPDATE or DELETE, got {type(result).__name__}")
     return int(result.rowcount)

@@ -60,7 +60,8 @@ class EntityRepository:
                                                               EntityRow.mind_id == self.mind_id))
 
     def require_active(self, entity_id: int) -> EntityRow:
-        """The entity, which must exist in this mind (NotFoundError) and be active (InvalidInputError)."""
+        """The entity, which must exist in this mind (NotFoundError) and be active
+        (InvalidInputError)."""
         row = self.get(entity_id)
         if row is None:
             raise NotFoundError(f"entity {entity_id} does not exist in this mind")
@@ -69,7 +70,8 @@ class EntityRepository:
         return row
 
     def search(self, query: str, limit: int = 100) -> list[EntityRow]:
-        """Active entities whose name contains ``query`` (case-insensitive, LIKE metacharacters literal)."""
+        """Active entities whose name contains ``query`` (case-insensitive, LIKE
+        metacharacters literal)."""
         if not isinstance(query, str):
             raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
         folded = name_key(query)  # the same folding as the stored keys
@@ -84,7 +86,8 @@ class EntityRepository:
     def by_type(self, entity_type: str, limit: int = 500) -> list[EntityRow]:
         return list(self.session.scalars(
             sa.select(EntityRow)
-            .where(EntityRow.mind_id == self.mind_id, EntityRow.entity_type == entity_type, _active())
+            .where(EntityRow.mind_id == self.mind_id, EntityRow.entity_type == entity_type,
+                   _active())
             .order_by(EntityRow.name, EntityRow.id).limit(check_limit(limit))
         ))
 
@@ -99,7 +102,8 @@ class EntityRepository:
         return {entity_type: int(n) for entity_type, n in rows}
 
     def valid_at(self, when: datetime, limit: int = 500) -> list[EntityRow]:
-        """Entities true in the world at ``when``, retired ones included: a time comparison, not a string one."""
+        """Entities true in the world at ``when``, retired ones included: a time comparison,
+        not a string one."""
         return list(self.session.scalars(
             sa.select(EntityRow)
             .where(EntityRow.mind_id == self.mind_id, EntityRow.valid_from <= when,
@@ -161,7 +165,8 @@ class EntityRepository:
     def update(self, entity_id: int, *, name: str | None = None,
                properties: dict[str, Any] | None = None,
                schema: ValidationSchema | None = None) -> EntityRow:
-        """Rename and/or replace (not merge) the properties, as the seed does; retired rows are history."""
+        """Rename and/or replace (not merge) the properties, as the seed does; retired rows
+        are history."""
         row = self.require_active(entity_id)
         if name is not None:
             row.name = check_label(name, "name", MAX_NAME_LENGTH)
@@ -260,8 +265,10 @@ class EntityRepository:
             sa.update(RelationRow)
             .where(RelationRow.mind_id == self.mind_id, RelationRow.valid_to.is_(None),
                    sa.or_(RelationRow.source_id == entity_id, RelationRow.target_id == entity_id))
-            .values(valid_to=sa.case((RelationRow.valid_from > now, RelationRow.valid_from), else_=now))
-            .execution_options(synchronize_session="fetch")  # relation rows already loaded stay true
+            .values(valid_to=sa.case((RelationRow.valid_from > now, RelationRow.valid_from),
+                                     else_=now))
+            # Relation rows the session already holds must see the retirement too.
+            .execution_options(synchronize_session="fetch")
         )
         self.session.flush()
         return True

@@ -26,8 +26,10 @@ MAX_DEPTH = 20
 
 
 def _check_depth(max_depth: object) -> int:
-    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or not 0 <= max_depth <= MAX_DEPTH:
-        raise InvalidInputError(f"max_depth must be an integer from 0 to {MAX_DEPTH}, got {max_depth!r}")
+    if (isinstance(max_depth, bool) or not isinstance(max_depth, int)
+            or not 0 <= max_depth <= MAX_DEPTH):
+        raise InvalidInputError(
+            f"max_depth must be an integer from 0 to {MAX_DEPTH}, got {max_depth!r}")
     return max_depth
 
 
@@ -51,7 +53,8 @@ class GraphRepository:
         starts = sorted({int(i) for i in start_ids})
         if not starts:
             return {}
-        walk = _walk(self.mind_id, starts, depth, relation_type=relation_type, undirected=undirected)
+        walk = _walk(self.mind_id, starts, depth, relation_type=relation_type,
+                     undirected=undirected)
         rows = self.session.execute(
             sa.select(walk.c.node, sa.func.min(walk.c.depth)).group_by(walk.c.node))
         return {int(node): int(hops) for node, hops in rows}

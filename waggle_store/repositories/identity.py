@@ -33,7 +33,8 @@ def _reject_unknown(keys: Any) -> None:
 
 def _check_fields(fields: dict[str, Any]) -> dict[str, str]:
     _reject_unknown(fields)
-    return {k: check_text(v, name=f"identity {k}", allow_empty=k != "name") for k, v in fields.items()}
+    return {k: check_text(v, name=f"identity {k}", allow_empty=k != "name")
+            for k, v in fields.items()}
 
 
 class IdentityRepository:

@@ -71,7 +71,8 @@ def check_label(value: object, what: str, max_length: int) -> str:
     if "\x00" in value:
         raise InvalidInputError(f"{what} must not contain NUL characters")
     if len(value) > max_length:
-        raise InvalidInputError(f"{what} is {len(value)} characters long; the limit is {max_length}")
+        raise InvalidInputError(
+            f"{what} is {len(value)} characters long; the limit is {max_length}")
     return value
 
 
@@ -151,5 +152,6 @@ def lock_graph(session: Session, mind_id: int) -> None:
         session.info[_LOCK_INFO_KEY] = held
     if mind_id in held[1].get(root, ()) or mind_id in held[1].get(scope, ()):
         return
-    session.execute(sa.select(MindRow.id).where(MindRow.id == mind_id).with_for_update(key_share=True))
+    session.execute(
+        sa.select(MindRow.id).where(MindRow.id == mind_id).with_for_update(key_share=True))
     held[1].setdefault(scope, set()).add(mind_id)

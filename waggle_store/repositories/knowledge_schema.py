@@ -65,10 +65,12 @@ def _schema_payload(schema: object) -> dict[str, Any]:
         raise InvalidInputError(f"expected a ValidationSchema or None, got {type(schema).__name__}")
     required = schema.required_properties
     if not isinstance(required, dict) or not all(
-        isinstance(t, str) and isinstance(keys, (list, tuple)) and all(isinstance(k, str) for k in keys)
+        isinstance(t, str) and isinstance(keys, (list, tuple))
+        and all(isinstance(k, str) for k in keys)
         for t, keys in required.items()
     ):
-        raise InvalidInputError("required_properties must map entity types to lists of property names")
+        raise InvalidInputError(
+            "required_properties must map entity types to lists of property names")
     allowed = schema.allowed_relations
     if allowed is not None and not (
         isinstance(allowed, (list, tuple))
@@ -84,7 +86,8 @@ def _schema_payload(schema: object) -> dict[str, Any]:
     }
 
 
-def check_entity(schema: ValidationSchema | None, entity_type: str, properties: dict[str, Any]) -> None:
+def check_entity(schema: ValidationSchema | None, entity_type: str,
+                 properties: dict[str, Any]) -> None:
     """Types without an entry in ``required_properties`` pass, as in the seed."""
     if schema is None:
         return

@@ -30,7 +30,8 @@ class KVRepository:
         self.mind_id = mind_id
 
     def _row(self, key: str) -> KVRow | None:
-        return self.session.scalar(select(KVRow).where(KVRow.mind_id == self.mind_id, KVRow.key == key))
+        return self.session.scalar(
+            select(KVRow).where(KVRow.mind_id == self.mind_id, KVRow.key == key))
 
     def get(self, key: str, default: Any = None) -> Any:
         check_name(key, name="key", max_length=MAX_KEY_LENGTH)
@@ -52,7 +53,8 @@ class KVRepository:
 
     def delete(self, key: str) -> bool:
         check_name(key, name="key", max_length=MAX_KEY_LENGTH)
-        result = self.session.execute(delete(KVRow).where(KVRow.mind_id == self.mind_id, KVRow.key == key))
+        result = self.session.execute(
+            delete(KVRow).where(KVRow.mind_id == self.mind_id, KVRow.key == key))
         return rowcount(result) > 0
 
     def items(self) -> list[tuple[str, Any]]:

@@ -40,8 +40,8 @@ class RelationRepository:
     # -- reads --------------------------------------------------------------------------------
 
     def get(self, relation_id: int) -> RelationRow | None:
-        return self.session.scalar(sa.select(RelationRow).where(RelationRow.id == relation_id,
-                                                                RelationRow.mind_id == self.mind_id))
+        return self.session.scalar(sa.select(RelationRow).where(
+            RelationRow.id == relation_id, RelationRow.mind_id == self.mind_id))
 
     def of_entity(self, entity_id: int, relation_type: str | None = None, *,
                   direction: str = "from") -> list[RelationRow]:
@@ -127,7 +127,8 @@ class RelationRepository:
         ids = {e.source_id for e in edges} | {e.target_id for e in edges}
         existing: set[tuple[int, int, str]] = set()
         for source_id, target_id, rtype in self.session.execute(
-            sa.select(RelationRow.source_id, RelationRow.target_id, RelationRow.relation_type).where(
+            sa.select(RelationRow.source_id, RelationRow.target_id, RelationRow.relation_type)
+            .where(
                 RelationRow.mind_id == self.mind_id, RelationRow.valid_to.is_(None),
                 RelationRow.source_id.in_(ids), RelationRow.target_id.in_(ids),
                 RelationRow.relation_type.in_({e.relation_type for e in edges}),
@@ -143,7 +144,8 @@ class RelationRepository:
             if key in existing or (edge.unordered and twin in existing):
                 continue
             try:
-                check_relation(schema, types[edge.source_id], edge.relation_type, types[edge.target_id])
+                check_relation(schema, types[edge.source_id], edge.relation_type,
+                               types[edge.target_id])
             except ValidationError as exc:
                 refused.append(str(exc))
                 continue

@@ -54,7 +54,8 @@ class SessionRepository:
         """The session row; ``lock`` takes a row lock (FOR NO KEY UPDATE on Postgres, a no-op on
         SQLite where BEGIN IMMEDIATE serialises writers) so per-session sequences stay gapless."""
         check_name(gop_id, name="gop_id")
-        query = select(SessionRow).where(SessionRow.mind_id == self.mind_id, SessionRow.gop_id == gop_id)
+        query = select(SessionRow).where(SessionRow.mind_id == self.mind_id,
+                                         SessionRow.gop_id == gop_id)
         if lock:
             query = query.with_for_update(key_share=True)
         return self.session.scalar(query)
@@ -62,19 +63,22 @@ class SessionRepository:
     def require(self, gop_id: str, *, lock: bool = False) -> SessionRow:
         row = self.row(gop_id, lock=lock)
         if row is None:
-            raise NotFoundError(f"no session {gop_id!r} in this mind (create it with sessions.ensure)")
+            raise NotFoundError(
+                f"no session {gop_id!r} in this mind (create it with sessions.ensure)")
         return row
 
     def get(self, gop_id: str) -> SessionRecord | None:
         row = self.row(gop_id)
         return None if row is None else to_session(row)
 
-    def list(self, *, project_id: str | None = None, status: str | None = None) -> list[SessionRecord]:
+    def list(self, *, project_id: str | None = None,
+             status: str | None = None) -> list[SessionRecord]:
         query = select(SessionRow).where(SessionRow.mind_id == self.mind_id)
         if project_id is not None:
             query = query.where(SessionRow.project_id == _check_project(project_id))
         if status is not None:
-            query = query.where(SessionRow.status == check_choice(status, SESSION_STATUSES, name="status"))
+            wanted = check_choice(status, SESSION_STATUSES, name="status")
+            query = query.where(SessionRow.status == wanted)
         query = query.order_by(SessionRow.started_at.desc(), SessionRow.id.desc())
         return [to_session(r) for r in self.session.scalars(query)]
 
@@ -100,7 +104,8 @@ class SessionRepository:
                     mind_id=self.mind_id, gop_id=new_gop_id(), project_id=project, kind="auto"))
             if row is not None:
                 return to_session(row)
-        raise ConflictError("could not create or find the active session: too many concurrent writers")
+        raise ConflictError(
+            "could not create or find the active session: too many concurrent writers")
 
     def create(self, project_id: str | None = None) -> SessionRecord:
         """Start a new auto session for (mind, project); the previous active auto session of that
