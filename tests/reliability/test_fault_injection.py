@@ -69,7 +69,8 @@ def test_cognify_fault_at_every_statement(store: ws.Store) -> None:
                 continue
         returned += 1
         frame = mind.frames.get(result.frame_id)
-        assert frame is not None and frame.content == _text(n), f"fault #{n}"
+        assert frame is not None, f"fault #{n}"
+        assert frame.content == _text(n), f"fault #{n}"
         assert _counts(store)["memory_frames"] == before["memory_frames"] + 1
         # A fault that fired without failing the call hit the post-commit linking: its search
         # degraded (LIKE fallback, a lane off) or the link failed and says so.

@@ -47,7 +47,8 @@ def test_sqlite_size_limit_reports_full_and_stores_nothing(tmp_path: Any, call: 
         before = _frames(store)
         big = " ".join(f"Word{i} Entity{i} visited Place{i}." for i in range(3000))
         gop = mind.sessions.ensure_active().gop_id
-        write = mind.cognify if call == "cognify" else (lambda text: mind.frames.create_i(gop, text))
+        write = (mind.cognify if call == "cognify"
+                 else (lambda text: mind.frames.create_i(gop, text)))
         with pytest.raises(ws.StorageFullError) as info:
             write(big)
         assert "full" in str(info.value)
