@@ -20,8 +20,8 @@ from sqlalchemy.orm import Session
 from waggle_store.embeddings.tiers import UNLIMITED, TierPolicy
 from waggle_store.errors import EmbeddingQuotaExceededError, InvalidInputError, StorageError
 from waggle_store.models import EmbeddingUsage
+from waggle_store.models.idioms import insert_or_none, rowcount
 from waggle_store.records import QuotaStatus
-from waggle_store.repositories.common import insert_or_none, rowcount
 
 
 def _utc(now: datetime | None) -> datetime:

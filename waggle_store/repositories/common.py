@@ -3,6 +3,11 @@ database idioms every table family needs (race-free get-or-create, affected-row 
 
 Validation lives here, below the facade, so that every write path (the public API, cognify,
 harvest) refuses the same bad input with the same error before anything reaches the database.
+
+The idioms themselves (:func:`get_or_create`, :func:`insert_or_none`, :func:`rowcount`) are
+defined in :mod:`waggle_store.models.idioms`, beside the ORM models, because writers below the
+repositories need them too (the embedding quota counter, the dialect adapters); they are
+re-exported here so a repository finds all its helpers in one place.
 """
 
 from __future__ import annotations
@@ -10,16 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
-
-from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import CursorResult, Result
-from sqlalchemy.orm import Session
+from collections.abc import Iterable
+from typing import Any
 
 from waggle_store.errors import InvalidInputError
-
-RowT = TypeVar("RowT")
+from waggle_store.models.idioms import get_or_create as get_or_create
+from waggle_store.models.idioms import insert_or_none as insert_or_none
+from waggle_store.models.idioms import rowcount as rowcount
 
 MAX_CONTENT_BYTES = 1_048_576
 """Largest frame content (and awareness/identity text) accepted, in bytes of UTF-8 (1 MiB).
@@ -144,63 +146,3 @@ def _has_non_str_keys(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(_has_non_str_keys(v) for v in value)
     return False
-
-
-# -- database idioms --------------------------------------------------------------------------
-
-
-def insert_or_none(session: Session, row: RowT) -> RowT | None:
-    """Add ``row`` (an ORM instance) in a savepoint; None when a constraint refused it.
-
-    The savepoint is what makes this safe inside a longer unit of work: a refused INSERT rolls
-    back only itself, and the caller's transaction (and, on Postgres, its other statements) go
-    on. Callers that retry in a loop (a unique *partial* index that a concurrent writer can
-    satisfy and then release, like "one active session per project") use this directly;
-    everything else uses :func:`get_or_create`.
-    """
-    try:
-        with session.begin_nested():
-            session.add(row)
-    except sa_exc.IntegrityError:
-        return None
-    return row
-
-
-def get_or_create(session: Session, find: Callable[[], RowT | None],
-                  make: Callable[[], RowT]) -> tuple[RowT, bool]:
-    """The row ``find()`` returns, else ``make()``'s row inserted; ``(row, created)``.
-
-    Race-free without a lock: two transactions may both miss the row and both insert, but the
-    unique constraint lets one INSERT through and refuses the other, whose savepoint rolls back
-    and who then finds the winner's row (Postgres READ COMMITTED sees it once the winner
-    commits; the refused INSERT waited for that). An IntegrityError after which ``find()`` still
-    sees nothing was not a lost race (e.g. a missing foreign key) and is re-raised.
-    ``make`` is only called on a miss, so a row with side effects (a fresh id) is built once.
-    """
-    found = find()
-    if found is not None:
-        return found, False
-    try:
-        with session.begin_nested():
-            row = make()
-            session.add(row)
-    except sa_exc.IntegrityError:
-        found = find()
-        if found is None:
-            raise
-        return found, False
-    return row, True
-
-
-def rowcount(result: Result[Any]) -> int:
-    """Rows matched by the UPDATE or DELETE that produced ``result``.
-
-    ``Session.execute`` is typed to return a plain ``Result``; a DML statement's result is a
-    ``CursorResult`` at run time, which is the only kind that carries a row count. Checking
-    that here (instead of an ``attr-defined`` ignore at every call) turns a misuse on a SELECT
-    into a clear error rather than an AttributeError.
-    """
-    if not isinstance(result, CursorResult):
-        raise TypeError(
-            f"rowcount needs the result of an UPDATE or DELETE, got {type(result).__name__}")
-    return int(result.rowcount)
