@@ -9,9 +9,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from sqlalchemy.orm import Session
 
 import waggle_store as ws
-from waggle_store.repositories import knowledge as repo
+from waggle_store.repositories.knowledge import KnowledgeRepository
+
+
+def kg(session: Session, mind_id: int) -> KnowledgeRepository:
+    """The mind's knowledge repositories over the test's unit of work."""
+    return KnowledgeRepository(session, mind_id)
+
 
 # -- entities ---------------------------------------------------------------------------------
 
@@ -383,16 +390,16 @@ def test_repository_writes_take_an_explicit_schema(store: ws.Store, mind: ws.Min
         )
     )
     with store.write() as session:
-        schema = repo.get_validation_schema(session, mind.id)
+        schema = kg(session, mind.id).schema.get()
         with pytest.raises(ws.ValidationError):
-            repo.upsert_entity(session, mind.id, "person", "Alice", {}, schema=schema)
-        a, _ = repo.upsert_entity(session, mind.id, "tech", "Python", schema=schema)
-        b, _ = repo.upsert_entity(session, mind.id, "tech", "SQLite", schema=schema)
+            kg(session, mind.id).entities.upsert("person", "Alice", {}, schema=schema)
+        a, _ = kg(session, mind.id).entities.upsert("tech", "Python", schema=schema)
+        b, _ = kg(session, mind.id).entities.upsert("tech", "SQLite", schema=schema)
         with pytest.raises(ws.ValidationError):
-            repo.ensure_relation(session, mind.id, a.id, b.id, "co_occurs_with", 0.8, schema=schema)
-        repo.ensure_relation(session, mind.id, a.id, b.id, "uses", 0.8, schema=schema)
+            kg(session, mind.id).relations.ensure(a.id, b.id, "co_occurs_with", 0.8, schema=schema)
+        kg(session, mind.id).relations.ensure(a.id, b.id, "uses", 0.8, schema=schema)
         # Without a schema argument the repository does not enforce one.
-        repo.upsert_entity(session, mind.id, "person", "Bob")
+        kg(session, mind.id).entities.upsert("person", "Bob")
     assert mind.knowledge.entity_type_counts() == {"tech": 2, "person": 1}
 
 

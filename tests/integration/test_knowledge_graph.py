@@ -7,9 +7,16 @@ from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 import waggle_store as ws
-from waggle_store.repositories import knowledge as repo
+from waggle_store.models import EntityRow
+from waggle_store.repositories.knowledge import MAX_DEPTH, KnowledgeRepository
+
+
+def kg(session: Session, mind_id: int) -> KnowledgeRepository:
+    """The mind's knowledge repositories over the test's unit of work."""
+    return KnowledgeRepository(session, mind_id)
 
 
 @contextmanager
@@ -70,9 +77,9 @@ def test_traverse_dense_graph_at_max_depth_stays_bounded(store: ws.Store, mind: 
         for s in nodes:
             for t in nodes:
                 if s.id != t.id:
-                    repo.create_relation(session, mind.id, s.id, t.id, "links")
-    assert len(k.traverse(nodes[0].id, "links", repo.MAX_DEPTH)) == 11
-    assert set(k.bfs_distances(nodes[0].id, repo.MAX_DEPTH).values()) == {1}
+                    kg(session, mind.id).relations.create(s.id, t.id, "links")
+    assert len(k.traverse(nodes[0].id, "links", MAX_DEPTH)) == 11
+    assert set(k.bfs_distances(nodes[0].id, MAX_DEPTH).values()) == {1}
 
 
 def test_traverse_skips_retired_entities_and_relations(mind: ws.Mind) -> None:
@@ -91,8 +98,8 @@ def test_traverse_is_one_recursive_query(store: ws.Store, mind: ws.Mind) -> None
     with store.read() as session:
         session.execute(sa.select(1))  # the transaction is open before counting
         with count_statements(store) as seen:
-            rows = repo.traverse(session, mind.id, e["A"].id, "leads", 3)
-            distances = repo.graph_distances(session, mind.id, [e["A"].id], 3)
+            rows = kg(session, mind.id).graph.traverse(e["A"].id, "leads", 3)
+            distances = kg(session, mind.id).graph.distances([e["A"].id], 3)
     assert [(r.name, hops) for r, hops in rows] == [("B", 1), ("C", 2), ("D", 3)]
     assert distances[e["D"].id] == 1  # undirected, any type: A–D via 'dislikes'
     assert len(seen) == 2
@@ -102,7 +109,7 @@ def test_traverse_is_one_recursive_query(store: ws.Store, mind: ws.Mind) -> None
 def test_walk_arguments_are_checked(mind: ws.Mind) -> None:
     e = chain(mind)
     k = mind.knowledge
-    for bad in (-1, repo.MAX_DEPTH + 1, 2.5, "3", True):
+    for bad in (-1, MAX_DEPTH + 1, 2.5, "3", True):
         with pytest.raises(ws.InvalidInputError, match="max_depth"):
             k.traverse(e["A"].id, "leads", bad)  # type: ignore[arg-type]
         with pytest.raises(ws.InvalidInputError, match="max_depth"):
@@ -137,13 +144,13 @@ def test_graph_distances_for_the_contextual_score(store: ws.Store, mind: ws.Mind
     e = chain(mind)
     ids = {n: x.id for n, x in e.items()}
     with store.read() as session:
-        undirected = repo.graph_distances(session, mind.id, [ids["D"]], max_depth=3)
-        directed = repo.graph_distances(session, mind.id, [ids["D"]], max_depth=3, undirected=False)
-        two_starts = repo.graph_distances(session, mind.id, [ids["B"], ids["D"]], max_depth=1)
-        leads_only = repo.graph_distances(
-            session, mind.id, [ids["D"]], max_depth=3, relation_type="leads"
+        undirected = kg(session, mind.id).graph.distances([ids["D"]], max_depth=3)
+        directed = kg(session, mind.id).graph.distances([ids["D"]], max_depth=3, undirected=False)
+        two_starts = kg(session, mind.id).graph.distances([ids["B"], ids["D"]], max_depth=1)
+        leads_only = kg(session, mind.id).graph.distances(
+            [ids["D"]], max_depth=3, relation_type="leads"
         )
-        nothing = repo.graph_distances(session, mind.id, [], max_depth=3)
+        nothing = kg(session, mind.id).graph.distances([], max_depth=3)
     assert undirected == {ids["D"]: 0, ids["A"]: 1, ids["C"]: 1, ids["B"]: 2}  # start at 0
     assert directed == {ids["D"]: 0}
     assert two_starts == {ids["B"]: 0, ids["D"]: 0, ids["A"]: 1, ids["C"]: 1}
@@ -158,26 +165,26 @@ def test_upsert_entity_has_no_window(store: ws.Store, mind: ws.Mind) -> None:
     """§23.11: with 500+ entities of a type, the seed re-created names past its 500-row window."""
     with store.write() as session:
         for i in range(600):
-            repo.create_entity(session, mind.id, "concept", f"Phase {i:03d}")
-        zeta = repo.create_entity(session, mind.id, "concept", "Zeta Phase")
+            kg(session, mind.id).entities.create("concept", f"Phase {i:03d}")
+        zeta = kg(session, mind.id).entities.create("concept", "Zeta Phase")
     assert "Zeta Phase" not in {
         e.name for e in mind.knowledge.entities_by_type("concept")
     }  # past 500
 
     with store.write() as session:
-        row, created = repo.upsert_entity(session, mind.id, "concept", "  ZETA   phase ")
+        row, created = kg(session, mind.id).entities.upsert("concept", "  ZETA   phase ")
         assert (row.id, created) == (zeta.id, False)
-        again, created = repo.upsert_entity(session, mind.id, "concept", "Phase 599")
+        again, created = kg(session, mind.id).entities.upsert("concept", "Phase 599")
         assert not created
         assert again.name == "Phase 599"
-        other_type, created = repo.upsert_entity(session, mind.id, "project", "Zeta Phase")
+        other_type, created = kg(session, mind.id).entities.upsert("project", "Zeta Phase")
         assert created
         assert other_type.id != zeta.id
     assert mind.knowledge.entity_type_counts() == {"concept": 601, "project": 1}
 
     mind.knowledge.retire_entity(zeta.id)
     with store.write() as session:
-        fresh, created = repo.upsert_entity(session, mind.id, "concept", "Zeta Phase", {"v": 2})
+        fresh, created = kg(session, mind.id).entities.upsert("concept", "Zeta Phase", {"v": 2})
     assert created
     assert fresh.id != zeta.id
     assert fresh.properties == {"v": 2}
@@ -185,12 +192,12 @@ def test_upsert_entity_has_no_window(store: ws.Store, mind: ws.Mind) -> None:
 
 def test_upsert_entity_matches_unicode_case_insensitively(store: ws.Store, mind: ws.Mind) -> None:
     with store.write() as session:
-        first, created = repo.upsert_entity(session, mind.id, "place", "Zürich")
+        first, created = kg(session, mind.id).entities.upsert("place", "Zürich")
         assert created
-        same, created = repo.upsert_entity(session, mind.id, "place", "ZÜRICH")
+        same, created = kg(session, mind.id).entities.upsert("place", "ZÜRICH")
         assert (same.id, created) == (first.id, False)
         # NFKC: a decomposed "u + combining diaeresis" is the same name.
-        same, created = repo.upsert_entity(session, mind.id, "place", "zu\u0308rich")
+        same, created = kg(session, mind.id).entities.upsert("place", "zu\u0308rich")
         assert (same.id, created) == (first.id, False)
 
 
@@ -198,9 +205,7 @@ def test_ensure_relation_one_edge_per_unordered_pair(store: ws.Store, mind: ws.M
     k = mind.knowledge
     a, b, c = (k.create_entity("tech", n) for n in ("Python", "SQLite", "Postgres"))
     with store.write() as session:
-        ab, created = repo.ensure_relation(
-            session,
-            mind.id,
+        ab, created = kg(session, mind.id).relations.ensure(
             a.id,
             b.id,
             "co_occurs_with",
@@ -209,20 +214,20 @@ def test_ensure_relation_one_edge_per_unordered_pair(store: ws.Store, mind: ws.M
             properties={"source": "cognify"},
         )
         assert created
-        ba, created = repo.ensure_relation(
-            session, mind.id, b.id, a.id, "co_occurs_with", 0.8, unordered=True
+        ba, created = kg(session, mind.id).relations.ensure(
+            b.id, a.id, "co_occurs_with", 0.8, unordered=True
         )
         assert (ba.id, created) == (ab.id, False)
-        _, created = repo.ensure_relation(
-            session, mind.id, a.id, c.id, "co_occurs_with", 0.8, unordered=True
+        _, created = kg(session, mind.id).relations.ensure(
+            a.id, c.id, "co_occurs_with", 0.8, unordered=True
         )
         assert created
         # Directed types: B→A is a different edge from A→B, and each exists once.
-        _, created = repo.ensure_relation(session, mind.id, a.id, b.id, "depends_on", 0.9)
+        _, created = kg(session, mind.id).relations.ensure(a.id, b.id, "depends_on", 0.9)
         assert created
-        _, created = repo.ensure_relation(session, mind.id, b.id, a.id, "depends_on", 0.9)
+        _, created = kg(session, mind.id).relations.ensure(b.id, a.id, "depends_on", 0.9)
         assert created
-        _, created = repo.ensure_relation(session, mind.id, b.id, a.id, "depends_on", 0.9)
+        _, created = kg(session, mind.id).relations.ensure(b.id, a.id, "depends_on", 0.9)
         assert not created
     co = k.relations_from(a.id, "co_occurs_with") + k.relations_from(b.id, "co_occurs_with")
     assert len(co) == 2
@@ -231,8 +236,8 @@ def test_ensure_relation_one_edge_per_unordered_pair(store: ws.Store, mind: ws.M
 
     k.retire_relation(ab.id)  # a retired edge does not count: the pair gets a new one
     with store.write() as session:
-        _, created = repo.ensure_relation(
-            session, mind.id, b.id, a.id, "co_occurs_with", 0.8, unordered=True
+        _, created = kg(session, mind.id).relations.ensure(
+            b.id, a.id, "co_occurs_with", 0.8, unordered=True
         )
         assert created
 
@@ -242,9 +247,9 @@ def test_ensure_relation_checks_ends_and_mind(store: ws.Store) -> None:
     a = one.knowledge.create_entity("tech", "A")
     b = two.knowledge.create_entity("tech", "B")
     with pytest.raises(ws.NotFoundError), store.write() as session:
-        repo.ensure_relation(session, one.id, a.id, b.id, "co_occurs_with", 0.8, unordered=True)
+        kg(session, one.id).relations.ensure(a.id, b.id, "co_occurs_with", 0.8, unordered=True)
     with pytest.raises(ws.InvalidInputError), store.write() as session:
-        repo.ensure_relation(session, one.id, a.id, a.id, "uses", 2.0)
+        kg(session, one.id).relations.ensure(a.id, a.id, "uses", 2.0)
 
 
 def test_add_mention_is_idempotent(store: ws.Store, mind: ws.Mind) -> None:
@@ -252,13 +257,31 @@ def test_add_mention_is_idempotent(store: ws.Store, mind: ws.Mind) -> None:
     frame = mind.frames.create_i(gop, "Alice leads Apollo")
     alice = mind.knowledge.create_entity("person", "Alice")
     with store.write() as session:
-        assert repo.add_mention(session, alice.id, frame.id) is True
-        assert repo.add_mention(session, alice.id, frame.id) is False
+        assert kg(session, mind.id).mentions.add(alice.id, frame.id) is True
+        assert kg(session, mind.id).mentions.add(alice.id, frame.id) is False
     with store.write() as session:
-        assert repo.add_mention(session, alice.id, frame.id) is False
-        assert repo.mentioned_entity_ids(session, [frame.id, 999]) == {frame.id: [alice.id]}
+        assert kg(session, mind.id).mentions.add(alice.id, frame.id) is False
+        by_frame = kg(session, mind.id).mentions.entity_ids_by_frame([frame.id, 999])
+        assert by_frame == {frame.id: [alice.id]}
     with pytest.raises(ws.NotFoundError), store.write() as session:
-        repo.add_mention(session, alice.id, 999_999)
+        kg(session, mind.id).mentions.add(alice.id, 999_999)
+
+
+def test_mentions_are_read_within_the_mind(store: ws.Store) -> None:
+    """entity_mentions has no mind_id: reads reach the mind through the entity."""
+    one, two = store.mind("one"), store.mind("two")
+    frame = one.frames.create_i(one.sessions.ensure_active().gop_id, "Alice met Bob")
+    alice = one.knowledge.create_entity("person", "Alice")
+    bob = two.knowledge.create_entity("person", "Bob")
+    with store.write() as session:
+        assert kg(session, one.id).mentions.add_many(frame.id, [alice.id, alice.id]) == 1
+        assert kg(session, one.id).mentions.add_many(frame.id, [alice.id]) == 0
+        kg(session, two.id).mentions.add(bob.id, frame.id)  # the caller vouches for the ids
+    with store.read() as session:
+        in_one = kg(session, one.id).mentions.entity_ids_by_frame([frame.id])
+        in_two = kg(session, two.id).mentions.entity_ids_by_frame([frame.id])
+    assert in_one == {frame.id: [alice.id]}
+    assert in_two == {frame.id: [bob.id]}
 
 
 def test_entity_ids_named_in_whole_words(store: ws.Store, mind: ws.Mind) -> None:
@@ -275,7 +298,7 @@ def test_entity_ids_named_in_whole_words(store: ws.Store, mind: ws.Mind) -> None
 
     def named(text: str) -> list[int]:
         with store.read() as session:
-            return repo.entity_ids_named_in(session, mind.id, text)
+            return kg(session, mind.id).entities.named_in(text)
 
     text = "Yesterday PROJECT APOLLO was led by sarah   chen, using Node.js and C++ in ZÜRICH."
     assert named(text) == [apollo.id, sarah.id, node.id, cpp.id, zurich.id]  # text order
@@ -292,12 +315,12 @@ def test_entity_ids_named_in_whole_words(store: ws.Store, mind: ws.Mind) -> None
 def test_entity_ids_named_in_long_text_and_many_entities(store: ws.Store, mind: ws.Mind) -> None:
     with store.write() as session:
         for i in range(700):
-            repo.create_entity(session, mind.id, f"type{i % 7}", f"Entity Number {i}")
+            kg(session, mind.id).entities.create(f"type{i % 7}", f"Entity Number {i}")
     text = " ".join(f"word{i}" for i in range(3000)) + " and entity number 642 here"
     with store.read() as session:
-        ids = repo.entity_ids_named_in(session, mind.id, text)
+        ids = kg(session, mind.id).entities.named_in(text)
         (name,) = session.scalars(
-            sa.select(repo.EntityRow.name).where(repo.EntityRow.id.in_(ids))
+            sa.select(EntityRow.name).where(EntityRow.id.in_(ids))
         ).all()
     assert name == "Entity Number 642"
 
@@ -314,7 +337,7 @@ def test_concurrent_upserts_create_one_entity(store: ws.Store, mind: ws.Mind) ->
     def first() -> None:
         try:
             with store.write() as session:
-                row, created = repo.upsert_entity(session, mind.id, "person", "Race Winner")
+                row, created = kg(session, mind.id).entities.upsert("person", "Race Winner")
                 results["first"] = (row.id, created)
                 first_wrote.set()
                 time.sleep(0.5)  # hold the transaction open while the second one tries
@@ -326,7 +349,7 @@ def test_concurrent_upserts_create_one_entity(store: ws.Store, mind: ws.Mind) ->
         first_wrote.wait(10)
         try:
             with store.write() as session:
-                row, created = repo.upsert_entity(session, mind.id, "person", "race winner")
+                row, created = kg(session, mind.id).entities.upsert("person", "race winner")
                 results["second"] = (row.id, created)
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread below
             errors.append(exc)
@@ -347,17 +370,17 @@ def test_retire_entity_inside_a_unit_of_work_updates_loaded_relations(
 ) -> None:
     """The cognify path shares one session: edge rows it already holds must see the retirement."""
     with store.write() as session:
-        a, _ = repo.upsert_entity(session, mind.id, "tech", "A")
-        b, _ = repo.upsert_entity(session, mind.id, "tech", "B")
-        edge, _ = repo.ensure_relation(session, mind.id, a.id, b.id, "uses", 0.9)
-        assert repo.retire_entity(session, mind.id, b.id) is True
-        assert repo.retire_entity(session, mind.id, b.id) is False
+        a, _ = kg(session, mind.id).entities.upsert("tech", "A")
+        b, _ = kg(session, mind.id).entities.upsert("tech", "B")
+        edge, _ = kg(session, mind.id).relations.ensure(a.id, b.id, "uses", 0.9)
+        assert kg(session, mind.id).entities.retire(b.id) is True
+        assert kg(session, mind.id).entities.retire(b.id) is False
         assert edge.valid_to is not None
-        again, created = repo.ensure_relation(session, mind.id, a.id, a.id, "uses", 0.9)
+        again, created = kg(session, mind.id).relations.ensure(a.id, a.id, "uses", 0.9)
         assert created
         assert again.id != edge.id
         with pytest.raises(ws.InvalidInputError):
-            repo.relations(session, mind.id, a.id, direction="sideways")
+            kg(session, mind.id).relations.of_entity(a.id, direction="sideways")
 
 
 def test_graph_lock_is_retaken_after_a_rolled_back_savepoint(
@@ -372,10 +395,10 @@ def test_graph_lock_is_retaken_after_a_rolled_back_savepoint(
         with count_statements(store) as seen:
             # The raise must come from inside the savepoint, after the upsert took its lock.
             with pytest.raises(Abort), session.begin_nested():  # noqa: PT012
-                repo.upsert_entity(session, mind.id, "person", "A")
+                kg(session, mind.id).entities.upsert("person", "A")
                 raise Abort
-            repo.upsert_entity(session, mind.id, "person", "B")
-            repo.upsert_entity(session, mind.id, "person", "C")  # lock held at top level now
+            kg(session, mind.id).entities.upsert("person", "B")
+            kg(session, mind.id).entities.upsert("person", "C")  # lock held at top level now
         locks = [s for s in seen if "FROM minds" in s]
     assert len(locks) == 2
     assert mind.knowledge.entity_type_counts() == {"person": 2}

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import and_, case, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import and_, case, select, update
 from sqlalchemy.orm import Session
 
 from waggle_store.embeddings.tiers import UNLIMITED, TierPolicy
 from waggle_store.errors import EmbeddingQuotaExceededError, InvalidInputError, StorageError
 from waggle_store.models import EmbeddingUsage
+from waggle_store.models.idioms import insert_or_none, rowcount
 from waggle_store.records import QuotaStatus
 
 
@@ -98,7 +98,7 @@ def reserve(
         .execution_options(synchronize_session=False)
     )
     for _ in range(3):
-        if session.execute(increment).rowcount == 1:  # type: ignore[attr-defined]
+        if rowcount(session.execute(increment)) == 1:
             return usage(session, user_id, when)
         current = session.execute(select(EmbeddingUsage.count).where(row)).scalar_one_or_none()
         if current is not None:
@@ -110,14 +110,8 @@ def reserve(
             continue
         if 0 <= quota < n:
             raise EmbeddingQuotaExceededError(tier_name, quota, 0)
-        try:
-            with session.begin_nested():
-                session.execute(
-                    insert(EmbeddingUsage).values(
-                        user_id=user_id, year_month=month, count=n, updated_at=when
-                    )
-                )
-        except IntegrityError:
+        first = EmbeddingUsage(user_id=user_id, year_month=month, count=n, updated_at=when)
+        if insert_or_none(session, first) is None:
             # Another transaction created this month's row first; its row now exists, so the
             # conditional UPDATE decides (once more) whether there is room for ours.
             continue

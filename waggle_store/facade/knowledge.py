@@ -1,7 +1,8 @@
 """``mind.knowledge``: the bitemporal knowledge graph of one mind.
 
-Each method is one short transaction (``store.write()`` / ``store.read()``) over the repository
-in :mod:`waggle_store.repositories.knowledge`, and returns frozen records, never ORM rows.
+Each method is one short transaction (``store.write()`` / ``store.read()``) over the
+repositories of :mod:`waggle_store.repositories.knowledge`, and returns frozen records, never
+ORM rows.
 Writes read the mind's ValidationSchema inside the same transaction, so a schema change and a
 write cannot interleave into a write the schema forbids.
 """
@@ -11,10 +12,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError, NotFoundError
 from waggle_store.records import Entity, Relation, ValidationSchema
-from waggle_store.repositories import knowledge as repo
+from waggle_store.repositories.knowledge import KnowledgeRepository
+from waggle_store.repositories.knowledge_common import to_entity, to_relation
 from waggle_store.timeutil import ensure_utc, optional_utc
 
 
@@ -31,6 +35,9 @@ class KnowledgeAPI:
         self._mind = mind
         self._store = mind.store
 
+    def _repo(self, session: Session) -> KnowledgeRepository:
+        return KnowledgeRepository(session, self._mind.id)
+
     # -- entities -----------------------------------------------------------------------------
 
     def create_entity(self, entity_type: str, name: str, properties: dict[str, Any] | None = None,
@@ -44,38 +51,38 @@ class KnowledgeAPI:
         start = optional_utc(valid_from, name="valid_from")
         end = optional_utc(valid_to, name="valid_to")
         with self._store.write() as session:
-            schema = repo.get_validation_schema(session, self._mind.id)
-            row = repo.create_entity(session, self._mind.id, entity_type, name, properties,
-                                     valid_from=start, valid_to=end, schema=schema)
-            return repo.to_entity(row)
+            kg = self._repo(session)
+            row = kg.entities.create(entity_type, name, properties, valid_from=start, valid_to=end,
+                                     schema=kg.schema.get())
+            return to_entity(row)
 
     def get_entity(self, entity_id: int) -> Entity | None:
         """The entity, retired or not; None when it does not exist in this mind."""
         with self._store.read() as session:
-            row = repo.get_entity(session, self._mind.id, _check_id(entity_id, "entity_id"))
-            return None if row is None else repo.to_entity(row)
+            row = self._repo(session).entities.get(_check_id(entity_id, "entity_id"))
+            return None if row is None else to_entity(row)
 
     def update_entity(self, entity_id: int, *, name: str | None = None,
                       properties: dict[str, Any] | None = None) -> Entity:
         """Rename and/or replace the properties of an active entity (the seed's updateEntity)."""
         with self._store.write() as session:
-            schema = repo.get_validation_schema(session, self._mind.id)
-            row = repo.update_entity(session, self._mind.id, _check_id(entity_id, "entity_id"),
-                                     name=name, properties=properties, schema=schema)
-            return repo.to_entity(row)
+            kg = self._repo(session)
+            row = kg.entities.update(_check_id(entity_id, "entity_id"), name=name,
+                                     properties=properties, schema=kg.schema.get())
+            return to_entity(row)
 
     def search_entities(self, query: str, limit: int = 100) -> list[Entity]:
         with self._store.read() as session:
-            return [repo.to_entity(r) for r in repo.search_entities(session, self._mind.id, query, limit)]
+            return [to_entity(r) for r in self._repo(session).entities.search(query, limit)]
 
     def entities_by_type(self, entity_type: str, limit: int = 500) -> list[Entity]:
         with self._store.read() as session:
-            rows = repo.entities_by_type(session, self._mind.id, entity_type, limit)
-            return [repo.to_entity(r) for r in rows]
+            rows = self._repo(session).entities.by_type(entity_type, limit)
+            return [to_entity(r) for r in rows]
 
     def entity_type_counts(self) -> dict[str, int]:
         with self._store.read() as session:
-            return repo.entity_type_counts(session, self._mind.id)
+            return self._repo(session).entities.type_counts()
 
     def entity_count(self) -> int:
         """Active entities (the seed's getEntityCount)."""
@@ -85,29 +92,33 @@ class KnowledgeAPI:
         """Entities true at ``when`` (valid_from ≤ when < valid_to), retired ones included."""
         at = ensure_utc(when, name="when")
         with self._store.read() as session:
-            return [repo.to_entity(r) for r in repo.entities_valid_at(session, self._mind.id, at, limit)]
+            return [to_entity(r) for r in self._repo(session).entities.valid_at(at, limit)]
 
     def retire_entity(self, entity_id: int) -> None:
-        """End the entity's validity now, and that of its active relations; retiring twice is a no-op."""
+        """End the entity's validity now, and that of its active relations.
+
+        Retiring twice is a no-op."""
         with self._store.write() as session:
-            repo.retire_entity(session, self._mind.id, _check_id(entity_id, "entity_id"))
+            self._repo(session).entities.retire(_check_id(entity_id, "entity_id"))
 
     # -- relations ----------------------------------------------------------------------------
 
     def create_relation(self, source_id: int, target_id: int, relation_type: str, *,
-                        confidence: float = 1.0, properties: dict[str, Any] | None = None) -> Relation:
+                        confidence: float = 1.0,
+                        properties: dict[str, Any] | None = None) -> Relation:
         """Both ends must be active entities of this mind; no duplicate check (as in the seed)."""
         with self._store.write() as session:
-            schema = repo.get_validation_schema(session, self._mind.id)
-            row = repo.create_relation(session, self._mind.id, _check_id(source_id, "source_id"),
-                                       _check_id(target_id, "target_id"), relation_type,
-                                       confidence=confidence, properties=properties, schema=schema)
-            return repo.to_relation(row)
+            kg = self._repo(session)
+            row = kg.relations.create(_check_id(source_id, "source_id"),
+                                      _check_id(target_id, "target_id"), relation_type,
+                                      confidence=confidence, properties=properties,
+                                      schema=kg.schema.get())
+            return to_relation(row)
 
     def get_relation(self, relation_id: int) -> Relation | None:
         with self._store.read() as session:
-            row = repo.get_relation(session, self._mind.id, _check_id(relation_id, "relation_id"))
-            return None if row is None else repo.to_relation(row)
+            row = self._repo(session).relations.get(_check_id(relation_id, "relation_id"))
+            return None if row is None else to_relation(row)
 
     def relations_from(self, entity_id: int, relation_type: str | None = None) -> list[Relation]:
         return self._relations(entity_id, relation_type, "from")
@@ -115,21 +126,22 @@ class KnowledgeAPI:
     def relations_to(self, entity_id: int, relation_type: str | None = None) -> list[Relation]:
         return self._relations(entity_id, relation_type, "to")
 
-    def _relations(self, entity_id: int, relation_type: str | None, direction: str) -> list[Relation]:
+    def _relations(self, entity_id: int, relation_type: str | None,
+                   direction: str) -> list[Relation]:
         with self._store.read() as session:
-            rows = repo.relations(session, self._mind.id, _check_id(entity_id, "entity_id"),
-                                  relation_type, direction=direction)
-            return [repo.to_relation(r) for r in rows]
+            rows = self._repo(session).relations.of_entity(_check_id(entity_id, "entity_id"),
+                                                           relation_type, direction=direction)
+            return [to_relation(r) for r in rows]
 
     def relations_valid_at(self, when: datetime | str, limit: int = 500) -> list[Relation]:
         at = ensure_utc(when, name="when")
         with self._store.read() as session:
-            rows = repo.relations_valid_at(session, self._mind.id, at, limit)
-            return [repo.to_relation(r) for r in rows]
+            rows = self._repo(session).relations.valid_at(at, limit)
+            return [to_relation(r) for r in rows]
 
     def retire_relation(self, relation_id: int) -> None:
         with self._store.write() as session:
-            repo.retire_relation(session, self._mind.id, _check_id(relation_id, "relation_id"))
+            self._repo(session).relations.retire(_check_id(relation_id, "relation_id"))
 
     # -- walks --------------------------------------------------------------------------------
 
@@ -137,30 +149,34 @@ class KnowledgeAPI:
                  max_depth: int = 3) -> list[Entity]:
         """Entities reachable along outgoing edges (of one type, if given), in BFS order."""
         with self._store.read() as session:
-            self._require(session, start_id)
-            rows = repo.traverse(session, self._mind.id, start_id, relation_type, max_depth)
-            return [repo.to_entity(row) for row, _ in rows]
+            kg = self._require(session, start_id)
+            rows = kg.graph.traverse(start_id, relation_type, max_depth)
+            return [to_entity(row) for row, _ in rows]
 
     def bfs_distances(self, start_id: int, max_depth: int = 3) -> dict[int, int]:
         """Entity id → hops along outgoing active edges of any type; the start is not included."""
         with self._store.read() as session:
-            self._require(session, start_id)
-            hops = repo.graph_distances(session, self._mind.id, [start_id], max_depth,
-                                        undirected=False)
+            kg = self._require(session, start_id)
+            hops = kg.graph.distances([start_id], max_depth, undirected=False)
             hops.pop(start_id, None)
             return hops
 
-    def _require(self, session: Any, entity_id: int) -> None:
-        if repo.get_entity(session, self._mind.id, _check_id(entity_id, "start_id")) is None:
+    def _require(self, session: Session, entity_id: int) -> KnowledgeRepository:
+        """The repositories, once the start entity is known to exist in this mind."""
+        kg = self._repo(session)
+        if kg.entities.get(_check_id(entity_id, "start_id")) is None:
             raise NotFoundError(f"entity {entity_id} does not exist in this mind")
+        return kg
 
     # -- schema -------------------------------------------------------------------------------
 
     def set_validation_schema(self, schema: ValidationSchema | None) -> None:
-        """Enforce ``schema`` on later writes (None removes it); existing rows are not re-checked."""
+        """Enforce ``schema`` on later writes (None removes it).
+
+        Existing rows are not re-checked."""
         with self._store.write() as session:
-            repo.set_validation_schema(session, self._mind.id, schema)
+            self._repo(session).schema.set(schema)
 
     def validation_schema(self) -> ValidationSchema | None:
         with self._store.read() as session:
-            return repo.get_validation_schema(session, self._mind.id)
+            return self._repo(session).schema.get()

@@ -26,6 +26,7 @@ from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.knowledge.extract import extract_entities, extract_relations
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS, FrameEmbeddingRow, FrameRow
+from waggle_store.pipeline.linker import MemoryLinker
 from waggle_store.records import (
     BatchResult,
     CognifyResult,
@@ -37,15 +38,14 @@ from waggle_store.records import (
 )
 from waggle_store.repositories.common import check_choice, check_content, content_hash
 from waggle_store.repositories.frames import FrameRepository
-from waggle_store.repositories.graph_bulk import (
+from waggle_store.repositories.knowledge import (
     EdgeSpec,
+    EntityRepository,
     EntitySpec,
-    add_mentions,
-    ensure_edges,
-    upsert_entities,
+    KnowledgeRepository,
+    MentionRepository,
+    RelationRepository,
 )
-from waggle_store.repositories.knowledge import lock_graph
-from waggle_store.repositories.knowledge_schema import get_validation_schema
 from waggle_store.repositories.sessions import SessionRepository
 from waggle_store.repositories.mind_models import MindModelRepository, mismatch_reason
 from waggle_store.repositories.vectors import (
@@ -55,7 +55,6 @@ from waggle_store.repositories.vectors import (
     register_model,
     store_vectors,
 )
-from waggle_store.pipeline.linker import MemoryLinker
 from waggle_store.search.engine import HybridSearch
 from waggle_store.timeutil import optional_utc
 
@@ -170,7 +169,7 @@ def _write_graph(session: Session, mind_id: int, frame_id: int, item: _Item,
     """
     specs = [EntitySpec(e.type, e.name, {"confidence": e.confidence, "source": "cognify"})
              for e in item.entities]
-    rows, refused = upsert_entities(session, mind_id, specs, schema)
+    rows, refused = EntityRepository(session, mind_id).upsert_many(specs, schema)
     ids: list[int] = []
     by_name: dict[str, int] = {}
     types: dict[int, str] = {}
@@ -181,7 +180,7 @@ def _write_graph(session: Session, mind_id: int, frame_id: int, item: _Item,
             ids.append(row.id)
             types[row.id] = row.entity_type
         by_name.setdefault(entity.name.casefold(), row.id)
-    add_mentions(session, frame_id, ids)
+    MentionRepository(session, mind_id).add_many(frame_id, ids)
     edges = [EdgeSpec(a, b, CO_OCCURRENCE, CO_OCCURRENCE_CONFIDENCE, {"source": "cognify"},
                       unordered=True)
              for i, a in enumerate(ids) for b in ids[i + 1 :]]
@@ -191,7 +190,7 @@ def _write_graph(session: Session, mind_id: int, frame_id: int, item: _Item,
         if source_id is not None and target_id is not None and source_id != target_id:
             edges.append(EdgeSpec(source_id, target_id, rel.relation_type, rel.confidence,
                                   {"source": "semantic"}))
-    created, edge_refused = ensure_edges(session, mind_id, edges, types, schema)
+    created, edge_refused = RelationRepository(session, mind_id).ensure_many(edges, types, schema)
     for why in refused + edge_refused:
         log.info("cognify skipped a graph write the mind's schema refuses: %s", why)
     return len(ids), created
@@ -257,9 +256,10 @@ def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
         # FrameRepository.create_i). Taken once at the root so the per-item savepoints reuse
         # it (Postgres: dedup and the graph's check-then-insert are serialised per mind;
         # SQLite writers are serialised already).
-        lock_graph(session, mind.id)
+        knowledge = KnowledgeRepository(session, mind.id)
+        knowledge.lock()
         gop = _resolve_gop(session, mind.id, gop_id)
-        schema = get_validation_schema(session, mind.id)
+        schema = knowledge.schema.get()
         embedder = mind.embedder
         model_id = (register_model(session, mind.adapter, model_key(embedder))
                     if vectors is not None and embedder is not None else None)

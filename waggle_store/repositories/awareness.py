@@ -17,6 +17,7 @@ from waggle_store.repositories.common import (
     check_int,
     check_json,
     check_text,
+    rowcount,
 )
 from waggle_store.timeutil import optional_utc, utcnow
 
@@ -52,7 +53,8 @@ class AwarenessRepository:
         self.session.flush()
         return to_item(row)
 
-    def active(self, category: str | None = None, *, now: datetime | None = None) -> list[AwarenessItem]:
+    def active(self, category: str | None = None, *,
+               now: datetime | None = None) -> list[AwarenessItem]:
         """Unexpired items, priority first, newest first among equals, at most 10.
 
         Expiry compares times in SQL against a bound aware datetime, never strings
@@ -66,7 +68,8 @@ class AwarenessRepository:
         if category is not None:
             check_choice(category, AWARENESS_CATEGORIES, name="awareness category")
             query = query.where(AwarenessRow.category == category)
-        query = query.order_by(AwarenessRow.priority.desc(), AwarenessRow.id.desc()).limit(MAX_ACTIVE_ITEMS)
+        query = (query.order_by(AwarenessRow.priority.desc(), AwarenessRow.id.desc())
+                 .limit(MAX_ACTIVE_ITEMS))
         return [to_item(r) for r in self.session.scalars(query)]
 
     def get(self, item_id: int) -> AwarenessItem | None:
@@ -79,7 +82,7 @@ class AwarenessRepository:
         check_id(item_id, name="item_id")
         result = self.session.execute(delete(AwarenessRow).where(
             AwarenessRow.mind_id == self.mind_id, AwarenessRow.id == item_id))
-        if result.rowcount == 0:  # type: ignore[attr-defined]
+        if rowcount(result) == 0:
             raise NotFoundError(f"awareness item {item_id} not found in this mind")
 
     def clear(self, category: str | None = None) -> int:
@@ -88,4 +91,4 @@ class AwarenessRepository:
             check_choice(category, AWARENESS_CATEGORIES, name="awareness category")
             query = query.where(AwarenessRow.category == category)
         result = self.session.execute(query)
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return rowcount(result)

@@ -1,7 +1,13 @@
-"""Pure helpers shared by the repositories: input validation, content hashing, limits.
+"""Helpers shared by the repositories: input validation, content hashing, limits, and the two
+database idioms every table family needs (race-free get-or-create, affected-row counts).
 
 Validation lives here, below the facade, so that every write path (the public API, cognify,
 harvest) refuses the same bad input with the same error before anything reaches the database.
+
+The idioms themselves (:func:`get_or_create`, :func:`insert_or_none`, :func:`rowcount`) are
+defined in :mod:`waggle_store.models.idioms`, beside the ORM models, because writers below the
+repositories need them too (the embedding quota counter, the dialect adapters); they are
+re-exported here so a repository finds all its helpers in one place.
 """
 
 from __future__ import annotations
@@ -13,6 +19,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from waggle_store.errors import InvalidInputError
+from waggle_store.models.idioms import get_or_create as get_or_create
+from waggle_store.models.idioms import insert_or_none as insert_or_none
+from waggle_store.models.idioms import rowcount as rowcount
 
 MAX_CONTENT_BYTES = 1_048_576
 """Largest frame content (and awareness/identity text) accepted, in bytes of UTF-8 (1 MiB).
@@ -56,13 +65,15 @@ def check_text(value: object, *, name: str, allow_empty: bool = False,
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
     if "\x00" in value:
-        raise InvalidInputError(f"{name} contains a NUL character (\\x00), which neither backend stores")
+        raise InvalidInputError(
+            f"{name} contains a NUL character (\\x00), which neither backend stores")
     if not allow_empty and not js_trim(value):
         raise InvalidInputError(f"{name} must not be empty or whitespace only")
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
-        raise InvalidInputError(f"{name} is not valid Unicode text (lone surrogate): {exc}") from exc
+        raise InvalidInputError(
+            f"{name} is not valid Unicode text (lone surrogate): {exc}") from exc
     if size > max_bytes:
         raise InvalidInputError(
             f"{name} is {size} bytes of UTF-8; the maximum is {max_bytes} (MAX_CONTENT_BYTES)"

@@ -41,6 +41,7 @@ from waggle_store.repositories.common import (
     check_int,
     check_name,
     content_hash,
+    rowcount,
 )
 from waggle_store.repositories.sessions import SessionRepository
 from waggle_store.timeutil import optional_utc, utcnow
@@ -135,7 +136,8 @@ class FrameRepository:
         iframe = self._latest_i_row(gop_id)
         if iframe is None:
             return GopState(None, [])
-        return GopState(to_frame(iframe), [to_frame(r) for r in self._pframes_after(gop_id, iframe.t)])
+        pframes = self._pframes_after(gop_id, iframe.t)
+        return GopState(to_frame(iframe), [to_frame(r) for r in pframes])
 
     def recent(self, limit: int = 50, *, since: datetime | str | None = None,
                until: datetime | str | None = None) -> list[Frame]:
@@ -182,7 +184,8 @@ class FrameRepository:
             FrameRow.mind_id == self.mind_id, FrameRow.gop_id == gop_id))
         digest = content_hash(content)
         when = created_at or utcnow()
-        row = FrameRow(mind_id=self.mind_id, frame_type=frame_type, gop_id=gop_id, t=int(next_t or 0),
+        row = FrameRow(mind_id=self.mind_id, frame_type=frame_type, gop_id=gop_id,
+                       t=int(next_t or 0),
                        base_frame_id=base_frame_id, content=content, content_hash=digest,
                        importance=importance, source=source, access_count=0,
                        created_at=when, last_accessed=when)
@@ -193,7 +196,8 @@ class FrameRepository:
         return row
 
     def create_i(self, gop_id: str, content: str, *, importance: str = "normal",
-                 source: str = "user_stated", created_at: datetime | str | None = None) -> FrameWrite:
+                 source: str = "user_stated",
+                 created_at: datetime | str | None = None) -> FrameWrite:
         """Insert a keyframe, or touch and return the existing I-frame with the same memory.
 
         A dedup hit may belong to another session of this mind: the memory is stored once per
@@ -227,7 +231,8 @@ class FrameRepository:
         base = self.row(base_frame_id)
         if base is None or base.frame_type != "I" or base.gop_id != gop_id:
             raise InvalidInputError(
-                f"base_frame_id {base_frame_id} is not an I-frame of session {gop_id!r} in this mind; "
+                f"base_frame_id {base_frame_id} is not an I-frame of session {gop_id!r} in this "
+                "mind; "
                 "a P-frame is a delta on an I-frame of its own session"
             )
         return to_frame(self._insert("P", gop_id, content, base_frame_id=base_frame_id,
@@ -239,7 +244,8 @@ class FrameRepository:
         check_name(gop_id, name="gop_id")
         check_content(description, name="description")
         check_id(base_frame_id, name="base_frame_id")
-        if isinstance(referenced_frame_ids, (str, bytes)) or not isinstance(referenced_frame_ids, Sequence):
+        if (isinstance(referenced_frame_ids, (str, bytes))
+                or not isinstance(referenced_frame_ids, Sequence)):
             raise InvalidInputError("referenced_frame_ids must be a list of frame ids")
         refs = [check_id(r, name="referenced frame id") for r in referenced_frame_ids]
         if not refs:
@@ -277,7 +283,7 @@ class FrameRepository:
                 .where(FrameRow.mind_id == self.mind_id, FrameRow.id.in_(chunk))
                 .values(access_count=FrameRow.access_count + 1, last_accessed=now)
                 .execution_options(synchronize_session=False))
-            touched += int(result.rowcount)  # type: ignore[attr-defined]
+            touched += rowcount(result)
         return touched
 
     def _mark_stale(self, row: FrameRow) -> None:
@@ -293,7 +299,8 @@ class FrameRepository:
             manifest.error = None
             manifest.updated_at = utcnow()
 
-    def update(self, frame_id: int, content: str, *, importance: str | None = None) -> tuple[Frame, bool]:
+    def update(self, frame_id: int, content: str, *,
+               importance: str | None = None) -> tuple[Frame, bool]:
         """Change content (and importance); returns the frame and whether the content changed.
 
         The keyword index follows by itself (SQLite triggers, Postgres generated column)."""
@@ -339,9 +346,11 @@ class FrameRepository:
     def compact(self, *, max_temp_age_days: int = 30, max_deprecated_age_days: int = 90,
                 now: datetime | None = None) -> Compaction:
         check_int(max_temp_age_days, name="max_temp_age_days", minimum=0, maximum=36_500)
-        check_int(max_deprecated_age_days, name="max_deprecated_age_days", minimum=0, maximum=36_500)
+        check_int(max_deprecated_age_days, name="max_deprecated_age_days", minimum=0,
+                  maximum=36_500)
         moment = now or utcnow()
-        temporary = self.delete_many(self._old_ids("temporary", moment - timedelta(days=max_temp_age_days)))
+        temporary = self.delete_many(
+            self._old_ids("temporary", moment - timedelta(days=max_temp_age_days)))
         deprecated = self.delete_many(
             self._old_ids("deprecated", moment - timedelta(days=max_deprecated_age_days)))
         merged, rewritten = self._merge_pframes()

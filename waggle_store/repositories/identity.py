@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import exc as sa_exc
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from waggle_store.errors import InvalidInputError, NotFoundError
 from waggle_store.models import IdentityRow
 from waggle_store.records import Identity
-from waggle_store.repositories.common import check_text
+from waggle_store.repositories.common import check_text, get_or_create
 from waggle_store.timeutil import utcnow
 
 # The only columns update() may set: the seed built ``SET <key> = ?`` from caller keys
@@ -34,7 +33,8 @@ def _reject_unknown(keys: Any) -> None:
 
 def _check_fields(fields: dict[str, Any]) -> dict[str, str]:
     _reject_unknown(fields)
-    return {k: check_text(v, name=f"identity {k}", allow_empty=k != "name") for k, v in fields.items()}
+    return {k: check_text(v, name=f"identity {k}", allow_empty=k != "name")
+            for k, v in fields.items()}
 
 
 class IdentityRepository:
@@ -51,20 +51,14 @@ class IdentityRepository:
 
     def set(self, **fields: str) -> Identity:
         """Create the identity, or replace every field of the existing one (created_at stays)."""
-        values = {k: "" for k in IDENTITY_FIELDS} | _check_fields(fields)
-        row = self._row()
-        if row is None:
-            try:
-                with self.session.begin_nested():
-                    now = utcnow()
-                    row = IdentityRow(mind_id=self.mind_id, created_at=now, updated_at=now, **values)
-                    self.session.add(row)
-                return to_identity(row)
-            except sa_exc.IntegrityError:
-                # A concurrent set() created it first (Postgres); replace theirs like any other.
-                row = self._row()
-                if row is None:
-                    raise
+        values = dict.fromkeys(IDENTITY_FIELDS, "") | _check_fields(fields)
+        now = utcnow()
+        row, created = get_or_create(
+            self.session, self._row,
+            lambda: IdentityRow(mind_id=self.mind_id, created_at=now, updated_at=now, **values))
+        if created:
+            return to_identity(row)
+        # It existed, or a concurrent set() created it first (Postgres): replace it like any other.
         for key, value in values.items():
             setattr(row, key, value)
         row.updated_at = utcnow()

@@ -1,9 +1,10 @@
 """The validation schema of a mind's knowledge graph: where it is stored and how it is enforced.
 
 The schema lives in ``minds.settings`` under :data:`SCHEMA_SETTINGS_KEY`, so it travels with the
-mind (export, drop) and needs no table of its own. Checks are pure functions: the caller loads
-the schema once per transaction and passes it to each write, which keeps a bulk pipeline from
-re-reading it for every entity.
+mind (export, drop) and needs no table of its own. The checks are pure functions, not
+repository methods: the caller loads the schema once per transaction and the entity and
+relation repositories check each write against it, which keeps a bulk pipeline from re-reading
+it for every entity.
 """
 
 from __future__ import annotations
@@ -19,37 +20,44 @@ from waggle_store.records import ValidationSchema
 
 __all__ = [
     "SCHEMA_SETTINGS_KEY",
+    "ValidationSchemaRepository",
     "check_entity",
     "check_relation",
-    "get_validation_schema",
-    "set_validation_schema",
 ]
 
 SCHEMA_SETTINGS_KEY = "knowledge.validation_schema"
 
 
-def get_validation_schema(session: Session, mind_id: int) -> ValidationSchema | None:
-    settings = session.scalar(sa.select(MindRow.settings).where(MindRow.id == mind_id)) or {}
-    raw = settings.get(SCHEMA_SETTINGS_KEY)
-    if raw is None:
-        return None
-    allowed = raw.get("allowed_relations")
-    return ValidationSchema(
-        required_properties={k: list(v) for k, v in raw.get("required_properties", {}).items()},
-        allowed_relations=None if allowed is None else [(s, r, t) for s, r, t in allowed],
-    )
+class ValidationSchemaRepository:
+    """The schema of one mind, read and written inside the caller's unit of work."""
 
+    def __init__(self, session: Session, mind_id: int) -> None:
+        self.session = session
+        self.mind_id = mind_id
 
-def set_validation_schema(session: Session, mind_id: int, schema: ValidationSchema | None) -> None:
-    """Store the schema in ``minds.settings`` (read-modify-write under a row lock)."""
-    payload = None if schema is None else _schema_payload(schema)
-    row = session.scalar(sa.select(MindRow).where(MindRow.id == mind_id).with_for_update())
-    if row is None:
-        raise NotFoundError(f"mind {mind_id} does not exist")
-    settings = {k: v for k, v in (row.settings or {}).items() if k != SCHEMA_SETTINGS_KEY}
-    if payload is not None:
-        settings[SCHEMA_SETTINGS_KEY] = payload
-    row.settings = settings  # a new dict: the JSON column does not track in-place mutation
+    def get(self) -> ValidationSchema | None:
+        settings = self.session.scalar(
+            sa.select(MindRow.settings).where(MindRow.id == self.mind_id)) or {}
+        raw = settings.get(SCHEMA_SETTINGS_KEY)
+        if raw is None:
+            return None
+        allowed = raw.get("allowed_relations")
+        return ValidationSchema(
+            required_properties={k: list(v) for k, v in raw.get("required_properties", {}).items()},
+            allowed_relations=None if allowed is None else [(s, r, t) for s, r, t in allowed],
+        )
+
+    def set(self, schema: ValidationSchema | None) -> None:
+        """Store the schema in ``minds.settings`` (read-modify-write under a row lock)."""
+        payload = None if schema is None else _schema_payload(schema)
+        row = self.session.scalar(
+            sa.select(MindRow).where(MindRow.id == self.mind_id).with_for_update())
+        if row is None:
+            raise NotFoundError(f"mind {self.mind_id} does not exist")
+        settings = {k: v for k, v in (row.settings or {}).items() if k != SCHEMA_SETTINGS_KEY}
+        if payload is not None:
+            settings[SCHEMA_SETTINGS_KEY] = payload
+        row.settings = settings  # a new dict: the JSON column does not track in-place mutation
 
 
 def _schema_payload(schema: object) -> dict[str, Any]:
@@ -57,10 +65,12 @@ def _schema_payload(schema: object) -> dict[str, Any]:
         raise InvalidInputError(f"expected a ValidationSchema or None, got {type(schema).__name__}")
     required = schema.required_properties
     if not isinstance(required, dict) or not all(
-        isinstance(t, str) and isinstance(keys, (list, tuple)) and all(isinstance(k, str) for k in keys)
+        isinstance(t, str) and isinstance(keys, (list, tuple))
+        and all(isinstance(k, str) for k in keys)
         for t, keys in required.items()
     ):
-        raise InvalidInputError("required_properties must map entity types to lists of property names")
+        raise InvalidInputError(
+            "required_properties must map entity types to lists of property names")
     allowed = schema.allowed_relations
     if allowed is not None and not (
         isinstance(allowed, (list, tuple))
@@ -76,7 +86,8 @@ def _schema_payload(schema: object) -> dict[str, Any]:
     }
 
 
-def check_entity(schema: ValidationSchema | None, entity_type: str, properties: dict[str, Any]) -> None:
+def check_entity(schema: ValidationSchema | None, entity_type: str,
+                 properties: dict[str, Any]) -> None:
     """Types without an entry in ``required_properties`` pass, as in the seed."""
     if schema is None:
         return

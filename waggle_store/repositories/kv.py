@@ -5,11 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import JSON, delete, select
-from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 
 from waggle_store.models import KVRow
-from waggle_store.repositories.common import MAX_KEY_LENGTH, check_json, check_name
+from waggle_store.repositories.common import (
+    MAX_KEY_LENGTH,
+    check_json,
+    check_name,
+    get_or_create,
+    rowcount,
+)
 from waggle_store.timeutil import utcnow
 
 
@@ -25,7 +30,8 @@ class KVRepository:
         self.mind_id = mind_id
 
     def _row(self, key: str) -> KVRow | None:
-        return self.session.scalar(select(KVRow).where(KVRow.mind_id == self.mind_id, KVRow.key == key))
+        return self.session.scalar(
+            select(KVRow).where(KVRow.mind_id == self.mind_id, KVRow.key == key))
 
     def get(self, key: str, default: Any = None) -> Any:
         check_name(key, name="key", max_length=MAX_KEY_LENGTH)
@@ -35,24 +41,21 @@ class KVRepository:
     def set(self, key: str, value: Any) -> None:
         check_name(key, name="key", max_length=MAX_KEY_LENGTH)
         value = check_json(value, name=f"value of {key!r}")
-        row = self._row(key)
-        if row is None:
-            try:
-                with self.session.begin_nested():
-                    self.session.add(KVRow(mind_id=self.mind_id, key=key, value=_stored(value)))
-                return
-            except sa_exc.IntegrityError:
-                row = self._row(key)  # a concurrent set() inserted it first: overwrite
-                if row is None:
-                    raise
+        row, created = get_or_create(
+            self.session, lambda: self._row(key),
+            lambda: KVRow(mind_id=self.mind_id, key=key, value=_stored(value)))
+        if created:
+            return
+        # It existed, or a concurrent set() inserted it first: overwrite either way.
         row.value = _stored(value)
         row.updated_at = utcnow()
         self.session.flush()
 
     def delete(self, key: str) -> bool:
         check_name(key, name="key", max_length=MAX_KEY_LENGTH)
-        result = self.session.execute(delete(KVRow).where(KVRow.mind_id == self.mind_id, KVRow.key == key))
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        result = self.session.execute(
+            delete(KVRow).where(KVRow.mind_id == self.mind_id, KVRow.key == key))
+        return rowcount(result) > 0
 
     def items(self) -> list[tuple[str, Any]]:
         rows = self.session.execute(

@@ -2,7 +2,8 @@
 
 "One active auto session per (mind, project)" is enforced by the partial unique index
 ``uq_sessions_one_active``; the code here never relies on check-then-insert alone. Every insert
-that can race runs inside a SAVEPOINT, and on IntegrityError the winner's row is re-read (on
+that can race runs inside a SAVEPOINT (:func:`~waggle_store.repositories.common.insert_or_none`),
+and on IntegrityError the winner's row is re-read (on
 Postgres under READ COMMITTED each statement sees the other transaction's commit; on SQLite
 BEGIN IMMEDIATE already serialises writers, so the first SELECT finds it).
 """
@@ -11,17 +12,15 @@ from __future__ import annotations
 
 import secrets
 import string
-from collections.abc import Callable
 from datetime import datetime
 
-from sqlalchemy import exc as sa_exc
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from waggle_store.errors import ConflictError, NotFoundError
 from waggle_store.models import SESSION_STATUSES, SessionRow
 from waggle_store.records import Session as SessionRecord
-from waggle_store.repositories.common import check_choice, check_name, check_text
+from waggle_store.repositories.common import check_choice, check_name, check_text, insert_or_none
 from waggle_store.timeutil import utcnow
 
 _BASE36 = string.digits + string.ascii_lowercase
@@ -55,7 +54,8 @@ class SessionRepository:
         """The session row; ``lock`` takes a row lock (FOR NO KEY UPDATE on Postgres, a no-op on
         SQLite where BEGIN IMMEDIATE serialises writers) so per-session sequences stay gapless."""
         check_name(gop_id, name="gop_id")
-        query = select(SessionRow).where(SessionRow.mind_id == self.mind_id, SessionRow.gop_id == gop_id)
+        query = select(SessionRow).where(SessionRow.mind_id == self.mind_id,
+                                         SessionRow.gop_id == gop_id)
         if lock:
             query = query.with_for_update(key_share=True)
         return self.session.scalar(query)
@@ -63,19 +63,22 @@ class SessionRepository:
     def require(self, gop_id: str, *, lock: bool = False) -> SessionRow:
         row = self.row(gop_id, lock=lock)
         if row is None:
-            raise NotFoundError(f"no session {gop_id!r} in this mind (create it with sessions.ensure)")
+            raise NotFoundError(
+                f"no session {gop_id!r} in this mind (create it with sessions.ensure)")
         return row
 
     def get(self, gop_id: str) -> SessionRecord | None:
         row = self.row(gop_id)
         return None if row is None else to_session(row)
 
-    def list(self, *, project_id: str | None = None, status: str | None = None) -> list[SessionRecord]:
+    def list(self, *, project_id: str | None = None,
+             status: str | None = None) -> list[SessionRecord]:
         query = select(SessionRow).where(SessionRow.mind_id == self.mind_id)
         if project_id is not None:
             query = query.where(SessionRow.project_id == _check_project(project_id))
         if status is not None:
-            query = query.where(SessionRow.status == check_choice(status, SESSION_STATUSES, name="status"))
+            wanted = check_choice(status, SESSION_STATUSES, name="status")
+            query = query.where(SessionRow.status == wanted)
         query = query.order_by(SessionRow.started_at.desc(), SessionRow.id.desc())
         return [to_session(r) for r in self.session.scalars(query)]
 
@@ -89,16 +92,6 @@ class SessionRepository:
 
     # -- writes -------------------------------------------------------------------------------
 
-    def _insert(self, make: Callable[[], SessionRow]) -> SessionRow | None:
-        """Insert in a savepoint; None when a unique index refused it (someone else won)."""
-        try:
-            with self.session.begin_nested():
-                row = make()
-                self.session.add(row)
-            return row
-        except sa_exc.IntegrityError:
-            return None
-
     def ensure_active(self, project_id: str | None = None) -> SessionRecord:
         """The one active auto session of (mind, project), created if there is none.
 
@@ -107,11 +100,12 @@ class SessionRepository:
         for _ in range(_RACE_ATTEMPTS):
             row = self._active_auto(project)
             if row is None:
-                row = self._insert(lambda: SessionRow(
+                row = insert_or_none(self.session, SessionRow(
                     mind_id=self.mind_id, gop_id=new_gop_id(), project_id=project, kind="auto"))
             if row is not None:
                 return to_session(row)
-        raise ConflictError("could not create or find the active session: too many concurrent writers")
+        raise ConflictError(
+            "could not create or find the active session: too many concurrent writers")
 
     def create(self, project_id: str | None = None) -> SessionRecord:
         """Start a new auto session for (mind, project); the previous active auto session of that
@@ -121,7 +115,7 @@ class SessionRepository:
             current = self._active_auto(project)
             if current is not None:
                 self._finish(current, "closed")
-            row = self._insert(lambda: SessionRow(
+            row = insert_or_none(self.session, SessionRow(
                 mind_id=self.mind_id, gop_id=new_gop_id(), project_id=project, kind="auto"))
             if row is not None:
                 return to_session(row)
@@ -137,7 +131,7 @@ class SessionRepository:
         for _ in range(_RACE_ATTEMPTS):
             row = self.row(gop_id)
             if row is None:
-                row = self._insert(lambda: SessionRow(
+                row = insert_or_none(self.session, SessionRow(
                     mind_id=self.mind_id, gop_id=gop_id, project_id=project, kind="named",
                     summary=summary))
             if row is not None:
