@@ -55,8 +55,8 @@ from waggle_store.records import (
     ReconcileReport,
     Relation,
     SearchResult,
-    SwitchReport,
     Session,
+    SwitchReport,
     ValidationSchema,
 )
 from waggle_store.store import Store, open_store

@@ -12,7 +12,6 @@ from contextlib import AbstractContextManager
 from importlib.metadata import PackageNotFoundError, version
 
 import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
 from sqlalchemy import select
 from sqlalchemy.orm import Session as OrmSession
 
@@ -26,9 +25,9 @@ from waggle_store.embeddings.metered import MeteredEmbedder, QuotaMeter
 from waggle_store.embeddings.quota import quota_status
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.engine import create_engine, engine_info, read_only
-from waggle_store.errors import InvalidInputError, MigrationError, NotFoundError
+from waggle_store.errors import MigrationError, NotFoundError
 from waggle_store.mind import Mind
-from waggle_store.models import MIND_KINDS, MindRow
+from waggle_store.models import MindRow
 from waggle_store.pipeline.reconcile import reconcile
 from waggle_store.records import (
     EmbedderStatus,
@@ -39,6 +38,7 @@ from waggle_store.records import (
     SwitchReport,
 )
 from waggle_store.repositories.mind_models import mismatch_reason, models_in_use, registered
+from waggle_store.repositories.minds import MindRepository, check_mind_kind, check_mind_name
 from waggle_store.repositories.vectors import model_key
 from waggle_store.search.engine import HybridSearch
 from waggle_store.unitofwork import Database
@@ -116,37 +116,20 @@ class Store:
 
     def mind(self, name: str = "default", *, kind: str = "workspace") -> Mind:
         """Get the mind called ``name``, creating it (race-free) if it does not exist."""
-        if not isinstance(name, str) or not name.strip() or len(name) > 200 or "\x00" in name:
-            raise InvalidInputError("a mind name must be a non-empty string of at most 200 characters")
-        if kind not in MIND_KINDS:
-            raise InvalidInputError(f"mind kind must be one of {MIND_KINDS}, got {kind!r}")
+        check_mind_name(name)
+        check_mind_kind(kind)
         with self.write() as session:
-            row = session.scalar(select(MindRow).where(MindRow.name == name))
-            if row is None:
-                try:
-                    with session.begin_nested():
-                        row = MindRow(name=name, kind=kind)
-                        session.add(row)
-                except sa_exc.IntegrityError:
-                    row = session.scalar(select(MindRow).where(MindRow.name == name))
-                    if row is None:
-                        raise
+            row, _ = MindRepository(session).get_or_create(name, kind)
             return Mind(MindContext(self.context, row.id, row.name, row.kind), self.searcher)
 
     def list_minds(self) -> list[MindInfo]:
         with self.read() as session:
-            rows = session.scalars(select(MindRow).order_by(MindRow.name)).all()
-            return [MindInfo(r.name, r.kind, r.created_at) for r in rows]
+            return MindRepository(session).list()
 
     def drop_mind(self, name: str) -> None:
         """Delete every row of one mind (its vectors included) and nothing else."""
         with self.write() as session:
-            row = session.scalar(select(MindRow).where(MindRow.name == name))
-            if row is None:
-                raise NotFoundError(f"no mind named {name!r}")
-            # Every table hangs off minds with ON DELETE CASCADE; the FTS rows follow through
-            # triggers, the per-model vector rows through the adapter's triggers / foreign keys.
-            session.execute(sa.delete(MindRow).where(MindRow.id == row.id))
+            MindRepository(session).delete(name)
 
     # -- status -------------------------------------------------------------------------------
 
@@ -227,10 +210,10 @@ class Store:
             mind_id = mind.id
         elif mind is not None:
             with self.read() as session:
-                found = session.scalar(select(MindRow.id).where(MindRow.name == mind))
-            if found is None:
-                raise NotFoundError(f"no mind named {mind!r}")
-            mind_id = int(found)
+                found = MindRepository(session).get(mind)
+                if found is None:
+                    raise NotFoundError(f"no mind named {mind!r}")
+                mind_id = int(found.id)
         return reconcile(self.context, mind_id=mind_id, progress=progress)
 
     # -- lifecycle ----------------------------------------------------------------------------

@@ -70,13 +70,14 @@ def test_check_reports_no_difference(engine, target) -> None:
 
 
 def test_exactly_one_head() -> None:
-    assert migrate.head() == "0001"
+    assert migrate.head() == "0002"
 
 
 def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
     from waggle_store.models import (
         AwarenessRow,
         EmbeddingModelRow,
+        EmbeddingStagingRow,
         EmbeddingUsage,
         EntityMentionRow,
         EntityRow,
@@ -84,6 +85,7 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         HarvestSourceRow,
         IdentityRow,
         KVRow,
+        MindEmbeddingModelRow,
         RelationRow,
         StoreMeta,
         UsageLogRow,
@@ -117,6 +119,8 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         s.add(model)
         s.flush()
         s.add(FrameEmbeddingRow(frame_id=frame.id, model_id=model.id, content_hash="h"))
+        s.add(MindEmbeddingModelRow(mind_id=mind.id, model_id=model.id, status="active"))
+        s.add(EmbeddingStagingRow(frame_id=frame.id, model_id=model.id, content_hash="h"))
         s.add(EmbeddingUsage(user_id="u", year_month="2026-11", count=3))
         s.add(UsageLogRow(mind_id=mind.id, model="gpt", total_tokens=5))
         s.add(KVRow(mind_id=mind.id, key="k", value={"x": [1, 2]}))

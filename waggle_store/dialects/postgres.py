@@ -50,6 +50,7 @@ from waggle_store.dialects.common import (
     run_lane,
 )
 from waggle_store.models.base import UTCDateTime
+from waggle_store.models.idioms import rowcount
 
 #: pgvector's HNSW indexes ``vector`` up to this many dimensions, ``halfvec`` up to 4,000.
 HNSW_MAX_VECTOR_DIMS: Final = 2000
@@ -378,7 +379,7 @@ class PostgresAdapter:
                 "(SELECT 1 FROM memory_frames f WHERE f.id = v.frame_id)"
             )
         )
-        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+        return rowcount(result)
 
     # -- keyword index maintenance ------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from waggle_store.dialects.common import (
     run_lane,
 )
 from waggle_store.dialects.info import engine_info
+from waggle_store.models.idioms import rowcount
 
 #: sqlite-vec 0.1.x refuses a KNN ``k`` above this.
 VEC0_MAX_K: Final = 4096
@@ -317,4 +318,4 @@ class SQLiteAdapter:
                 "DELETE FROM memory_frames_fts WHERE rowid NOT IN (SELECT id FROM memory_frames)"
             )
         )
-        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+        return rowcount(result)

@@ -46,8 +46,8 @@ from waggle_store.repositories.knowledge import (
     MentionRepository,
     RelationRepository,
 )
-from waggle_store.repositories.sessions import SessionRepository
 from waggle_store.repositories.mind_models import MindModelRepository, mismatch_reason
+from waggle_store.repositories.sessions import SessionRepository
 from waggle_store.repositories.vectors import (
     mark_pending,
     model_key,

@@ -24,7 +24,7 @@ from waggle_store.embeddings.base import Embedder, validate_vector
 from waggle_store.errors import EmbeddingProviderError, WaggleStoreError
 from waggle_store.models import MindRow
 from waggle_store.records import SwitchReport
-from waggle_store.repositories.knowledge import lock_graph
+from waggle_store.repositories.knowledge_common import lock_graph
 from waggle_store.repositories.mind_models import MindModelRepository, describe
 from waggle_store.repositories.vectors import (
     frame_rows,

@@ -29,7 +29,6 @@ from waggle_store.models import (
     IMPORTANCE_LEVELS,
     FrameEmbeddingRow,
     FrameRow,
-    MindRow,
 )
 from waggle_store.records import CompactionReport, Frame, FrameStats, GopState
 from waggle_store.repositories.common import (
@@ -43,6 +42,7 @@ from waggle_store.repositories.common import (
     content_hash,
     rowcount,
 )
+from waggle_store.repositories.knowledge_common import lock_graph
 from waggle_store.repositories.sessions import SessionRepository
 from waggle_store.timeutil import optional_utc, utcnow
 
@@ -210,8 +210,7 @@ class FrameRepository:
         # The lock order of every write path: the mind row, then the session row (a write that
         # took them the other way round deadlocked against cognify on Postgres). The mind row
         # lock makes the dedup below atomic: two transactions cannot both miss one duplicate.
-        self.session.scalar(select(MindRow.id).where(MindRow.id == self.mind_id)
-                            .with_for_update(key_share=True))
+        lock_graph(self.session, self.mind_id)
         self._lock_session(gop_id)
         duplicate = self.find_duplicate(content)
         if duplicate is not None:

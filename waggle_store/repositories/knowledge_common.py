@@ -131,7 +131,14 @@ def to_relation(row: RelationRow) -> Relation:
 
 
 def lock_graph(session: Session, mind_id: int) -> None:
-    """Serialise get-or-create writes to one mind's graph for the rest of the transaction.
+    """Lock the mind row for the rest of the transaction: the first lock of every write path.
+
+    **The lock order** (one for every write path, so no two writers can deadlock): the mind row
+    (this function), then session rows (``SessionRepository.row(lock=True)``), then the rows
+    being written. cognify, frames.create_i, the graph writes and the embedding-model switch
+    all take it in this order.
+
+    It serialises get-or-create writes to one mind's graph and the frame dedup check.
 
     Without a unique index on (mind, type, name_key), two Postgres transactions could both miss
     an entity and both insert it. Locking the mind row (``FOR NO KEY UPDATE``, so frame inserts

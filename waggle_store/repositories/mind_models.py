@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sqlalchemy import delete, exists, func, select, update
-from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import SearchAdapter
@@ -27,6 +26,7 @@ from waggle_store.models import (
     FrameRow,
     MindEmbeddingModelRow,
 )
+from waggle_store.models.idioms import get_or_create
 from waggle_store.records import EmbeddingModelInfo
 from waggle_store.repositories.vectors import ModelKey, model_key_of
 from waggle_store.timeutil import utcnow
@@ -73,20 +73,14 @@ class MindModelRepository:
         """The mind's active model; ``model_id`` becomes it if the mind has none yet (race-free:
         the partial unique index lets one of two first writers win, the other reads the
         winner). The caller compares the result with ``model_id``."""
-        current = self.active()
-        if current is not None:
-            return current
-        try:
-            with self.session.begin_nested():
-                self.session.add(MindEmbeddingModelRow(
-                    mind_id=self.mind_id, model_id=model_id, status="active",
-                    updated_at=utcnow()))
-        except sa_exc.IntegrityError:
-            winner = self.active()
-            if winner is None:
-                raise
-            return winner
-        return model_id
+        row, _ = get_or_create(
+            self.session,
+            lambda: self.session.scalar(select(MindEmbeddingModelRow).where(
+                MindEmbeddingModelRow.mind_id == self.mind_id,
+                MindEmbeddingModelRow.status == "active")),
+            lambda: MindEmbeddingModelRow(mind_id=self.mind_id, model_id=model_id,
+                                          status="active", updated_at=utcnow()))
+        return int(row.model_id)
 
     def info(self) -> EmbeddingModelInfo | None:
         """The active model as a record; status ``switching`` while a switch replaces it."""

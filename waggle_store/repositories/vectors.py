@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import exc as sa_exc
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
@@ -26,6 +25,7 @@ from waggle_store.dialects.base import SearchAdapter, VectorRow
 from waggle_store.embeddings.base import validate_vector
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow
+from waggle_store.models.idioms import get_or_create
 from waggle_store.timeutil import utcnow
 
 __all__ = [
@@ -87,19 +87,10 @@ def register_model(session: Session, adapter: SearchAdapter, embedder: _Describe
         EmbeddingModelRow.model == key.model,
         EmbeddingModelRow.dimensions == key.dimensions,
     )
-    row = session.scalar(select(EmbeddingModelRow).where(*where))
-    if row is None:
-        try:
-            with session.begin_nested():
-                row = EmbeddingModelRow(
-                    provider=key.provider, model=key.model, dimensions=key.dimensions,
-                    metric="cosine", status="active",
-                )
-                session.add(row)
-        except sa_exc.IntegrityError:  # another process registered it first
-            row = session.scalar(select(EmbeddingModelRow).where(*where))
-            if row is None:
-                raise
+    row, _ = get_or_create(
+        session, lambda: session.scalar(select(EmbeddingModelRow).where(*where)),
+        lambda: EmbeddingModelRow(provider=key.provider, model=key.model,
+                                  dimensions=key.dimensions, metric="cosine", status="active"))
     adapter.ensure_vector_table(session, row.id, key.dimensions, repair=repair)
     session.flush()
     return int(row.id)
