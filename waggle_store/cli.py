@@ -193,7 +193,7 @@ def identity(ctx: typer.Context,
 @app.command()
 def awareness(ctx: typer.Context,
               add: Annotated[str | None, typer.Option(help="Add this item to awareness.")] = None,
-              category: Annotated[str, typer.Option(help="Category of the added item.")] = "note",
+              category: Annotated[str, typer.Option(help="task, action, pending or flag.")] = "task",
               priority: Annotated[int, typer.Option(help="Priority of the added item.")] = 0,
               clear: Annotated[bool, typer.Option("--clear", help="Remove every item.")] = False,
               as_json: JsonOpt = False) -> None:

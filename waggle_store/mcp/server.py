@@ -32,6 +32,7 @@ MindArg = Annotated[str | None, Field(
 )]
 Importance = Literal["critical", "important", "normal", "temporary", "deprecated"]
 Profile = Literal["balanced", "recent", "important", "connected"]
+Category = Literal["task", "action", "pending", "flag"]
 
 INSTRUCTIONS = (
     "Long-term memory for this agent. Call recall_memory before answering questions about past "
@@ -198,7 +199,7 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
         return _reply(out, "\n".join(lines) if lines else "Nothing in awareness.")
 
     async def set_awareness(
-        category: Annotated[str, Field(min_length=1, description="A label such as task, state, alert, reminder.")],
+        category: Annotated[Category, Field(description="task (work in progress), action (to do next), pending (waiting on someone) or flag (a warning to keep in mind).")],
         content: Annotated[str, Field(min_length=1, description="What to keep in mind.")],
         priority: Annotated[int, Field(ge=0, le=100, description="Higher comes first.")] = 0,
         mind: MindArg = None,
@@ -210,7 +211,7 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
                       f"Awareness item #{item.id} added ({item.category}).")
 
     async def clear_awareness(
-        category: Annotated[str | None, Field(description="Only this category; omit to clear everything.")] = None,
+        category: Annotated[Category | None, Field(description="Only this category; omit to clear everything.")] = None,
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.Cleared]:
         """Remove awareness items (of one category, or all)."""
