@@ -26,9 +26,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Self, TypeVar
+
+import sqlalchemy as sa
 
 import waggle_store as ws
 from waggle_store.records import (
@@ -125,6 +127,13 @@ class AsyncStore:
         return await self.run_sync(self.sync.reconcile, mind=target,
                                    progress=self._on_loop(progress))
 
+    def __getattr__(self, name: str) -> Any:
+        """Anything else of the sync store, awaited: methods (``export_mind``,
+        ``switch_embedding_model``, ...) and layers (``usage``)."""
+        if name.startswith("_") or name in ("sync", "max_workers"):
+            raise AttributeError(name)
+        return _wrap(self, self.sync, name, layers=True)
+
     # -- lifetime -----------------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -205,13 +214,13 @@ class AsyncMind:
             progress=self.store._on_loop(progress),
         )
 
-    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
-        """Any other public method of the sync mind (``consolidate``, ``embedding_model``, ...),
-        awaited: names added to the sync API are reachable here without a release of this
-        module."""
+    def __getattr__(self, name: str) -> Any:
+        """Anything else of the sync mind, awaited: its other methods (``consolidate``,
+        ``embedding_model``, ...) and layers (``harvest``), so that names added to the sync API
+        are reachable here without a release of this module."""
         if name.startswith("_") or name in ("store", "sync"):
             raise AttributeError(name)
-        return _awaitable_attribute(self.store, self.sync, name)
+        return _wrap(self.store, self.sync, name, layers=True)
 
     def __repr__(self) -> str:
         return f"<AsyncMind {self.name!r}>"
@@ -229,10 +238,10 @@ class AsyncLayer:
         self._store = store
         self.sync = layer
 
-    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+    def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name == "sync":  # not set yet (copy, pickle): no recursion
             raise AttributeError(name)
-        return _awaitable_attribute(self._store, self.sync, name)
+        return _wrap(self._store, self.sync, name, layers=False)
 
     def __dir__(self) -> list[str]:
         return sorted(n for n in dir(self.sync) if not n.startswith("_"))
@@ -241,13 +250,22 @@ class AsyncLayer:
         return f"<AsyncLayer {type(self.sync).__name__}>"
 
 
-def _awaitable_attribute(store: AsyncStore, target: object, name: str) -> Callable[..., Awaitable[Any]]:
+_PLAIN = (str, int, float, bool, bytes, type(None))
+
+
+def _wrap(store: AsyncStore, target: object, name: str, *, layers: bool) -> Any:
+    """``target.name`` for async callers: a method becomes a coroutine function run on the pool;
+    a layer object (with ``layers``) an :class:`AsyncLayer`; a plain value is returned as is."""
     if name.startswith("_"):
         raise AttributeError(name)
     attribute = getattr(target, name)
+    if isinstance(attribute, _PLAIN):
+        return attribute
     if not callable(attribute):
+        if layers:
+            return AsyncLayer(store, attribute)
         # AttributeError, not TypeError: __getattr__ must keep hasattr() and getattr(x, n, d) working
-        raise AttributeError(f"{type(target).__name__}.{name} is not a method")  # noqa: TRY004
+        raise AttributeError(f"{type(target).__name__}.{name} is not a method")
 
     @functools.wraps(attribute)
     async def call(*args: Any, **kwargs: Any) -> Any:
@@ -292,10 +310,16 @@ class _Opener:
             await self._store.aclose()
 
 
-def open_store(*args: Any, max_workers: int = DEFAULT_MAX_WORKERS, **kwargs: Any) -> _Opener:
-    """Open a store for async code: the arguments of :func:`waggle_store.open_store`, plus
-    ``max_workers``, the size of the store's worker pool (its bound on concurrent calls)."""
-    return _Opener(args, kwargs, max_workers)
+def open_store(url: str | sa.URL | sa.Engine | None = None, *, embedder: Any = "auto",
+               schema: str | None = None, upgrade: bool = True, tier: str | None = None,
+               user_id: str = "local", tier_policy: Any = None,
+               max_workers: int = DEFAULT_MAX_WORKERS, **kwargs: Any) -> _Opener:
+    """Open a store for async code: the arguments of :func:`waggle_store.open_store` (any it
+    gains later pass through ``kwargs``), plus ``max_workers``, the size of the store's worker
+    pool (its bound on concurrent calls)."""
+    kwargs.update(embedder=embedder, schema=schema, upgrade=upgrade, tier=tier, user_id=user_id,
+                  tier_policy=tier_policy)
+    return _Opener((url,), kwargs, max_workers)
 
 
 __all__ = ["AsyncLayer", "AsyncMind", "AsyncStore", "open_store"]

@@ -6,6 +6,7 @@ schema, its server), and to keep each module small. :func:`register` adds them t
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -126,10 +127,10 @@ def mcp(ctx: typer.Context,
             parse_http(http)  # a bad address is a usage error, before any store is opened
         except ws.InvalidInputError as exc:
             raise typer.BadParameter(str(exc), param_hint="--http") from exc
-    try:
-        from waggle_store.mcp import serve
-    except ImportError as exc:
-        raise Failure("the MCP server needs the mcp extra: pip install 'waggle-store[mcp]'") from exc
+    if importlib.util.find_spec("mcp") is None:
+        raise Failure("the MCP server needs the mcp extra: pip install 'waggle-store[mcp]'")
+    from waggle_store.mcp import serve
+
     options = opts(ctx)
     serve(options.url, schema=options.schema, mind=options.mind_name, http=http,
           embedder=embedder_spec(options.embedder))
