@@ -103,7 +103,7 @@ def recent(ctx: typer.Context,
            limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 20,
            as_json: JsonOpt = False) -> None:
     """The latest memories, newest first."""
-    with opts(ctx).open_mind() as mind:
+    with opts(ctx).open_mind(embed=False) as mind:
         frames = mind.frames.recent(limit)
     if as_json:
         emit_json(frames)
@@ -116,7 +116,7 @@ def recent(ctx: typer.Context,
 def show(ctx: typer.Context, frame_id: Annotated[int, typer.Argument(metavar="ID")],
          as_json: JsonOpt = False) -> None:
     """One memory, with its metadata."""
-    with opts(ctx).open_mind() as mind:
+    with opts(ctx).open_mind(embed=False) as mind:
         frame = mind.frames.get(frame_id)
     if frame is None:
         raise Failure(f"no memory #{frame_id} in mind '{opts(ctx).mind_name}'")
@@ -129,7 +129,7 @@ def show(ctx: typer.Context, frame_id: Annotated[int, typer.Argument(metavar="ID
 @app.command()
 def forget(ctx: typer.Context, frame_id: Annotated[int, typer.Argument(metavar="ID")]) -> None:
     """Delete one memory (its index rows and mentions go with it)."""
-    with opts(ctx).open_mind() as mind:
+    with opts(ctx).open_mind(embed=False) as mind:
         if mind.frames.get(frame_id) is None:
             raise Failure(f"no memory #{frame_id} in mind '{mind.name}'")
         mind.frames.delete(frame_id)
@@ -141,7 +141,7 @@ def forget(ctx: typer.Context, frame_id: Annotated[int, typer.Argument(metavar="
 @minds_app.command("list")
 def minds_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Every mind of the store."""
-    with opts(ctx).store() as store:
+    with opts(ctx).store(embed=False) as store:
         infos = store.list_minds()
     if as_json:
         emit_json(infos)
@@ -154,7 +154,7 @@ def minds_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 def minds_create(ctx: typer.Context, name: str,
                  kind: Annotated[str, typer.Option(help="workspace or personal.")] = "workspace") -> None:
     """Create a mind (creating an existing one is a no-op)."""
-    with opts(ctx).store() as store:
+    with opts(ctx).store(embed=False) as store:
         mind = store.mind(name, kind=kind)
     typer.echo(f"mind '{mind.name}' ({mind.kind}) is ready")
 
@@ -165,7 +165,7 @@ def minds_drop(ctx: typer.Context, name: str, yes: YesOpt = False) -> None:
     if not yes and not typer.confirm(f"Delete mind '{name}' and all its memories?", default=False):
         err.print("nothing dropped")
         raise typer.Exit(1)
-    with opts(ctx).store() as store:
+    with opts(ctx).store(embed=False) as store:
         store.drop_mind(name)
     typer.echo(f"dropped mind '{name}'")
 
@@ -179,7 +179,7 @@ def identity(ctx: typer.Context,
              personality: Annotated[str, typer.Option()] = "",
              as_json: JsonOpt = False) -> None:
     """Show the mind's identity, or set it with --name."""
-    with opts(ctx).open_mind() as mind:
+    with opts(ctx).open_mind(embed=False) as mind:
         current = (mind.identity.set(name=name, role=role, personality=personality)
                    if name is not None else mind.identity.get())
     if as_json:
@@ -198,7 +198,7 @@ def awareness(ctx: typer.Context,
               clear: Annotated[bool, typer.Option("--clear", help="Remove every item.")] = False,
               as_json: JsonOpt = False) -> None:
     """Show the mind's active awareness items; --add or --clear change them."""
-    with opts(ctx).open_mind() as mind:
+    with opts(ctx).open_mind(embed=False) as mind:
         if clear:
             err.print(f"removed {mind.awareness.clear()} item(s)")
         if add is not None:
@@ -217,7 +217,7 @@ def entities(ctx: typer.Context,
              limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 50,
              as_json: JsonOpt = False) -> None:
     """Active entities of the knowledge graph whose name contains QUERY."""
-    with opts(ctx).open_mind() as mind:
+    with opts(ctx).open_mind(embed=False) as mind:
         found = mind.knowledge.search_entities(query, limit=limit)
     if as_json:
         emit_json(found)
@@ -228,7 +228,7 @@ def entities(ctx: typer.Context,
 @app.command()
 def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Counts for the mind: memories by type and importance, entities by type."""
-    with opts(ctx).open_mind() as mind:
+    with opts(ctx).open_mind(embed=False) as mind:
         frames = mind.frames.stats()
         counts = mind.knowledge.entity_type_counts()
     data = {"mind": mind.name, "frames": frames, "entities": counts}

@@ -50,14 +50,16 @@ class Options:
         return self.mind or "default"
 
     @contextmanager
-    def store(self, *, upgrade: bool = True) -> Iterator[ws.Store]:
-        with ws.open_store(self.url, schema=self.schema, embedder=embedder_spec(self.embedder),
-                           upgrade=upgrade) as store:
+    def store(self, *, upgrade: bool = True, embed: bool = True) -> Iterator[ws.Store]:
+        """The store; ``embed=False`` for commands that never embed, which then skip the
+        embedder's probe (with "auto", loading a local model takes seconds)."""
+        spec = embedder_spec(self.embedder) if embed else None
+        with ws.open_store(self.url, schema=self.schema, embedder=spec, upgrade=upgrade) as store:
             yield store
 
     @contextmanager
-    def open_mind(self) -> Iterator[ws.Mind]:
-        with self.store() as store:
+    def open_mind(self, *, embed: bool = True) -> Iterator[ws.Mind]:
+        with self.store(embed=embed) as store:
             yield store.mind(self.mind_name)
 
 

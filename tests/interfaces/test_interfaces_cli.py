@@ -153,3 +153,16 @@ def test_url_flag_wins_over_the_environment(tmp_path: Path, args: list[str]) -> 
     cli = Cli(env, tmp_path)
     cli(*[a.format(tmp=tmp_path) for a in args], "save", "flagged")
     assert (tmp_path / "flag.db").exists() and not (tmp_path / "env.db").exists()
+
+
+def test_commands_that_never_embed_do_not_resolve_the_embedder(tmp_path: Path) -> None:
+    """Listing or showing memories must not wait for an embedder (with "auto", a local model
+    load): with a provider that cannot be built, they still work while save fails."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WAGGLE_")}
+    env.update(PYTHONPATH=str(REPO), WAGGLE_EMBEDDER="hashing", PYTHONWARNINGS="ignore")
+    Cli(env, tmp_path)("save", "written with an embedder")
+    broken = Cli({**env, "WAGGLE_EMBEDDER": "no-such-provider"}, tmp_path)
+    assert "no-such-provider" in broken("save", "needs one", code=1).stderr
+    assert [f["content"] for f in broken.json("recent")] == ["written with an embedder"]
+    assert broken.json("stats")["frames"]["total"] == 1
+    assert [m["name"] for m in broken.json("minds", "list")] == ["default"]

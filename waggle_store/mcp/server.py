@@ -63,13 +63,10 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
     server: MCPServer[Any] = MCPServer(
         "waggle-store", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING",
     )
-    minds: dict[str, AsyncMind] = {}
-
     async def mind_of(name: str | None) -> AsyncMind:
-        key = name if name else default_mind
-        if key not in minds:
-            minds[key] = await _guard(store.mind(key))
-        return minds[key]
+        # Looked up on every call, not cached: a mind dropped and re-created meanwhile (by the
+        # CLI, another process) must not be reached through a stale id.
+        return await _guard(store.mind(name if name else default_mind))
 
     def tool(fn: Callable[..., Awaitable[CallToolResult]], *, read_only: bool = False,
              destructive: bool = False) -> None:
