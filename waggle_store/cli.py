@@ -174,14 +174,25 @@ def minds_drop(ctx: typer.Context, name: str, yes: YesOpt = False) -> None:
 
 @app.command()
 def identity(ctx: typer.Context,
-             name: Annotated[str | None, typer.Option(help="Set the identity's name (and the fields below).")] = None,
-             role: Annotated[str, typer.Option()] = "",
-             personality: Annotated[str, typer.Option()] = "",
+             name: Annotated[str | None, typer.Option(help="The agent's name.")] = None,
+             role: Annotated[str | None, typer.Option()] = None,
+             department: Annotated[str | None, typer.Option()] = None,
+             personality: Annotated[str | None, typer.Option()] = None,
+             capabilities: Annotated[str | None, typer.Option()] = None,
+             system_prompt: Annotated[str | None, typer.Option()] = None,
              as_json: JsonOpt = False) -> None:
-    """Show the mind's identity, or set it with --name."""
+    """Show the mind's identity; the options change only the fields given."""
+    given = {k: v for k, v in {"name": name, "role": role, "department": department,
+                               "personality": personality, "capabilities": capabilities,
+                               "system_prompt": system_prompt}.items() if v is not None}
     with opts(ctx).open_mind(embed=False) as mind:
-        current = (mind.identity.set(name=name, role=role, personality=personality)
-                   if name is not None else mind.identity.get())
+        current = mind.identity.get()
+        if given and current is not None:
+            current = mind.identity.update(**given)
+        elif given:
+            if "name" not in given:
+                raise Failure("this mind has no identity yet: give it a --name first")
+            current = mind.identity.set(**given)
     if as_json:
         emit_json(current)
     elif current is None:

@@ -90,8 +90,11 @@ def test_every_command_with_its_exit_code(target: Any, tmp_path: Path) -> None:
     assert "side" not in [m["name"] for m in cli.json("minds", "list")]
 
     assert "no identity set" in cli("identity").stdout
+    cli("identity", "--role", "assistant", code=1)         # no identity yet: a name first
     cli("identity", "--name", "Wren", "--role", "assistant")
-    assert cli.json("identity")["name"] == "Wren"
+    cli("identity", "--personality", "calm")                # changes only what is given
+    me = cli.json("identity")
+    assert (me["name"], me["role"], me["personality"]) == ("Wren", "assistant", "calm")
     items = cli.json("awareness", "--add", "ship Helios", "--category", "task", "--priority", "2")
     assert [i["content"] for i in items] == ["ship Helios"]
     assert cli.json("awareness", "--clear") == []
