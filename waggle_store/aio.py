@@ -90,7 +90,8 @@ class AsyncStore:
 
     def _on_loop(self, progress: Progress | None) -> Progress | None:
         """A progress callback called from a worker, forwarded to run on the event loop thread,
-        where async code may touch its own objects safely."""
+        where async code may touch its own objects safely. The loop runs them in order, and
+        all of them before the call's result (which reaches the loop the same way, later)."""
         if progress is None:
             return None
         loop = asyncio.get_running_loop()
