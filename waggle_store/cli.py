@@ -1,108 +1,312 @@
-"""The ``waggle-store`` command: a demo on the embedded default, health, and migrations."""
+"""The ``waggle-store`` command: an agent's memory from the shell, and its MCP server.
+
+Built on Typer + Rich like the tools its users already know (basic-memory, mem0): tables and
+progress bars on a terminal, plain lines when piped (so scripts can read them), ``--json`` on
+every command that reads. Exit codes: 0 ok, 1 failure (the store's message on stderr), 2 usage.
+"""
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import warnings
 from dataclasses import asdict
-from pathlib import Path
+from typing import Annotated, Any
 
-from waggle_store.engine import WaggleStoreWarning
+import typer
 
+import waggle_store as ws
+from waggle_store import cli_ops
+from waggle_store.cli_output import (
+    Failure,
+    JsonOpt,
+    Options,
+    YesOpt,
+    emit_json,
+    err,
+    opts,
+    progress,
+    table,
+)
 
-def _demo(args: argparse.Namespace) -> int:
-    import waggle_store as ws
-    from waggle_store.demo_data import SAMPLE_CONVERSATION, SAMPLE_QUERIES
+DEFAULT_URL = "sqlite:///./waggle.db"
+HELP = ("Durable memory for AI agents, on SQLite or PostgreSQL: save, search and manage an agent's "
+        "memories, run the MCP server, migrate the schema. Exit codes: 0 ok, 1 failure, 2 usage.")
 
-    path = Path(args.db)
-    if path.exists() and not args.keep:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
-    with ws.open_store(f"sqlite:///{path}", embedder=args.embedder) as store:
-        health = store.health()
-        embedder = health.embedder
-        print(f"store: {path} ({health.dialect} via {health.driver}); "
-              f"keyword search {'on' if health.keyword_search else 'off'}, "
-              f"vector search {'on' if health.vector_search else 'off'}")
-        if embedder is not None:
-            print(f"embedder: {embedder.active_provider} / {embedder.model} "
-                  f"({embedder.dimensions} dims)"
-                  + (f" — {embedder.last_error}" if embedder.last_error else ""))
-        for reason in health.reasons:
-            print(f"  note: {reason}")
-        mind = store.mind("demo")
-        result = mind.cognify_batch(list(SAMPLE_CONVERSATION))
-        stored = sum(1 for f in result.frame_ids if f is not None)
-        print(f"\ncognified {stored}/{len(SAMPLE_CONVERSATION)} turns"
-              + (f", {len(result.failures)} failed: {result.failures}" if result.failures else ""))
-        counts = mind.knowledge.entity_type_counts()
-        print("knowledge graph:", ", ".join(f"{n} {t}" for t, n in sorted(counts.items())) or "empty")
-        for query in SAMPLE_QUERIES:
-            print(f"\n? {query}")
-            for hit in mind.recall(query, limit=3):
-                lanes = hit.explain.get("lanes", {})
-                lane_text = " ".join(
-                    f"{name}#{info['rank'] + 1}" for name, info in lanes.items() if info
-                ) if isinstance(lanes, dict) else ""
-                print(f"  {hit.final_score:.3f} = rrf {hit.rrf_score:.3f} × relevance "
-                      f"{hit.relevance_score:.3f} [{lane_text}]  {hit.frame.content}")
-    return 0
+app = typer.Typer(name="waggle-store", help=HELP, no_args_is_help=True,
+                  rich_markup_mode=None, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+minds_app = typer.Typer(help="List, create and drop minds (workspaces).", no_args_is_help=True)
+app.add_typer(minds_app, name="minds")
 
 
-def _health(args: argparse.Namespace) -> int:
-    import waggle_store as ws
-
-    with ws.open_store(args.url, embedder=args.embedder, upgrade=not args.no_upgrade) as store:
-        print(json.dumps(asdict(store.health()), indent=2, default=str))
-    return 0
-
-
-def _migrate(args: argparse.Namespace) -> int:
-    from waggle_store import migrate
-
-    if args.action == "upgrade":
-        migrate.upgrade(args.url, args.revision or "head")
-    elif args.action == "downgrade":
-        migrate.downgrade(args.url, args.revision or "base")
-    elif args.action == "check":
-        diffs = migrate.check(args.url)
-        for diff in diffs:
-            print(diff)
-        return 1 if diffs else 0
-    print(migrate.current(args.url))
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="waggle-store", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="cognify a sample conversation into ./waggle-demo.db and recall from it")
-    demo.add_argument("--db", default="waggle-demo.db")
-    demo.add_argument("--embedder", default="auto", help="auto (best available, hashing as the floor) or a provider name")
-    demo.add_argument("--keep", action="store_true", help="keep an existing demo database")
-    demo.set_defaults(func=_demo)
-    health = sub.add_parser("health", help="print a store's health as JSON")
-    health.add_argument("url", nargs="?", default=None)
-    health.add_argument("--embedder", default="auto")
-    health.add_argument("--no-upgrade", action="store_true")
-    health.set_defaults(func=_health)
-    mig = sub.add_parser("migrate", help="upgrade / downgrade / check / current")
-    mig.add_argument("action", choices=["upgrade", "downgrade", "check", "current"])
-    mig.add_argument("url")
-    mig.add_argument("revision", nargs="?")
-    mig.set_defaults(func=_migrate)
-    args = parser.parse_args(argv)
-    with warnings.catch_warnings():
-        warnings.simplefilter("default", WaggleStoreWarning)
-        from waggle_store.errors import WaggleStoreError
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
 
         try:
-            return int(args.func(args))
-        except WaggleStoreError as exc:
-            print(f"waggle-store: {exc}", file=sys.stderr)
-            return 2
+            typer.echo(f"waggle-store {version('waggle-store')}")
+        except PackageNotFoundError:
+            typer.echo("waggle-store (not installed)")
+        raise typer.Exit
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    url: Annotated[str, typer.Option(envvar="WAGGLE_DATABASE_URL", help="Store URL: sqlite:///path or postgresql+psycopg://...")] = DEFAULT_URL,
+    schema: Annotated[str | None, typer.Option(envvar="WAGGLE_PG_SCHEMA", help="PostgreSQL schema of the store (default: waggle).")] = None,
+    mind: Annotated[str | None, typer.Option(envvar="WAGGLE_MIND", help="Mind (workspace) to use (default: 'default').")] = None,
+    embedder: Annotated[str, typer.Option(envvar="WAGGLE_EMBEDDER", help="auto, a provider name (local, ollama, openai, voyage, hashing) or none.")] = "auto",
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    ctx.obj = Options(url=url, schema=schema, mind=mind, embedder=embedder)
+
+
+def _frame_row(frame: ws.Frame) -> list[Any]:
+    return [frame.id, frame.created_at.strftime("%Y-%m-%d %H:%M"), frame.importance, frame.content]
+
+
+# -- memories ------------------------------------------------------------------------------------
+
+@app.command()
+def save(ctx: typer.Context, text: Annotated[str, typer.Argument(help="The memory to store.")],
+         importance: Annotated[str, typer.Option(help="critical, important, normal, temporary or deprecated.")] = "normal",
+         as_json: JsonOpt = False) -> None:
+    """Save a memory (cognify: stored, indexed, its entities linked)."""
+    with opts(ctx).open_mind() as mind:
+        result = mind.cognify(text, importance=importance)
+    if as_json:
+        emit_json(result)
+    else:
+        typer.echo(f"saved #{result.frame_id} ({result.entities_extracted} entities, "
+                   f"{result.relations_created} relations, vector {result.vector_status})")
+
+
+@app.command()
+def search(ctx: typer.Context, query: str,
+           limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N results.")] = 10,
+           profile: Annotated[str, typer.Option(help="balanced, recent, important or connected.")] = "balanced",
+           as_json: JsonOpt = False) -> None:
+    """Search memories (keyword + vector), best first."""
+    with opts(ctx).open_mind() as mind:
+        hits = mind.search(query, limit=limit, profile=profile)
+    if as_json:
+        emit_json([{"frame_id": h.frame.id, "content": h.frame.content, "score": h.final_score,
+                "importance": h.frame.importance, "created_at": h.frame.created_at} for h in hits])
+        return
+    table(f"'{query}'", ["id", "score", "importance", "content"],
+           [[h.frame.id, f"{h.final_score:.3f}", h.frame.importance, h.frame.content] for h in hits])
+
+
+@app.command()
+def recent(ctx: typer.Context,
+           limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 20,
+           as_json: JsonOpt = False) -> None:
+    """The latest memories, newest first."""
+    with opts(ctx).open_mind(embed=False) as mind:
+        frames = mind.frames.recent(limit)
+    if as_json:
+        emit_json(frames)
+    else:
+        table("recent memories", ["id", "created", "importance", "content"],
+               [_frame_row(f) for f in frames])
+
+
+@app.command()
+def show(ctx: typer.Context, frame_id: Annotated[int, typer.Argument(metavar="ID")],
+         as_json: JsonOpt = False) -> None:
+    """One memory, with its metadata."""
+    with opts(ctx).open_mind(embed=False) as mind:
+        frame = mind.frames.get(frame_id)
+    if frame is None:
+        raise Failure(f"no memory #{frame_id} in mind '{opts(ctx).mind_name}'")
+    if as_json:
+        emit_json(frame)
+    else:
+        table(f"memory #{frame.id}", ["field", "value"], list(asdict(frame).items()))
+
+
+@app.command()
+def forget(ctx: typer.Context, frame_id: Annotated[int, typer.Argument(metavar="ID")]) -> None:
+    """Delete one memory (its index rows and mentions go with it)."""
+    with opts(ctx).open_mind(embed=False) as mind:
+        if mind.frames.get(frame_id) is None:
+            raise Failure(f"no memory #{frame_id} in mind '{mind.name}'")
+        mind.frames.delete(frame_id)
+    typer.echo(f"forgot #{frame_id}")
+
+
+# -- minds ---------------------------------------------------------------------------------------
+
+@minds_app.command("list")
+def minds_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Every mind of the store."""
+    with opts(ctx).store(embed=False) as store:
+        infos = store.list_minds()
+    if as_json:
+        emit_json(infos)
+    else:
+        table("minds", ["name", "kind", "created"],
+               [[i.name, i.kind, i.created_at.strftime("%Y-%m-%d %H:%M")] for i in infos])
+
+
+@minds_app.command("create")
+def minds_create(ctx: typer.Context, name: str,
+                 kind: Annotated[str, typer.Option(help="workspace or personal.")] = "workspace") -> None:
+    """Create a mind (creating an existing one is a no-op)."""
+    with opts(ctx).store(embed=False) as store:
+        mind = store.mind(name, kind=kind)
+    typer.echo(f"mind '{mind.name}' ({mind.kind}) is ready")
+
+
+@minds_app.command("drop")
+def minds_drop(ctx: typer.Context, name: str, yes: YesOpt = False) -> None:
+    """Delete a mind and every row of it. Asks first, unless --yes."""
+    if not yes and not typer.confirm(f"Delete mind '{name}' and all its memories?", default=False):
+        err.print("nothing dropped")
+        raise typer.Exit(1)
+    with opts(ctx).store(embed=False) as store:
+        store.drop_mind(name)
+    typer.echo(f"dropped mind '{name}'")
+
+
+# -- identity, awareness, knowledge, stats -------------------------------------------------------
+
+@app.command()
+def identity(ctx: typer.Context,
+             name: Annotated[str | None, typer.Option(help="The agent's name.")] = None,
+             role: Annotated[str | None, typer.Option()] = None,
+             department: Annotated[str | None, typer.Option()] = None,
+             personality: Annotated[str | None, typer.Option()] = None,
+             capabilities: Annotated[str | None, typer.Option()] = None,
+             system_prompt: Annotated[str | None, typer.Option()] = None,
+             as_json: JsonOpt = False) -> None:
+    """Show the mind's identity; the options change only the fields given."""
+    given = {k: v for k, v in {"name": name, "role": role, "department": department,
+                               "personality": personality, "capabilities": capabilities,
+                               "system_prompt": system_prompt}.items() if v is not None}
+    with opts(ctx).open_mind(embed=False) as mind:
+        current = mind.identity.get()
+        if given and current is not None:
+            current = mind.identity.update(**given)
+        elif given:
+            if "name" not in given:
+                raise Failure("this mind has no identity yet: give it a --name first")
+            current = mind.identity.set(**given)
+    if as_json:
+        emit_json(current)
+    elif current is None:
+        typer.echo("no identity set")
+    else:
+        table("identity", ["field", "value"], list(asdict(current).items()))
+
+
+@app.command()
+def awareness(ctx: typer.Context,
+              add: Annotated[str | None, typer.Option(help="Add this item to awareness.")] = None,
+              category: Annotated[str, typer.Option(help="task, action, pending or flag.")] = "task",
+              priority: Annotated[int, typer.Option(help="Priority of the added item.")] = 0,
+              clear: Annotated[bool, typer.Option("--clear", help="Remove every item.")] = False,
+              as_json: JsonOpt = False) -> None:
+    """Show the mind's active awareness items; --add or --clear change them."""
+    with opts(ctx).open_mind(embed=False) as mind:
+        if clear:
+            err.print(f"removed {mind.awareness.clear()} item(s)")
+        if add is not None:
+            mind.awareness.add(category, add, priority=priority)
+        items = mind.awareness.active()
+    if as_json:
+        emit_json(items)
+    else:
+        table("awareness", ["id", "category", "priority", "content"],
+               [[i.id, i.category, i.priority, i.content] for i in items])
+
+
+@app.command()
+def entities(ctx: typer.Context,
+             query: Annotated[str, typer.Argument(help="Part of a name; empty for all.")] = "",
+             limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 50,
+             as_json: JsonOpt = False) -> None:
+    """Active entities of the knowledge graph whose name contains QUERY."""
+    with opts(ctx).open_mind(embed=False) as mind:
+        found = mind.knowledge.search_entities(query, limit=limit)
+    if as_json:
+        emit_json(found)
+    else:
+        table("entities", ["id", "type", "name"], [[e.id, e.entity_type, e.name] for e in found])
+
+
+@app.command()
+def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Counts for the mind: memories by type and importance, entities by type."""
+    with opts(ctx).open_mind(embed=False) as mind:
+        frames = mind.frames.stats()
+        counts = mind.knowledge.entity_type_counts()
+    data = {"mind": mind.name, "frames": frames, "entities": counts}
+    if as_json:
+        emit_json(data)
+        return
+    rows: list[list[Any]] = [["memories", "total", frames.total]]
+    rows += [["memories", f"type {k}", v] for k, v in sorted(frames.by_type.items())]
+    rows += [["memories", k, v] for k, v in sorted(frames.by_importance.items())]
+    rows += [["entities", k, v] for k, v in sorted(counts.items())]
+    table(f"mind '{mind.name}'", ["what", "of", "count"], rows)
+
+
+@app.command()
+def reconcile(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Repair derived indexes (keyword, vector): the whole store, or --mind only."""
+    options = opts(ctx)
+    with options.store() as store, progress("reconcile") as update:
+        report = store.reconcile(mind=options.mind, progress=update)
+    if as_json:
+        emit_json(report)
+    else:
+        typer.echo(f"fts fixed {report.fts_fixed}, vectors fixed {report.vectors_fixed}, "
+                   f"orphans removed {report.orphans_removed}")
+
+
+cli_ops.register(app)
+
+
+# -- entry point ---------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 failure, 2 usage)."""
+    command = typer.main.get_command(app)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.showwarning = _show_warning
+        try:
+            result = command.main(args=argv, prog_name="waggle-store", standalone_mode=False)
+        except typer.Exit as exc:
+            return exc.exit_code
+        except typer.Abort:
+            err.print("aborted")
+            return 1
+        except typer.TyperException as exc:  # usage errors (exit code 2) and the like
+            show = getattr(exc, "show", None)
+            if callable(show):
+                show()
+            else:
+                err.print(f"Error: {exc.format_message()}", markup=False)
+            return exc.exit_code
+        except (Failure, ws.WaggleStoreError) as exc:
+            err.print(f"waggle-store: {exc}", markup=False)
+            return 1
+    return result if isinstance(result, int) else 0
+
+
+_warned: set[str] = set()
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """Warnings (an old SQLite, a skipped index) as one line each, once, not a source excerpt."""
+    text = str(message)
+    if text not in _warned:
+        _warned.add(text)
+        err.print(f"warning: {text}", markup=False)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,181 @@
+"""The operational ``waggle-store`` commands: health, migrate, mcp, demo.
+
+Separate from the memory commands of ``cli.py`` because they act on the store as a whole (its
+schema, its server), and to keep each module small. :func:`register` adds them to the main app.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+import waggle_store as ws
+from waggle_store.cli_output import (
+    Failure,
+    JsonOpt,
+    YesOpt,
+    embedder_spec,
+    emit_json,
+    opts,
+    progress,
+    table,
+)
+
+ops_app = typer.Typer()
+migrate_app = typer.Typer(help="Run and inspect the schema migrations.", no_args_is_help=True)
+
+
+# -- operations ----------------------------------------------------------------------------------
+
+@ops_app.command()
+def health(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """The store's health. Never creates a store: a missing one is a failure."""
+    options = opts(ctx)
+    _require_existing(options.url)
+    try:
+        with options.store(upgrade=False) as store:
+            report = store.health()
+    except ws.MigrationError as exc:
+        raise Failure(f"no usable store at {_safe(options.url)}: {exc}") from exc
+    if as_json:
+        emit_json(report)
+        return
+    rows: list[list[Any]] = [["dialect", f"{report.dialect} ({report.driver})"],
+                             ["keyword search", report.keyword_search],
+                             ["vector search", report.vector_search]]
+    rows += [[k, v] for k, v in sorted(report.versions.items())]
+    if report.embedder is not None:
+        rows.append(["embedder", f"{report.embedder.active_provider} / {report.embedder.model}"])
+    rows += [["note", reason] for reason in report.reasons]
+    table("health", ["check", "value"], rows)
+
+
+def _require_existing(url: str) -> None:
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database in ("", ":memory:") or not Path(database).exists():
+            raise Failure(f"no store at {url}")
+
+
+def _safe(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+@migrate_app.command("upgrade")
+def migrate_upgrade(ctx: typer.Context, revision: str = "head") -> None:
+    """Upgrade the schema (to head by default)."""
+    from waggle_store import migrate
+
+    options = opts(ctx)
+    migrate.upgrade(options.url, revision, schema=options.schema)
+    typer.echo(f"at revision {migrate.current(options.url, schema=options.schema)}")
+
+
+@migrate_app.command("current")
+def migrate_current(ctx: typer.Context) -> None:
+    """Print the revision the database is at (None: never migrated)."""
+    from waggle_store import migrate
+
+    options = opts(ctx)
+    typer.echo(str(migrate.current(options.url, schema=options.schema)))
+
+
+@migrate_app.command("check")
+def migrate_check(ctx: typer.Context) -> None:
+    """Compare the models with the migrated schema; exit 1 if they differ."""
+    from waggle_store import migrate
+
+    options = opts(ctx)
+    diffs = migrate.check(options.url, schema=options.schema)
+    for diff in diffs:
+        typer.echo(str(diff))
+    if diffs:
+        raise Failure(f"{len(diffs)} difference(s) between the models and the schema")
+    typer.echo("schema matches the models")
+
+
+@migrate_app.command("downgrade")
+def migrate_downgrade(ctx: typer.Context,
+                      revision: Annotated[str, typer.Argument(help="Target revision (e.g. base).")],
+                      yes: YesOpt = False) -> None:
+    """Downgrade the schema to REVISION; this can delete data, so --yes is required."""
+    from waggle_store import migrate
+
+    if not yes:
+        raise typer.BadParameter("downgrading can delete data: add --yes", param_hint="--yes")
+    options = opts(ctx)
+    migrate.downgrade(options.url, revision, schema=options.schema)
+    typer.echo(f"at revision {migrate.current(options.url, schema=options.schema)}")
+
+
+@ops_app.command()
+def mcp(ctx: typer.Context,
+        http: Annotated[str | None, typer.Option(metavar="HOST:PORT", help="Serve streamable HTTP here instead of stdio.")] = None) -> None:
+    """Run the MCP server (stdio, or streamable HTTP with --http)."""
+    from waggle_store.mcp import parse_http
+
+    if http is not None:
+        try:
+            parse_http(http)  # a bad address is a usage error, before any store is opened
+        except ws.InvalidInputError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--http") from exc
+    if importlib.util.find_spec("mcp") is None:
+        raise Failure("the MCP server needs the mcp extra: pip install 'waggle-store[mcp]'")
+    from waggle_store.mcp import serve
+
+    options = opts(ctx)
+    serve(options.url, schema=options.schema, mind=options.mind_name, http=http,
+          embedder=embedder_spec(options.embedder))
+
+
+@ops_app.command()
+def demo(db: Annotated[str, typer.Option(help="SQLite file to (re)create.")] = "waggle-demo.db",
+         embedder: Annotated[str, typer.Option(help="auto (best available) or a provider name.")] = "auto",
+         keep: Annotated[bool, typer.Option("--keep", help="Keep an existing demo database.")] = False) -> None:
+    """Cognify a sample conversation into a demo store and recall from it."""
+    from waggle_store.demo_data import SAMPLE_CONVERSATION, SAMPLE_QUERIES
+
+    path = Path(db)
+    if path.exists() and not keep:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+    with ws.open_store(f"sqlite:///{path}", embedder=embedder_spec(embedder)) as store:
+        report = store.health()
+        typer.echo(f"store: {path} ({report.dialect} via {report.driver}); keyword search "
+                   f"{'on' if report.keyword_search else 'off'}, vector search "
+                   f"{'on' if report.vector_search else 'off'}")
+        status = report.embedder
+        if status is not None:
+            typer.echo(f"embedder: {status.active_provider} / {status.model} "
+                       f"({status.dimensions} dims)"
+                       + (f" — {status.last_error}" if status.last_error else ""))
+        for reason in report.reasons:
+            typer.echo(f"  note: {reason}")
+        mind = store.mind("demo")
+        with progress("cognify") as update:
+            result = mind.cognify_batch(list(SAMPLE_CONVERSATION), progress=update)
+        stored = sum(1 for f in result.frame_ids if f is not None)
+        typer.echo(f"\ncognified {stored}/{len(SAMPLE_CONVERSATION)} turns"
+                   + (f", {len(result.failures)} failed: {result.failures}" if result.failures else ""))
+        counts = mind.knowledge.entity_type_counts()
+        typer.echo("knowledge graph: "
+                   + (", ".join(f"{n} {t}" for t, n in sorted(counts.items())) or "empty"))
+        for query in SAMPLE_QUERIES:
+            typer.echo(f"\n? {query}")
+            for hit in mind.recall(query, limit=3):
+                typer.echo(f"  {hit.final_score:.3f}  {hit.frame.content}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add these commands to the main app (``cli.py``)."""
+    for command in ops_app.registered_commands:
+        app.registered_commands.append(command)
+    app.add_typer(migrate_app, name="migrate")

@@ -1,0 +1,154 @@
+"""The structured results of the MCP tools (their published output schemas).
+
+Pydantic models rather than the store's dataclasses: the output schema an MCP client (and the
+model behind it) reads is generated from these, so each field says what it means, and times are
+plain ISO-8601 strings that any client can parse.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+import waggle_store as ws
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+class MemorySaved(BaseModel):
+    mind: str = Field(description="The mind (workspace) the memory was saved in.")
+    frame_id: int = Field(description="Id of the stored memory frame.")
+    entities_extracted: int = Field(description="Entities found in the text and linked to it.")
+    relations_created: int = Field(description="Relations between those entities recorded.")
+    related_frames: list[int] = Field(description="Ids of earlier memories on the same subject.")
+    vector_status: str = Field(description="'ready' when embedded now, 'pending' when it will be.")
+
+
+class RecallHit(BaseModel):
+    frame_id: int | None = Field(description="Id of the memory frame (None for external results).")
+    content: str = Field(description="The remembered text.")
+    score: float = Field(description="Relevance in [0, 1]; higher is better.")
+    source: str = Field(description="'workspace', 'personal' or 'external'.")
+    attribution: str = Field(description="A tag to cite the result by.")
+    importance: str | None = Field(default=None, description="The memory's importance.")
+
+
+class Recall(BaseModel):
+    mind: str
+    query: str
+    results: list[RecallHit] = Field(description="Best first.")
+    has_conflict: bool = Field(default=False, description="Sources disagree (see conflict_note).")
+    conflict_note: str | None = None
+
+
+class EntityOut(BaseModel):
+    id: int
+    entity_type: str
+    name: str
+    properties: dict[str, Any]
+    valid_from: str | None
+    valid_to: str | None = Field(description="Set once the entity is retired.")
+
+    @classmethod
+    def of(cls, entity: ws.Entity) -> EntityOut:
+        return cls(id=entity.id, entity_type=entity.entity_type, name=entity.name,
+                   properties=dict(entity.properties), valid_from=iso(entity.valid_from),
+                   valid_to=iso(entity.valid_to))
+
+
+class EntitySaved(BaseModel):
+    mind: str
+    entity: EntityOut
+
+
+class RelationSaved(BaseModel):
+    mind: str
+    relation_id: int
+    source: EntityOut
+    target: EntityOut
+    relation_type: str
+    confidence: float
+    created_entities: list[str] = Field(
+        description="Names given as source/target that did not exist and were created as 'concept'."
+    )
+
+
+class EntityList(BaseModel):
+    mind: str
+    entities: list[EntityOut]
+
+
+class IdentityOut(BaseModel):
+    name: str
+    role: str
+    department: str
+    personality: str
+    capabilities: str
+    system_prompt: str
+    updated_at: str | None
+
+    @classmethod
+    def of(cls, identity: ws.Identity) -> IdentityOut:
+        return cls(name=identity.name, role=identity.role, department=identity.department,
+                   personality=identity.personality, capabilities=identity.capabilities,
+                   system_prompt=identity.system_prompt, updated_at=iso(identity.updated_at))
+
+
+class IdentityResult(BaseModel):
+    mind: str
+    identity: IdentityOut | None = Field(description="None when the mind has no identity yet.")
+
+
+class AwarenessOut(BaseModel):
+    id: int
+    category: str
+    content: str
+    priority: int
+    expires_at: str | None
+
+    @classmethod
+    def of(cls, item: ws.AwarenessItem) -> AwarenessOut:
+        return cls(id=item.id, category=item.category, content=item.content,
+                   priority=item.priority, expires_at=iso(item.expires_at))
+
+
+class AwarenessList(BaseModel):
+    mind: str
+    items: list[AwarenessOut] = Field(description="Active items, highest priority first.")
+
+
+class AwarenessSaved(BaseModel):
+    mind: str
+    item: AwarenessOut
+
+
+class Cleared(BaseModel):
+    mind: str
+    removed: int = Field(description="How many awareness items were removed.")
+
+
+class FramesCleaned(BaseModel):
+    mind: str
+    temporary_pruned: int
+    deprecated_pruned: int
+    pframes_merged: int
+
+
+class EntitiesRetired(BaseModel):
+    mind: str
+    retired: list[int] = Field(description="Entity ids now retired (with their relations).")
+    not_found: list[int] = Field(description="Ids that name no entity of this mind.")
+
+
+class Workspace(BaseModel):
+    name: str
+    kind: str
+    created_at: str | None
+
+
+class WorkspaceList(BaseModel):
+    workspaces: list[Workspace]
