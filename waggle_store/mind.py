@@ -14,6 +14,7 @@ from functools import cached_property
 from waggle_store.context import MindContext
 from waggle_store.facade.awareness import AwarenessAPI
 from waggle_store.facade.frames import FramesAPI
+from waggle_store.facade.harvest import HarvestAPI
 from waggle_store.facade.identity import IdentityAPI
 from waggle_store.facade.knowledge import KnowledgeAPI
 from waggle_store.facade.kv import KVAPI
@@ -61,6 +62,11 @@ class Mind:
     @cached_property
     def kv(self) -> KVAPI:
         return KVAPI(self.context)
+
+    @cached_property
+    def harvest(self) -> HarvestAPI:
+        """Import sources (ChatGPT/Claude exports, notes, JSONL) and their syncs."""
+        return HarvestAPI(self.context)
 
     def search(self, query: str, *, limit: int = 20, gop_id: str | None = None,
                profile: str = "balanced", since: datetime | str | None = None,
