@@ -20,7 +20,14 @@ from waggle_store.facade.knowledge import KnowledgeAPI
 from waggle_store.facade.kv import KVAPI
 from waggle_store.facade.sessions import SessionsAPI
 from waggle_store.pipeline.cognify import cognify, cognify_batch
-from waggle_store.records import BatchResult, CognifyResult, MemoryInput, SearchResult
+from waggle_store.pipeline.consolidate import consolidate
+from waggle_store.records import (
+    BatchResult,
+    CognifyResult,
+    ConsolidationReport,
+    MemoryInput,
+    SearchResult,
+)
 from waggle_store.search.engine import HybridSearch
 
 __all__ = ["Mind"]
@@ -108,3 +115,12 @@ class Mind:
         """Cognify many memories: embedded in batches, written in few transactions."""
         return cognify_batch(self.context, items, importance=importance, gop_id=gop_id,
                              progress=progress)
+
+    def consolidate(self, *, decay_rate: float = 0.95, prune_below: float = 0.1,
+                    merge_similarity: float = 0.9, dry_run: bool = False,
+                    now: datetime | str | None = None) -> ConsolidationReport:
+        """Decay salience, merge near-duplicates, prune what fell below ``prune_below`` (never
+        critical or important frames); idempotent; ``dry_run`` reports without writing. See
+        :mod:`waggle_store.pipeline.consolidate`."""
+        return consolidate(self.context, decay_rate=decay_rate, prune_below=prune_below,
+                           merge_similarity=merge_similarity, dry_run=dry_run, now=now)
