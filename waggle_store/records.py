@@ -282,7 +282,8 @@ class ConsolidationReport:
 
 @dataclass(frozen=True)
 class UsageTotals:
-    """Summed usage; ``mind`` is None when the totals span minds, ``model`` when they span models."""
+    """Summed usage; ``mind`` is None when the totals span minds, ``model`` when they span
+    models."""
 
     mind: str | None
     model: str | None

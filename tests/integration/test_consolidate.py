@@ -29,8 +29,10 @@ FIXTURE: dict[str, tuple[str, str, str, int, int]] = {
     "stale_normal": ("Old note about the cafeteria menu in March", "normal", "user_stated", 60, 0),
     "old_critical": ("Root password rotation policy is 90 days", "critical", "user_stated", 400, 0),
     "old_important": ("Quarterly OKR draft for the data team", "important", "user_stated", 400, 0),
-    "scratch": ("Scratch: try the new linter on the monorepo", "temporary", "agent_inferred", 30, 0),
-    "recent": ("Customer Acme renewed their contract for three years", "normal", "user_stated", 5, 1),
+    "scratch": ("Scratch: try the new linter on the monorepo", "temporary", "agent_inferred",
+                30, 0),
+    "recent": ("Customer Acme renewed their contract for three years", "normal", "user_stated",
+               5, 1),
 }
 
 
@@ -80,7 +82,8 @@ def test_consolidation(store_factory: Callable[..., ws.Store], embedder: str | N
 
     assert mind.frames.get(ids["dup_normal"]) is None  # merged into the more important twin
     keeper = mind.frames.get(ids["dup_important"])
-    assert keeper is not None and keeper.access_count == 5
+    assert keeper is not None
+    assert keeper.access_count == 5
     # The latest access among the merged frames.
     assert keeper.last_accessed == NOW - timedelta(days=1 if by_vectors else 2, minutes=5)
     record = mind.kv.get(f"{MERGED_KEY_PREFIX}{ids['dup_important']}")
@@ -93,7 +96,8 @@ def test_consolidation(store_factory: Callable[..., ws.Store], embedder: str | N
         assert mind.frames.get(ids[protected]) is not None
 
     hits = {r.frame.id for r in mind.search("deploy window Tuesday platform team", limit=10)}
-    assert ids["dup_important"] in hits and ids["dup_normal"] not in hits
+    assert ids["dup_important"] in hits
+    assert ids["dup_normal"] not in hits
     assert not {ids["stale_normal"], ids["scratch"]} & {
         r.frame.id for r in mind.search("cafeteria menu linter monorepo", limit=10)}
     report = store.reconcile(mind=mind)
@@ -115,7 +119,8 @@ def test_decay_continues_on_later_days_and_arguments_are_checked(mind: ws.Mind) 
     assert mind.consolidate(now=NOW).fragments_decayed == 0
     assert mind.consolidate(now=NOW + timedelta(days=1)).fragments_decayed == 1
     later = mind.consolidate(now=NOW + timedelta(days=60))
-    assert later.fragments_deleted == 1 and mind.frames.get(frame.id) is None
+    assert later.fragments_deleted == 1
+    assert mind.frames.get(frame.id) is None
     for bad in ({"decay_rate": 0}, {"decay_rate": 1.5}, {"prune_below": -0.1},
                 {"merge_similarity": float("nan")}):
         with pytest.raises(ws.InvalidInputError):

@@ -34,7 +34,8 @@ def _chatgpt_conversation(n: int, messages: list[tuple[str, str]]) -> dict[str, 
         mapping[node_id] = {"id": node_id, "parent": parent, "children": [], "message": {
             "id": node_id, "author": {"role": role, "name": None, "metadata": {}},
             "create_time": (T0 + timedelta(days=n, minutes=i)).timestamp(),
-            "content": {"content_type": "text", "parts": [text]}, "status": "finished_successfully"}}
+            "content": {"content_type": "text", "parts": [text]},
+            "status": "finished_successfully"}}
         parent = node_id
     # An edited-away branch: not on the path to current_node, so not imported.
     mapping[f"c{n}-old"] = {"id": f"c{n}-old", "parent": sys_id, "children": [], "message": {
@@ -46,8 +47,10 @@ def _chatgpt_conversation(n: int, messages: list[tuple[str, str]]) -> dict[str, 
 
 
 def _chatgpt(n: int) -> dict[str, Any]:
-    return _chatgpt_conversation(n, [("user", f"How do I configure service {n} for Berlin?"),
-                                     ("assistant", f"Service {n} reads its settings from app{n}.toml.")])
+    return _chatgpt_conversation(n, [
+        ("user", f"How do I configure service {n} for Berlin?"),
+        ("assistant", f"Service {n} reads its settings from app{n}.toml."),
+    ])
 
 
 def _claude(n: int) -> dict[str, Any]:
@@ -99,9 +102,10 @@ def test_chatgpt_export(mind: ws.Mind, tmp_path: Path) -> None:
     more = mind.harvest.sync()
     assert (more.items_seen, more.items_imported, more.frames_created) == (7, 3, 6)
     stored = mind.harvest.get("chatgpt")
-    assert stored is not None and (stored.items_imported, stored.frames_created) == (7, 14)
-    assert [r.frame.content for r in mind.search("service 5 settings", limit=3)][0].startswith(
-        "[chatgpt: Topic 5]")
+    assert stored is not None
+    assert (stored.items_imported, stored.frames_created) == (7, 14)
+    best = mind.search("service 5 settings", limit=3)[0]
+    assert best.frame.content.startswith("[chatgpt: Topic 5]")
 
 
 def test_claude_export_zip_and_a_grown_conversation(mind: ws.Mind, tmp_path: Path) -> None:
@@ -211,7 +215,8 @@ def test_sources_registry_and_stale(mind: ws.Mind, tmp_path: Path) -> None:
     mind.harvest.sync()
     assert mind.harvest.stale() == []
     synced = mind.harvest.get("auto")
-    assert synced is not None and synced.last_synced_at is not None
+    assert synced is not None
+    assert synced.last_synced_at is not None
     assert [s.name for s in mind.harvest.stale(now=synced.last_synced_at + timedelta(hours=6))] == [
         "auto"]
     assert {s.name for s in mind.harvest.sources()} == {"auto", "manual"}
@@ -224,7 +229,8 @@ def test_sources_registry_and_stale(mind: ws.Mind, tmp_path: Path) -> None:
         mind.harvest.sync("missing")
     missing = mind.harvest.add_source("claude", tmp_path / "gone.zip")
     report = mind.harvest.sync(missing.name)
-    assert report.sources_synced == 0 and report.failures[0][0] == "claude"
+    assert report.sources_synced == 0
+    assert report.failures[0][0] == "claude"
     assert mind.harvest.remove_source("manual") is True
     assert mind.harvest.get("manual") is None
 
@@ -236,4 +242,5 @@ def test_progress_is_reported(mind: ws.Mind, tmp_path: Path) -> None:
     mind.harvest.add_source("jsonl", path)
     calls: list[tuple[int, int]] = []
     mind.harvest.sync(progress=lambda done, total: calls.append((done, total)))
-    assert calls and calls[-1] == (5, 5)
+    assert calls
+    assert calls[-1] == (5, 5)

@@ -16,14 +16,18 @@ import waggle_store as ws
 NOW = datetime(2026, 5, 20, 12, 0, tzinfo=UTC)
 
 
-def _rows(writer: int) -> list[tuple[str, str, int, int, float, datetime]]:
+Row = tuple[str, str, int, int, float, datetime]
+
+
+def _rows(writer: int) -> list[Row]:
     """A writer's rows: two minds, two models, spread over four days and two months."""
     rows = []
     for i in range(20):
         mind = "alpha" if (writer + i) % 3 else "beta"
         model = "sonnet" if i % 2 else "haiku"
         at = NOW - timedelta(days=(writer + i) % 4 * 9, hours=i)
-        rows.append((mind, model, 100 + writer * 7 + i, 10 + i, round(0.001 * (writer + i + 1), 6), at))
+        cost = round(0.001 * (writer + i + 1), 6)
+        rows.append((mind, model, 100 + writer * 7 + i, 10 + i, cost, at))
     return rows
 
 
@@ -33,7 +37,7 @@ def test_totals_equal_the_rows_under_eight_concurrent_writers(store_factory) -> 
     first.mind("beta")
     stores = [store_factory(embedder=None) for _ in range(8)]
     barrier = threading.Barrier(8)
-    errors: list[BaseException] = []
+    errors: list[Exception] = []
 
     def write(index: int) -> None:
         try:
@@ -41,7 +45,7 @@ def test_totals_equal_the_rows_under_eight_concurrent_writers(store_factory) -> 
             for mind, model, p, c, cost, at in _rows(index):
                 stores[index].usage.record(mind, model, prompt_tokens=p, completion_tokens=c,
                                            cost_usd=cost, at=at)
-        except BaseException as exc:  # reported below, with the writer that failed
+        except Exception as exc:  # noqa: BLE001 - asserted empty below, so a failure shows
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(i,)) for i in range(8)]
@@ -70,7 +74,7 @@ def test_totals_equal_the_rows_under_eight_concurrent_writers(store_factory) -> 
             assert got.prompt_tokens == sum(r[2] for r in sel)
             assert got.completion_tokens == sum(r[3] for r in sel)
             assert got.cost_usd == pytest.approx(sum(r[4] for r in sel))
-        expected_days: dict[date, list[tuple[str, str, int, int, float, datetime]]] = defaultdict(list)
+        expected_days: dict[date, list[Row]] = defaultdict(list)
         for r in mine:
             expected_days[r[5].date()].append(r)
         got_days = usage.daily(mind, days=60, now=NOW)
@@ -84,7 +88,8 @@ def test_totals_equal_the_rows_under_eight_concurrent_writers(store_factory) -> 
             months[r[5].strftime("%Y-%m")] += r[4]
         got_months = usage.monthly(mind, months=3, now=NOW)
         assert [m.month for m in got_months] == sorted(months)
-        assert [m.cost_usd for m in got_months] == pytest.approx([months[k] for k in sorted(months)])
+        expected = [months[k] for k in sorted(months)]
+        assert [m.cost_usd for m in got_months] == pytest.approx(expected)
 
     ranking = usage.ranking()
     cost = {m: sum(r[4] for r in rows if r[0] == m) for m in ("alpha", "beta")}
@@ -117,18 +122,21 @@ def test_windows_cleanup_and_unknown_minds(store: ws.Store) -> None:
 def test_monthly_budget(store: ws.Store) -> None:
     mind = store.mind("spender")
     status = store.usage.check_budget(mind, now=NOW)
-    assert status.budget_usd is None and not status.exceeded
+    assert status.budget_usd is None
+    assert not status.exceeded
 
     store.usage.set_budget("spender", 1.5)
     store.usage.record(mind, "m", cost_usd=1.0, at=NOW - timedelta(days=1))
     store.usage.record(mind, "m", cost_usd=9.0, at=NOW - timedelta(days=40))  # last month
     status = store.usage.check_budget("spender", now=NOW)
-    assert (status.month, status.spent_usd, status.exceeded) == ("2026-05", pytest.approx(1.0), False)
+    assert (status.month, status.exceeded) == ("2026-05", False)
+    assert status.spent_usd == pytest.approx(1.0)
     assert status.remaining_usd == pytest.approx(0.5)
 
     store.usage.record(mind, "m", cost_usd=0.5, at=NOW)
     status = store.usage.budget_status(mind, now=NOW)
-    assert status.exceeded and status.remaining_usd == 0.0
+    assert status.exceeded
+    assert status.remaining_usd == 0.0
     with pytest.raises(ws.BudgetExceededError, match="spender") as info:
         store.usage.check_budget(mind, now=NOW)
     assert info.value.budget_usd == 1.5

@@ -56,7 +56,7 @@ def _totals(mind: str | None, model: str | None, s: Sums) -> UsageTotals:
 
 
 class _Bucket:
-    __slots__ = ("calls", "prompt", "completion", "total", "cost")
+    __slots__ = ("calls", "completion", "cost", "prompt", "total")
 
     def __init__(self) -> None:
         self.calls = self.prompt = self.completion = self.total = 0
@@ -166,10 +166,11 @@ class UsageAPI:
 
     def set_budget(self, mind: MindRef, monthly_usd: float | None) -> None:
         """Set (or with None remove) the mind's monthly budget in USD."""
-        if monthly_usd is not None:
-            if isinstance(monthly_usd, bool) or not isinstance(monthly_usd, (int, float)) or \
-                    not math.isfinite(monthly_usd) or monthly_usd < 0:
-                raise InvalidInputError(f"monthly_usd must be a finite number >= 0, got {monthly_usd!r}")
+        if monthly_usd is not None and (
+                isinstance(monthly_usd, bool) or not isinstance(monthly_usd, (int, float))
+                or not math.isfinite(monthly_usd) or monthly_usd < 0):
+            raise InvalidInputError(
+                f"monthly_usd must be a finite number >= 0, got {monthly_usd!r}")
         with self.store.write() as s:
             repo = UsageRepository(s)
             repo.set_budget(repo.mind_id(_name(mind)), monthly_usd)
@@ -191,5 +192,6 @@ class UsageAPI:
         """The budget status; raises BudgetExceededError when this month's budget is spent."""
         status = self.budget_status(mind, now=now)
         if status.exceeded and status.budget_usd is not None:
-            raise BudgetExceededError(status.mind, status.budget_usd, status.spent_usd, status.month)
+            raise BudgetExceededError(status.mind, status.budget_usd, status.spent_usd,
+                                      status.month)
         return status

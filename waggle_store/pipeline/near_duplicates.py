@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import LaneFilter, ModelNotActiveError, SearchAdapter
 
-__all__ = ["Candidate", "MAX_EDIT_CHARS", "bounded_levenshtein", "near_duplicates", "normalise"]
+__all__ = ["MAX_EDIT_CHARS", "Candidate", "bounded_levenshtein", "near_duplicates", "normalise"]
 
 #: Above this length the O(n·k) edit distance is too slow to run pairwise; such texts merge only
 #: when identical after normalisation.
@@ -165,7 +165,8 @@ def _vector_edges(session: Session, adapter: SearchAdapter, mind_id: int, model_
                                                  where=where, limit=k)
                 except ModelNotActiveError:
                     return False
-                close = [(h.frame_id, 1.0 - h.score) for h in hits if 1.0 - h.score > min_similarity]
+                close = [(h.frame_id, 1.0 - h.score) for h in hits
+                         if 1.0 - h.score > min_similarity]
                 if len(close) < len(hits) or len(hits) < k or k >= _KNN_MAX:
                     break
                 k *= 4  # every neighbour returned was close: there may be more
@@ -185,9 +186,10 @@ def near_duplicates(session: Session, adapter: SearchAdapter, mind_id: int,
     """The near-duplicate graph of these frames (see the module docstring)."""
     edges: Edges = {}
     by_id = {c.id: c for c in candidates}
-    if model_id is not None and any(c.has_vector for c in candidates):
-        if not _vector_edges(session, adapter, mind_id, model_id, by_id, merge_similarity, edges):
-            edges.clear()
-            candidates = [Candidate(c.id, c.source, c.text, False) for c in candidates]
+    if (model_id is not None and any(c.has_vector for c in candidates)
+            and not _vector_edges(session, adapter, mind_id, model_id, by_id, merge_similarity,
+                                  edges)):
+        edges.clear()  # the model changed under us: compare every frame by text
+        candidates = [Candidate(c.id, c.source, c.text, False) for c in candidates]
     _text_edges(candidates, 1.0 - merge_similarity, edges)
     return edges

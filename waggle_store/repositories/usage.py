@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVarTuple
 
 from sqlalchemy import Select, delete, func, insert, select
 from sqlalchemy.orm import Session
@@ -31,6 +31,7 @@ __all__ = ["BUDGET_SETTING", "Sums", "UsageRepository", "check_usage_numbers"]
 #: The key of a mind's monthly budget (USD) in ``minds.settings``.
 BUDGET_SETTING: Final = "monthly_budget_usd"
 _MAX_TOKENS: Final = 2**31 - 1  # the columns are 32-bit INTEGER on Postgres
+_Ts = TypeVarTuple("_Ts")
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ class Sums:
 
 def _tokens(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_TOKENS:
-        raise InvalidInputError(f"{name} must be an integer between 0 and {_MAX_TOKENS}, got {value!r}")
+        raise InvalidInputError(
+            f"{name} must be an integer between 0 and {_MAX_TOKENS}, got {value!r}")
     return value
 
 
@@ -128,8 +130,8 @@ class UsageRepository:
     # -- reads --------------------------------------------------------------------------------
 
     @staticmethod
-    def _window(query: Select[Any], mind_id: int | None, since: datetime | None,
-                until: datetime | None) -> Select[Any]:
+    def _window(query: Select[*_Ts], mind_id: int | None, since: datetime | None,
+                until: datetime | None) -> Select[*_Ts]:
         if mind_id is not None:
             query = query.where(UsageLogRow.mind_id == mind_id)
         if since is not None:
@@ -140,7 +142,8 @@ class UsageRepository:
 
     def totals(self, mind_id: int | None = None, since: datetime | None = None,
                until: datetime | None = None) -> Sums:
-        row = self.session.execute(self._window(select(*_sum_columns()), mind_id, since, until)).one()
+        query = self._window(select(*_sum_columns()), mind_id, since, until)
+        row = self.session.execute(query).one()
         return _sums(row)
 
     def by_model(self, mind_id: int | None = None,
