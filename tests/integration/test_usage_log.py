@@ -143,3 +143,30 @@ def test_monthly_budget(store: ws.Store) -> None:
 
     store.usage.set_budget(mind, None)
     assert not store.usage.check_budget(mind, now=NOW).exceeded
+
+
+class _ReportingEmbedder:
+    """What a provider adapter would expose after a request: its name and the tokens billed."""
+
+    provider = "openai"
+    model = "text-embedding-3-small"
+    last_usage_tokens = 42
+
+
+class _Hashing:
+    provider = "hashing"
+    model = "blake2b"
+
+
+def test_embedding_requests_are_logged_apart_from_llm_calls(store: ws.Store) -> None:
+    from waggle_store.repositories.usage import UsageRepository
+
+    mind = store.mind("embeds")
+    with store.write() as s:
+        repo = UsageRepository(s)
+        assert repo.record_embedding(mind.id, _ReportingEmbedder(), texts=3)
+        assert not repo.record_embedding(mind.id, _Hashing(), texts=3)
+    store.usage.record(mind, "sonnet", prompt_tokens=10)
+    models = store.usage.by_model(mind)
+    assert set(models) == {"embedding:openai/text-embedding-3-small", "sonnet"}
+    assert models["embedding:openai/text-embedding-3-small"].prompt_tokens == 42

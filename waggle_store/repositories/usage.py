@@ -122,6 +122,26 @@ class UsageRepository:
             completion_tokens=completion_tokens, total_tokens=prompt_tokens + completion_tokens,
             cost_usd=cost_usd, created_at=at or utcnow()))
 
+    def record_embedding(self, mind_id: int, embedder: object, texts: int,
+                         at: datetime | None = None) -> bool:
+        """Log one embedding request of ``texts`` texts made for ``mind_id``; returns whether a row
+        was written.
+
+        The hook for the embedding pipelines (cognify's ``_embed``, ``embed_frames``, the query
+        embedding of search): call it in the write transaction that follows the request. The
+        model is logged as ``embedding:<provider>/<model>`` so ``by_model`` keeps it apart from
+        LLM calls; the tokens are the embedder's ``last_usage_tokens`` (the count the provider
+        reported for its last request) when it has one, else 0 — the call is still counted. The
+        offline hashing embedder is no service and is not logged (as in the quota)."""
+        provider = getattr(embedder, "provider", None)
+        if provider in (None, "hashing") or texts <= 0:
+            return False
+        tokens = getattr(embedder, "last_usage_tokens", None)
+        reported = tokens if isinstance(tokens, int) and 0 <= tokens <= _MAX_TOKENS else 0
+        self.record(mind_id, f"embedding:{provider}/{getattr(embedder, 'model', '?')}"[:255],
+                    reported, 0, 0.0, at)
+        return True
+
     def cleanup(self, before: datetime) -> int:
         """Delete rows older than ``before``; returns how many."""
         result = self.session.execute(delete(UsageLogRow).where(UsageLogRow.created_at < before))
