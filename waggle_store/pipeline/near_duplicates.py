@@ -150,12 +150,17 @@ def _text_similarity(a: Candidate, b: Candidate, max_ratio: float,
 
 def _vector_edges(session: Session, adapter: SearchAdapter, mind_id: int, model_id: int,
                   candidates: Mapping[int, Candidate], min_similarity: float,
-                  edges: Edges) -> bool:
-    """Neighbours by cosine via the vector lane; False when the model stopped being active."""
+                  edges: Edges) -> set[int] | None:
+    """Neighbours by cosine via the vector lane. Returns the frames whose manifest says ready but
+    whose vector row is missing (they are compared by text instead), or None when the model
+    stopped being active."""
     with_vectors = [c.id for c in candidates.values() if c.has_vector]
     where = LaneFilter([mind_id])
+    missing: set[int] = set()
     for start in range(0, len(with_vectors), _VECTOR_CHUNK):
-        vectors = adapter.read_vectors(session, model_id, with_vectors[start:start + _VECTOR_CHUNK])
+        chunk = with_vectors[start:start + _VECTOR_CHUNK]
+        vectors = adapter.read_vectors(session, model_id, chunk)
+        missing.update(i for i in chunk if i not in vectors)
         for frame_id, vector in vectors.items():
             me = candidates[frame_id]
             k = _KNN_START
@@ -164,7 +169,7 @@ def _vector_edges(session: Session, adapter: SearchAdapter, mind_id: int, model_
                     hits = adapter.vector_search(session, model_id=model_id, vector=vector,
                                                  where=where, limit=k)
                 except ModelNotActiveError:
-                    return False
+                    return None
                 close = [(h.frame_id, 1.0 - h.score) for h in hits
                          if 1.0 - h.score > min_similarity]
                 if len(close) < len(hits) or len(hits) < k or k >= _KNN_MAX:
@@ -177,7 +182,7 @@ def _vector_edges(session: Session, adapter: SearchAdapter, mind_id: int, model_
                     continue
                 edges.setdefault(frame_id, {})[other_id] = similarity
                 edges.setdefault(other_id, {})[frame_id] = similarity
-    return True
+    return missing
 
 
 def near_duplicates(session: Session, adapter: SearchAdapter, mind_id: int,
@@ -186,10 +191,12 @@ def near_duplicates(session: Session, adapter: SearchAdapter, mind_id: int,
     """The near-duplicate graph of these frames (see the module docstring)."""
     edges: Edges = {}
     by_id = {c.id: c for c in candidates}
-    if (model_id is not None and any(c.has_vector for c in candidates)
-            and not _vector_edges(session, adapter, mind_id, model_id, by_id, merge_similarity,
-                                  edges)):
-        edges.clear()  # the model changed under us: compare every frame by text
-        candidates = [Candidate(c.id, c.source, c.text, False) for c in candidates]
+    if model_id is not None and any(c.has_vector for c in candidates):
+        missing = _vector_edges(session, adapter, mind_id, model_id, by_id, merge_similarity,
+                                edges)
+        if missing is None:
+            edges.clear()  # the model changed under us: compare every frame by text
+        candidates = [c if missing is not None and c.id not in missing
+                      else Candidate(c.id, c.source, c.text, False) for c in candidates]
     _text_edges(candidates, 1.0 - merge_similarity, edges)
     return edges
