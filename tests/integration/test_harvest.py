@@ -126,14 +126,20 @@ def test_claude_export_zip_and_a_grown_conversation(mind: ws.Mind, tmp_path: Pat
     assert reply.created_at == T0 + timedelta(days=1, minutes=1)
     assert reply.gop_id == "harvest:claude-work"
 
-    conversations[0]["chat_messages"].append(
-        {"uuid": "late", "sender": "human", "text": "One more about the delta",
-         "created_at": (T0 + timedelta(days=30)).isoformat()})
+    assert mind.harvest.sync().sources_skipped == 1
+
     conversations.extend(_claude(i) for i in range(3, 6))
     write_zip()
     more = mind.harvest.sync("claude-work")
-    # Three new conversations, plus the old one that gained a message: only the new frames.
-    assert (more.items_seen, more.items_imported, more.frames_created) == (6, 4, 7)
+    assert (more.items_seen, more.items_imported, more.frames_created) == (6, 3, 6)
+
+    # An old conversation that gained a message: only that message is new.
+    conversations[0]["chat_messages"].append(
+        {"uuid": "late", "sender": "human", "text": "One more about the delta",
+         "created_at": (T0 + timedelta(days=30)).isoformat()})
+    write_zip()
+    grown = mind.harvest.sync("claude-work")
+    assert (grown.items_seen, grown.items_imported, grown.frames_created) == (6, 1, 1)
     assert len(_frames(mind)) == 13
 
 
@@ -198,12 +204,17 @@ def test_jsonl_with_a_bad_line(mind: ws.Mind, tmp_path: Path) -> None:
     assert (again.sources_skipped, again.items_imported, [r for r, _ in again.failures]) == (
         0, 0, ["jsonl: line 3"])
 
-    lines[2] = json.dumps({"content": "Fixed line"})
     lines += [json.dumps({"content": f"Added fact {i}"}) for i in range(3)]
     path.write_text("\n".join(lines), encoding="utf-8")
     more = mind.harvest.sync()
-    assert (more.items_imported, more.frames_created, more.failures) == (4, 4, [])
+    assert (more.items_seen, more.items_imported, more.frames_created) == (6, 3, 3)
+
+    lines[2] = json.dumps({"content": "Fixed line"})
+    path.write_text("\n".join(lines), encoding="utf-8")
+    fixed = mind.harvest.sync()
+    assert (fixed.items_imported, fixed.frames_created, fixed.failures) == (1, 1, [])
     assert mind.harvest.sync().sources_skipped == 1
+    assert len(_frames(mind)) == 7
 
 
 def test_sources_registry_and_stale(mind: ws.Mind, tmp_path: Path) -> None:

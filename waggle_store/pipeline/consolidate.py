@@ -18,7 +18,8 @@ Merge. Near-duplicates (:mod:`waggle_store.pipeline.near_duplicates`; same mind,
 are folded into the most important frame of their group (importance, then access count, then the
 oldest id): the survivor takes the summed access count and the latest ``last_accessed``, the
 others are deleted, and the mind's KV key ``consolidation/merged/<survivor id>`` lists what was
-merged (id, content hash, importance, access count, times, similarity). Survivors of a run are
+merged (id, content hash, importance, access count, times, similarity; the newest
+:data:`MERGED_HISTORY` records). Survivors of a run are
 pairwise dissimilar, so a second run merges nothing.
 
 Prune. Frames whose salience is below ``prune_below`` are deleted, except ``critical`` and
@@ -59,6 +60,8 @@ BASE_SALIENCE: Final = {"critical": 1.0, "important": 0.8, "normal": 0.5, "tempo
                         "deprecated": 0.1}
 PROTECTED: Final = ("critical", "important")
 MERGED_KEY_PREFIX: Final = "consolidation/merged/"
+#: Records kept per survivor (the newest): a KV value is bounded (1 MiB of JSON).
+MERGED_HISTORY: Final = 500
 _RANK: Final = {level: rank for rank, level in enumerate(BASE_SALIENCE)}
 _DAY: Final = 86_400
 
@@ -183,8 +186,9 @@ def _apply(session: Session, mind: MindContext, plan: _Plan, now: datetime) -> N
             continue
         key = f"{MERGED_KEY_PREFIX}{keeper}"
         history = kv.get(key, [])
-        kv.set(key, [*(history if isinstance(history, list) else [history]),
-                     *(_merge_record(m, sim, now) for m, sim in plan.merged[keeper])])
+        records = [*(history if isinstance(history, list) else [history]),
+                   *(_merge_record(m, sim, now) for m, sim in plan.merged[keeper])]
+        kv.set(key, records[-MERGED_HISTORY:])
     if plan.salience:
         session.execute(update(FrameRow),  # ORM bulk UPDATE by primary key
                         [{"id": fid, "salience": value} for fid, value in plan.salience.items()])
