@@ -8,9 +8,11 @@ Two frames are near-duplicates when they come from the same ``source`` and
 * at least one has no such vector and their normalised edit distance (Levenshtein distance over
   the longer length, after trimming, collapsing whitespace and case-folding) is below
   ``1 - merge_similarity`` (10 % at the default 0.9). Candidate pairs are narrowed by length
-  (the distance is at least the length difference) and by the q-gram lemma (strings within
-  distance k share at least ``max(len) - q + 1 - k*q`` of their q-grams) before the banded
-  Levenshtein runs. Texts longer than :data:`MAX_EDIT_CHARS` only match when equal.
+  (the distance is at least the length difference) and by a q-gram count (one edit removes at
+  most q of a string's q-gram occurrences, hence at most q of its distinct q-grams, so strings
+  within distance k share at least ``|Q(a)| - k*q`` distinct q-grams; a set intersection, run in
+  C) before the banded Levenshtein runs. Texts longer than :data:`MAX_EDIT_CHARS` only match
+  when equal.
 
 The result is a symmetric map ``frame id -> {neighbour id: similarity}``.
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -96,9 +98,9 @@ def bounded_levenshtein(a: str, b: str, limit: int) -> int | None:
     return result if result <= limit else None
 
 
-def _qgrams(text: str) -> Counter[str]:
+def _qgrams(text: str) -> frozenset[str]:
     padded = f"\x00\x00{text}\x00\x00"
-    return Counter(padded[i:i + _Q] for i in range(len(padded) - _Q + 1))
+    return frozenset(padded[i:i + _Q] for i in range(len(padded) - _Q + 1))
 
 
 def _edit_limit(longer: int, max_ratio: float) -> int:
@@ -110,7 +112,7 @@ def _text_edges(candidates: Sequence[Candidate], max_ratio: float, edges: Edges)
     by_source: dict[str, list[Candidate]] = defaultdict(list)
     for c in candidates:
         by_source[c.source].append(c)
-    grams: dict[int, Counter[str]] = {}
+    grams: dict[int, frozenset[str]] = {}
     for group in by_source.values():
         group.sort(key=lambda c: (len(c.text), c.id))
         lengths = [len(c.text) for c in group]
@@ -130,7 +132,7 @@ def _text_edges(candidates: Sequence[Candidate], max_ratio: float, edges: Edges)
 
 
 def _text_similarity(a: Candidate, b: Candidate, max_ratio: float,
-                     grams: dict[int, Counter[str]]) -> float | None:
+                     grams: dict[int, frozenset[str]]) -> float | None:
     longer = max(len(a.text), len(b.text))
     if longer == 0 or a.text == b.text:
         return 1.0 if a.text == b.text else None
@@ -139,10 +141,9 @@ def _text_similarity(a: Candidate, b: Candidate, max_ratio: float,
     limit = _edit_limit(longer, max_ratio)
     if abs(len(a.text) - len(b.text)) > limit:
         return None
-    ga = grams.setdefault(a.id, _qgrams(a.text))
-    gb = grams.setdefault(b.id, _qgrams(b.text))
-    shared = sum((ga & gb).values())
-    if shared < (longer + _Q - 1) - limit * _Q:  # q-gram lemma (padded strings)
+    ga = grams.get(a.id) or grams.setdefault(a.id, _qgrams(a.text))
+    gb = grams.get(b.id) or grams.setdefault(b.id, _qgrams(b.text))
+    if len(ga & gb) < max(len(ga), len(gb)) - limit * _Q:  # see the module docstring
         return None
     distance = bounded_levenshtein(a.text, b.text, limit)
     return None if distance is None else 1.0 - distance / longer
