@@ -170,3 +170,35 @@ def test_embedding_requests_are_logged_apart_from_llm_calls(store: ws.Store) -> 
     models = store.usage.by_model(mind)
     assert set(models) == {"embedding:openai/text-embedding-3-small", "sonnet"}
     assert models["embedding:openai/text-embedding-3-small"].prompt_tokens == 42
+
+
+class _BilledHashing:
+    """A deterministic stand-in for a paid provider: the hashing vectors under another name."""
+
+    provider = "paidapi"
+    model = "embed-v1"
+    dimensions = 64
+    model_id = "paidapi/embed-v1/64"
+
+    def __init__(self) -> None:
+        from waggle_store.embeddings.hashing import HashingEmbedder
+
+        self._inner = HashingEmbedder(64)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._inner.embed_query(text)
+
+
+def test_cognify_logs_its_embedding_requests(store_factory) -> None:
+    store = store_factory(embedder=_BilledHashing())
+    mind = store.mind("billed")
+    mind.cognify("Ada wrote the first program")
+    mind.cognify_batch([f"fact {i} about engines" for i in range(3)])
+    logged = store.usage.by_model(mind)
+    assert set(logged) == {"embedding:paidapi/embed-v1"}
+    # One embedding request per cognify, and per chunk of a batch.
+    assert logged["embedding:paidapi/embed-v1"].calls == 2
+    assert store.usage.by_model(store.mind("other")) == {}

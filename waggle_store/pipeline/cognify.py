@@ -47,6 +47,7 @@ from waggle_store.repositories.graph_bulk import (
 from waggle_store.repositories.knowledge import lock_graph
 from waggle_store.repositories.knowledge_schema import get_validation_schema
 from waggle_store.repositories.sessions import SessionRepository
+from waggle_store.repositories.usage import UsageRepository
 from waggle_store.repositories.vectors import (
     mark_pending,
     model_key,
@@ -243,6 +244,8 @@ def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
         embedder = mind.embedder
         model_id = (register_model(session, mind.adapter, model_key(embedder))
                     if vectors is not None and embedder is not None else None)
+        if vectors is not None:  # the request this chunk's vectors came from, in the usage log
+            UsageRepository(session).record_embedding(mind.id, embedder, len(items))
         pending_vectors: dict[int, list[float] | None] = {}
         for position, item in enumerate(items):
             try:
