@@ -132,3 +132,30 @@ def test_decay_continues_on_later_days_and_arguments_are_checked(mind: ws.Mind) 
                 {"merge_similarity": float("nan")}):
         with pytest.raises(ws.InvalidInputError):
             mind.consolidate(**bad)  # type: ignore[arg-type]
+
+
+def test_a_frame_touched_while_the_plan_is_made_is_not_pruned(
+        store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch) -> None:
+    from waggle_store.pipeline import consolidate as module
+
+    store = store_factory(embedder=None)
+    mind = store.mind("busy")
+    ids = _build(store, mind)
+    other = store_factory(embedder=None).mind("busy")  # another connection, another writer
+    real_near_duplicates = module.near_duplicates
+    calls: list[int] = []
+
+    def near_duplicates_then_touch(*args: Any, **kwargs: Any) -> Any:
+        edges = real_near_duplicates(*args, **kwargs)
+        if not calls:  # while the read-only plan is made, someone recalls the stale memory
+            other.frames.touch(ids["stale_normal"])
+        calls.append(1)
+        return edges
+
+    monkeypatch.setattr(module, "near_duplicates", near_duplicates_then_touch)
+    report = mind.consolidate(now=NOW)
+    assert len(calls) == 2  # planned again under the write lock
+    assert report.fragments_deleted == 1  # the scratch note only
+    assert mind.frames.get(ids["stale_normal"]) is not None
+    assert mind.frames.get(ids["scratch"]) is None
+    assert mind.consolidate(now=NOW) == ws.ConsolidationReport(7, 0, 0, 0)

@@ -30,8 +30,12 @@ alone. Deleting goes through the frame repository (the keyword index follows by 
 generated column, manifests by cascade, P-frames based on a deleted frame keep working with no
 base) and drops the vector rows of every model, as ``mind.frames.delete`` does.
 
-The run is one transaction (a write transaction; a read transaction for ``dry_run``), so a dry
-run computes exactly what the real run would do and writes nothing.
+Transactions. The plan (the nearest-neighbour queries are the slow part) is made in a read
+transaction, so writers are not held up meanwhile; the write transaction then reloads the
+frames and applies the plan only if nothing it depends on changed (frames, their importance,
+access counts and times, content, vectors, the active model); otherwise it plans again under the
+write lock. A dry run is the first step alone: it computes exactly what the real run would do,
+from the same state, and writes nothing.
 """
 
 from __future__ import annotations
@@ -133,6 +137,13 @@ def _load(session: Session, mind: MindContext) -> tuple[list[_Frame], int | None
     return frames, model_id if usable else None
 
 
+def _state(frames: list[_Frame], model_id: int | None) -> list[tuple[Any, ...]]:
+    """What a plan depends on: two equal states give the same plan."""
+    return [(model_id,)] + [
+        (f.id, f.source, f.importance, f.access_count, f.last_accessed, f.stored,
+         f.content_hash, f.has_vector) for f in frames]
+
+
 def _plan(frames: list[_Frame], edges: dict[int, dict[int, float]], now: datetime,
           decay_rate: float, prune_below: float) -> _Plan:
     plan = _Plan(processed=len(frames))
@@ -208,13 +219,21 @@ def consolidate(mind: MindContext, *, decay_rate: float = 0.95, prune_below: flo
     floor = _check("prune_below", prune_below, 0.0, 1.0, open_low=False)
     similarity = _check("merge_similarity", merge_similarity, 0.0, 1.0, open_low=True)
     moment = optional_utc(now, name="now") or utcnow()
-    transaction = mind.read if dry_run else mind.write
-    with transaction() as session:
+
+    def planned(session: Session) -> tuple[list[tuple[Any, ...]], _Plan]:
         frames, model_id = _load(session, mind)
         candidates = [Candidate(f.id, f.source, f.text, f.has_vector and model_id is not None)
                       for f in frames]
         edges = near_duplicates(session, mind.adapter, mind.id, model_id, candidates, similarity)
-        plan = _plan(frames, edges, moment, rate, floor)
-        if not dry_run:
-            _apply(session, mind, plan, moment)
+        return _state(frames, model_id), _plan(frames, edges, moment, rate, floor)
+
+    with mind.read() as session:
+        state, plan = planned(session)
+    if dry_run:
+        return plan.report()
+    with mind.write() as session:
+        frames, model_id = _load(session, mind)
+        if _state(frames, model_id) != state:
+            _, plan = planned(session)  # the mind changed meanwhile: plan again, under the lock
+        _apply(session, mind, plan, moment)
     return plan.report()
