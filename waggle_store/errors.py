@@ -120,7 +120,21 @@ class EmbeddingQuotaExceededError(WaggleStoreError):
         self.current = current
 
 
+class BudgetExceededError(WaggleStoreError):
+    """A mind has spent its monthly usage budget (``store.usage.check_budget``)."""
+
+    def __init__(self, mind: str, budget_usd: float, spent_usd: float, month: str) -> None:
+        super().__init__(
+            f"mind {mind!r} has spent ${spent_usd:.4f} of its ${budget_usd:.4f} budget for {month}"
+        )
+        self.mind = mind
+        self.budget_usd = budget_usd
+        self.spent_usd = spent_usd
+        self.month = month
+
+
 __all__ = [
+    "BudgetExceededError",
     "ConflictError",
     "DimensionMismatchError",
     "EmbeddingProviderError",

@@ -17,15 +17,18 @@ from waggle_store.embeddings.chain import resolve_embedder
 from waggle_store.errors import InvalidInputError
 from waggle_store.facade.awareness import AwarenessAPI
 from waggle_store.facade.frames import FramesAPI
+from waggle_store.facade.harvest import HarvestAPI
 from waggle_store.facade.identity import IdentityAPI
 from waggle_store.facade.knowledge import KnowledgeAPI
 from waggle_store.facade.kv import KVAPI
 from waggle_store.facade.sessions import SessionsAPI
 from waggle_store.pipeline.cognify import cognify, cognify_batch
+from waggle_store.pipeline.consolidate import consolidate
 from waggle_store.pipeline.switch import switch_embedding_model
 from waggle_store.records import (
     BatchResult,
     CognifyResult,
+    ConsolidationReport,
     EmbeddingModelInfo,
     MemoryInput,
     SearchResult,
@@ -73,6 +76,11 @@ class Mind:
     @cached_property
     def kv(self) -> KVAPI:
         return KVAPI(self.context)
+
+    @cached_property
+    def harvest(self) -> HarvestAPI:
+        """Import sources (ChatGPT/Claude exports, notes, JSONL) and their syncs."""
+        return HarvestAPI(self.context)
 
     def search(self, query: str, *, limit: int = 20, gop_id: str | None = None,
                profile: str = "balanced", since: datetime | str | None = None,
@@ -138,3 +146,12 @@ class Mind:
             return switch_embedding_model(self.context, chosen, progress=progress)
         finally:
             self._searcher.forget(self.id)
+
+    def consolidate(self, *, decay_rate: float = 0.95, prune_below: float = 0.1,
+                    merge_similarity: float = 0.9, dry_run: bool = False,
+                    now: datetime | str | None = None) -> ConsolidationReport:
+        """Decay salience, merge near-duplicates, prune what fell below ``prune_below`` (never
+        critical or important frames); idempotent; ``dry_run`` reports without writing. See
+        :mod:`waggle_store.pipeline.consolidate`."""
+        return consolidate(self.context, decay_rate=decay_rate, prune_below=prune_below,
+                           merge_similarity=merge_similarity, dry_run=dry_run, now=now)

@@ -7,7 +7,7 @@ after its session is gone and cannot write to the database by mutating it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 
@@ -266,3 +266,85 @@ class SwitchReport:
     to_model: str
     frames_embedded: int
     switched: bool
+
+# -- memory lifecycle: harvest, consolidation, usage (issue 14) ------------------------------
+
+
+@dataclass(frozen=True)
+class HarvestSource:
+    """A registered import source of a mind and what its syncs have brought in so far."""
+
+    name: str
+    kind: str
+    path: str | None
+    display_name: str
+    last_synced_at: datetime | None
+    items_imported: int
+    frames_created: int
+    auto_sync: bool
+    sync_interval_hours: int
+    last_content_hash: str | None
+
+
+@dataclass(frozen=True)
+class HarvestReport:
+    sources_synced: int
+    sources_skipped: int
+    items_seen: int
+    items_imported: int
+    frames_created: int
+    failures: list[tuple[str, str]]  # (item reference, error)
+
+
+@dataclass(frozen=True)
+class ConsolidationReport:
+    fragments_processed: int
+    fragments_decayed: int
+    fragments_merged: int
+    fragments_deleted: int
+
+
+@dataclass(frozen=True)
+class UsageTotals:
+    """Summed usage; ``mind`` is None when the totals span minds, ``model`` when they span
+    models."""
+
+    mind: str | None
+    model: str | None
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class UsageDay:
+    day: date
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class UsageMonth:
+    month: str  # "YYYY-MM", UTC
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class UsageBudget:
+    """A mind's monthly budget and this (UTC) month's spend; ``budget_usd`` None = no budget."""
+
+    mind: str
+    month: str
+    budget_usd: float | None
+    spent_usd: float
+    remaining_usd: float | None
+    exceeded: bool

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version
 
 import sqlalchemy as sa
@@ -26,6 +27,7 @@ from waggle_store.embeddings.quota import quota_status
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.engine import create_engine, engine_info, read_only
 from waggle_store.errors import MigrationError, NotFoundError
+from waggle_store.facade.usage import UsageAPI
 from waggle_store.mind import Mind
 from waggle_store.models import MindRow
 from waggle_store.pipeline.reconcile import reconcile
@@ -97,6 +99,11 @@ class Store:
     @embedder.setter
     def embedder(self, value: Embedder | None) -> None:
         self.context.embedder = value
+
+    @cached_property
+    def usage(self) -> UsageAPI:
+        """The LLM/embedding usage log of every mind, its totals and monthly budgets."""
+        return UsageAPI(self.context)
 
     # -- unit of work (see waggle_store.unitofwork) ---------------------------------------------
 

@@ -366,6 +366,21 @@ class PostgresAdapter:
             {"ids": [int(i) for i in frame_ids]},
         )
 
+    def read_vectors(self, session: Executor, model_id: int,
+                     frame_ids: Sequence[int]) -> dict[int, list[float]]:
+        # As text ("[0.1,0.2,...]"): no pgvector adapter needs registering on the driver.
+        found: dict[int, list[float]] = {}
+        ids = [int(i) for i in frame_ids]
+        for start in range(0, len(ids), 500):
+            rows = session.execute(
+                text(f"SELECT frame_id, embedding::text FROM {vector_table_name(model_id)} "
+                     "WHERE frame_id IN :ids").bindparams(bindparam("ids", expanding=True)),
+                {"ids": ids[start:start + 500]},
+            )
+            for frame_id, literal in rows:
+                found[int(frame_id)] = [float(x) for x in str(literal).strip("[]").split(",")]
+        return found
+
     def frames_missing_vectors(
         self, session: Session, model_id: int, mind_id: int | None
     ) -> list[int]:

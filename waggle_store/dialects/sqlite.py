@@ -11,6 +11,8 @@ full or the candidates are exhausted.
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -262,6 +264,24 @@ class SQLiteAdapter:
             text(f"DELETE FROM {vector_table_name(model_id)} WHERE rowid = :id"),
             [{"id": int(i)} for i in frame_ids],
         )
+
+    def read_vectors(self, session: Executor, model_id: int,
+                     frame_ids: Sequence[int]) -> dict[int, list[float]]:
+        # vec0 returns a float[] column as its little-endian float32 blob.
+        found: dict[int, list[float]] = {}
+        ids = [int(i) for i in frame_ids]
+        for start in range(0, len(ids), 500):
+            rows = connection_of(session).execute(
+                text(f"SELECT rowid, embedding FROM {vector_table_name(model_id)} "
+                     "WHERE rowid IN :ids").bindparams(bindparam("ids", expanding=True)),
+                {"ids": ids[start:start + 500]},
+            )
+            for frame_id, blob in rows:
+                floats = array("f", bytes(blob))
+                if sys.byteorder == "big":
+                    floats.byteswap()
+                found[int(frame_id)] = list(floats)
+        return found
 
     def frames_missing_vectors(
         self, session: Session, model_id: int, mind_id: int | None

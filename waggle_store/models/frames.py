@@ -6,6 +6,7 @@ from datetime import datetime
 
 from sqlalchemy import (
     CheckConstraint,
+    Float,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
@@ -66,3 +67,5 @@ class FrameRow(Base):
     access_count: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_accessed: Mapped[datetime] = mapped_column(default=utcnow)
+    #: Set by consolidation (``pipeline/consolidate.py``); NULL until the first run.
+    salience: Mapped[float | None] = mapped_column(Float, default=None)

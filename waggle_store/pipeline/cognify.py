@@ -48,6 +48,7 @@ from waggle_store.repositories.knowledge import (
 )
 from waggle_store.repositories.mind_models import MindModelRepository, mismatch_reason
 from waggle_store.repositories.sessions import SessionRepository
+from waggle_store.repositories.usage import UsageRepository
 from waggle_store.repositories.vectors import (
     mark_pending,
     model_key,
@@ -269,6 +270,8 @@ def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
                 embed_error = mismatch_reason(mind.name, model_key_of(session, active),
                                               model_key(embedder))
                 model_id = None
+        if vectors is not None:  # the request this chunk's vectors came from, in the usage log
+            UsageRepository(session).record_embedding(mind.id, embedder, len(items))
         pending_vectors: dict[int, list[float] | None] = {}
         for position, item in enumerate(items):
             try:

@@ -1,0 +1,123 @@
+"""Adapters for a folder of Markdown/text notes and for generic JSONL.
+
+Markdown: every ``.md``/``.markdown``/``.txt`` file under the folder (recursively, hidden files
+and folders skipped, a single file accepted too) is an item. A short file is one frame; a long
+one is split at blank lines into frames of at most :data:`CHUNK_CHARS` characters, each
+``[relative/path.md] <text>`` and each keeping the file's modification time. The source's
+fingerprint covers the files' paths and bytes, not their times: touching a file is no change.
+
+JSONL: one JSON object per line with ``content`` (or ``text``) and optional ``created_at``
+(ISO-8601 with a zone), ``importance`` and ``source`` (a frame source; any other value is
+stored as ``import``). A line that is not such an object is a problem of that line only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+
+from waggle_store.errors import InvalidInputError
+from waggle_store.models import FRAME_SOURCES
+from waggle_store.pipeline.harvest.items import HarvestFrame, HarvestItem, Parsed, sha256
+from waggle_store.timeutil import parse_iso
+
+__all__ = ["CHUNK_CHARS", "NOTE_SUFFIXES", "chunk_text", "parse_jsonl", "parse_markdown"]
+
+NOTE_SUFFIXES: Final = (".md", ".markdown", ".txt")
+#: Largest frame cut from a note: a paragraph-sized memory recalls better than a whole file.
+CHUNK_CHARS: Final = 4000
+
+
+def chunk_text(text: str, limit: int = CHUNK_CHARS) -> list[str]:
+    """Split at blank lines into pieces of at most ``limit`` characters (a longer paragraph is
+    cut hard); empty pieces are dropped."""
+    pieces: list[str] = []
+    current = ""
+    for paragraph in (p.strip() for p in text.replace("\r\n", "\n").split("\n\n")):
+        if not paragraph:
+            continue
+        while len(paragraph) > limit:
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(paragraph[:limit])
+            paragraph = paragraph[limit:].lstrip()
+        if current and len(current) + 2 + len(paragraph) > limit:
+            pieces.append(current)
+            current = ""
+        current = f"{current}\n\n{paragraph}" if current else paragraph
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _notes(root: Path) -> Iterator[tuple[str, Path]]:
+    if root.is_file():
+        yield root.name, root
+        return
+    found = []
+    for path in root.rglob("*"):
+        rel = path.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        if path.is_file() and path.suffix.lower() in NOTE_SUFFIXES:
+            found.append((rel.as_posix(), path))
+    yield from sorted(found)
+
+
+def parse_markdown(root: Path) -> Parsed:
+    if not root.exists():
+        raise InvalidInputError(f"{root} does not exist")
+    digest = hashlib.sha256()
+    items: list[HarvestItem] = []
+    problems: list[tuple[str, str]] = []
+    for rel, path in _notes(root):
+        data = path.read_bytes()
+        digest.update(rel.encode("utf-8") + b"\x00" + sha256(data).encode("ascii") + b"\n")
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            problems.append((rel, f"not UTF-8 text: {exc}"))
+            continue
+        when = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        frames = [HarvestFrame(f"[{rel}] {piece}", when, None, "import")
+                  for piece in chunk_text(text)]
+        items.append(HarvestItem(rel, frames))
+    return Parsed(digest.hexdigest(), items, problems)
+
+
+def _jsonl_frame(value: object) -> HarvestFrame:
+    if not isinstance(value, dict):
+        raise InvalidInputError("a line must be a JSON object")
+    content = value.get("content", value.get("text"))
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInputError("a line needs a non-empty string 'content' (or 'text')")
+    when = value.get("created_at")
+    if when is not None and not isinstance(when, str):
+        raise InvalidInputError("'created_at' must be an ISO-8601 string")
+    importance = value.get("importance")
+    if importance is not None and not isinstance(importance, str):
+        raise InvalidInputError("'importance' must be a string")
+    source = value.get("source")
+    return HarvestFrame(content, parse_iso(when, name="created_at") if when else None, importance,
+                        source if source in FRAME_SOURCES else "import")
+
+
+def parse_jsonl(path: Path) -> Parsed:
+    data = path.read_bytes()
+    parsed = Parsed(sha256(data))
+    for number, line in enumerate(data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1):
+        if not line.strip():
+            continue
+        ref = f"line {number}"
+        try:
+            frame = _jsonl_frame(json.loads(line.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError, InvalidInputError) as exc:
+            parsed.problems.append((ref, f"{type(exc).__name__}: {exc}"))
+            continue
+        parsed.items.append(HarvestItem(ref, [frame]))
+    return parsed
