@@ -25,7 +25,8 @@ from sqlalchemy.orm import Session
 from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.knowledge.extract import extract_entities, extract_relations
-from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS, FrameEmbeddingRow, FrameRow
+from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS, FrameRow
+from waggle_store.pipeline.cognify_vectors import embed_texts, vector_plan, write_vectors
 from waggle_store.pipeline.linker import MemoryLinker
 from waggle_store.records import (
     BatchResult,
@@ -50,11 +51,9 @@ from waggle_store.repositories.mind_models import MindModelRepository, mismatch_
 from waggle_store.repositories.sessions import SessionRepository
 from waggle_store.repositories.usage import UsageRepository
 from waggle_store.repositories.vectors import (
-    mark_pending,
     model_key,
     model_key_of,
     register_model,
-    store_vectors,
 )
 from waggle_store.search.engine import HybridSearch
 from waggle_store.timeutil import optional_utc
@@ -107,22 +106,6 @@ def _prepare(index: int, item: str | MemoryInput, importance: str, source: str) 
     entities = extract_entities(content[:EXTRACT_CHARS])
     relations = extract_relations(content[:EXTRACT_CHARS], entities)
     return _Item(index, content, imp, src, when, entities, relations)
-
-
-def _embed(mind: MindContext, texts: Sequence[str]) -> tuple[list[list[float]] | None, str | None]:
-    """Embed outside any transaction; on failure return the reason instead of vectors."""
-    embedder = mind.embedder
-    if embedder is None:
-        return None, None
-    try:
-        vectors = embedder.embed_documents(list(texts))
-    except Exception as exc:  # noqa: BLE001 - provider down, quota, bad response: frames go in pending
-        reason = f"{type(exc).__name__}: {exc}"
-        log.warning("embedding %d text(s) failed; frames stored as pending: %s", len(texts), reason)
-        return None, reason
-    if len(vectors) != len(texts):
-        return None, f"the embedder returned {len(vectors)} vectors for {len(texts)} texts"
-    return vectors, None
 
 
 def _resolve_gop(session: Session, mind_id: int, gop_id: str | None) -> str:
@@ -197,56 +180,6 @@ def _write_graph(session: Session, mind_id: int, frame_id: int, item: _Item,
     return len(ids), created
 
 
-def _write_vectors(session: Session, mind: MindContext, vectors: dict[int, list[float] | None],
-                   model_id: int | None, embed_error: str | None) -> set[int]:
-    """Store the frames' vectors (skipping those already current); returns the ready frame ids."""
-    if not vectors:
-        return set()
-    rows = {r.id: r for r in session.scalars(select(FrameRow).where(FrameRow.id.in_(vectors)))}
-    manifests = {m.frame_id: m for m in session.scalars(
-        select(FrameEmbeddingRow).where(FrameEmbeddingRow.frame_id.in_(vectors)))}
-    ready: set[int] = set()
-    todo: list[tuple[int, str, list[float]]] = []
-    missing: list[int] = []
-    for frame_id, vector in vectors.items():
-        row, manifest = rows[frame_id], manifests.get(frame_id)
-        if (model_id is not None and manifest is not None and manifest.status == "ready"
-                and manifest.model_id == model_id and manifest.content_hash == row.content_hash):
-            ready.add(frame_id)  # a dedup hit whose vector is current: nothing to write
-        elif vector is not None and model_id is not None:
-            todo.append((frame_id, row.content_hash, vector))
-        else:
-            missing.append(frame_id)
-    if todo and model_id is not None:
-        store_vectors(session, mind.adapter, model_id, todo)
-        ready.update(frame_id for frame_id, _, _ in todo)
-    if missing and embed_error:
-        mark_pending(session, missing, embed_error)
-    return ready
-
-
-def _vector_plan(mind: MindContext) -> tuple[bool, str | None]:
-    """Whether to embed at all, and if not, why (recorded on the pending manifest rows).
-
-    A mind whose active model is not this store's embedder is never embedded through it: no
-    provider call (and no bill) for a vector that could not be stored. Reading the embedder's
-    model key may resolve an "auto" embedder: outside any transaction."""
-    embedder = mind.embedder
-    if embedder is None:
-        return False, None
-    with mind.read() as session:
-        if not mind.adapter.vector_backend_available(session):
-            return False, None
-        active = MindModelRepository(session, mind.id).active()
-        active_key = model_key_of(session, active) if active is not None else None
-    key = model_key(embedder)
-    if active_key is not None and active_key != key:
-        reason = mismatch_reason(mind.name, active_key, key)
-        log.warning("%s", reason)
-        return False, reason
-    return True, None
-
-
 def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
                  vectors: list[list[float]] | None, embed_error: str | None,
                  on_error: Callable[[_Item, Exception], None] | None) -> dict[int, _Written]:
@@ -285,7 +218,7 @@ def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
                 continue
             pending_vectors[frame_id] = vectors[position] if vectors is not None else None
             written[item.index] = _Written(frame_id, n_entities, n_relations, False)
-        ready = _write_vectors(session, mind, pending_vectors, model_id, embed_error)
+        ready = write_vectors(session, mind, pending_vectors, model_id, embed_error)
         for w in written.values():
             w.vector_ready = w.frame_id in ready
             w.vector_error = None if w.vector_ready else embed_error
@@ -311,8 +244,8 @@ def cognify(mind: MindContext, search: HybridSearch, content: str, *, importance
     """
     item = _prepare(0, MemoryInput(content, created_at, None, None), importance, source)
     _check_session(mind, gop_id)
-    use_vectors, error = _vector_plan(mind)
-    vectors, embed_error = _embed(mind, [item.content]) if use_vectors else (None, None)
+    use_vectors, error = vector_plan(mind)
+    vectors, embed_error = embed_texts(mind, [item.content]) if use_vectors else (None, None)
     written = _write_items(mind, [item], gop_id, vectors, embed_error or error, None)[0]
     related: list[int] = []
     link_error: str | None = None
@@ -377,11 +310,11 @@ def cognify_batch(mind: MindContext, items: Iterable[str | MemoryInput], *,
     def on_error(item: _Item, exc: Exception) -> None:
         failures.append((item.index, f"{type(exc).__name__}: {exc}"))
 
-    use_vectors, not_embedded = _vector_plan(mind)
+    use_vectors, not_embedded = vector_plan(mind)
     done = len(raw) - len(prepared)
     for start in range(0, len(prepared), BATCH_CHUNK):
         chunk = prepared[start : start + BATCH_CHUNK]
-        vectors, error = (_embed(mind, [it.content for it in chunk]) if use_vectors
+        vectors, error = (embed_texts(mind, [it.content for it in chunk]) if use_vectors
                           else (None, not_embedded))
         try:
             written = _write_items(mind, chunk, gop_id, vectors, error, on_error)
