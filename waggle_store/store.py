@@ -38,6 +38,7 @@ from waggle_store.records import (
     ReconcileReport,
 )
 from waggle_store.search.engine import HybridSearch
+from waggle_store.store_transfer import TransferMixin
 from waggle_store.unitofwork import Database
 
 
@@ -48,7 +49,7 @@ def _package_version() -> str:
         return "0+unknown"
 
 
-class Store:
+class Store(TransferMixin):
     """One database: a SQLite file or a Postgres schema. Open it with :func:`open_store`.
 
     It owns the unit of work (:class:`~waggle_store.unitofwork.Database`), the dialect adapter,

@@ -165,6 +165,11 @@ class SearchAdapter(Protocol):
 
     def delete_vectors(self, session: Session, model_id: int, frame_ids: Sequence[int]) -> None: ...
 
+    def read_vectors(self, session: Executor, model_id: int,
+                     frame_ids: Sequence[int]) -> dict[int, list[float]]:
+        """The stored vectors of these frames (export); frames without one are left out."""
+        ...
+
     def frames_missing_vectors(
         self, session: Session, model_id: int, mind_id: int | None
     ) -> list[int]:

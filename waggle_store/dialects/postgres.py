@@ -19,6 +19,7 @@ when the filtered set is small enough for that to be cheap.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from typing import Any, Final
@@ -40,6 +41,7 @@ from waggle_store.dialects.base import (
 )
 from waggle_store.dialects.common import (
     checked_knn,
+    connection_of,
     current_hits,
     frame_filters,
     frame_hits,
@@ -355,6 +357,17 @@ class PostgresAdapter:
         self, session: Session, model_id: int, mind_id: int | None
     ) -> list[int]:
         return frames_missing_vectors(session, vector_table_name(model_id), "frame_id", model_id, mind_id)
+
+    def read_vectors(self, session: Executor, model_id: int,
+                     frame_ids: Sequence[int]) -> dict[int, list[float]]:
+        if not frame_ids:
+            return {}
+        rows = connection_of(session).execute(
+            text(f"SELECT frame_id, embedding::text FROM {vector_table_name(model_id)} "
+                 "WHERE frame_id IN :ids").bindparams(bindparam("ids", expanding=True)),
+            {"ids": [int(i) for i in frame_ids]},
+        ).all()
+        return {int(r[0]): [float(x) for x in json.loads(r[1])] for r in rows}
 
     def remove_vector_orphans(self, session: Session, model_id: int) -> int:
         # The foreign key cascades, so orphans cannot exist; the statement proves it cheaply.

@@ -11,6 +11,7 @@ full or the candidates are exhausted.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -253,6 +254,19 @@ class SQLiteAdapter:
         self, session: Session, model_id: int, mind_id: int | None
     ) -> list[int]:
         return frames_missing_vectors(session, vector_table_name(model_id), "rowid", model_id, mind_id)
+
+    def read_vectors(self, session: Executor, model_id: int,
+                     frame_ids: Sequence[int]) -> dict[int, list[float]]:
+        if not frame_ids:
+            return {}
+        rows = connection_of(session).execute(
+            text(f"SELECT rowid, embedding FROM {vector_table_name(model_id)} "
+                 "WHERE rowid IN :ids").bindparams(bindparam("ids", expanding=True)),
+            {"ids": [int(i) for i in frame_ids]},
+        ).all()
+        # vec0 returns the stored float32 values as a little-endian blob: read exactly, not
+        # through vec_to_json (which prints 6 decimals).
+        return {int(r[0]): list(struct.unpack(f"<{len(r[1]) // 4}f", r[1])) for r in rows}
 
     def remove_vector_orphans(self, session: Session, model_id: int) -> int:
         table = vector_table_name(model_id)
