@@ -137,7 +137,7 @@ class MindWriter:
         a = AwarenessRow
         have = set(self.s.execute(select(a.category, a.content).where(
             a.mind_id == self.mind_id, a.id <= self.pre["awareness"],
-            a.content.in_({r["content"] for r in rows}))).tuples())
+            a.content.in_({r["content"] for r in rows}))).all())
         fresh = [{"mind_id": self.mind_id, "category": r["category"], "content": r["content"],
                   "priority": r["priority"], "metadata": r["metadata"], "created_at": r["created_at"],
                   "expires_at": r["expires_at"]}
@@ -381,7 +381,7 @@ class MindWriter:
         pairs = {(self.ids["entity"][r["entity_id"]], self.ids["frame"][r["frame_id"]]) for r in rows}
         m = EntityMentionRow
         have = set(self.s.execute(select(m.entity_id, m.frame_id).where(
-            m.frame_id.in_({f for _, f in pairs}))).tuples())
+            m.frame_id.in_({f for _, f in pairs}))).all())
         fresh = sorted(pairs - have, key=lambda p: (p[1], p[0]))
         if fresh:
             self.s.execute(insert(m.__table__), [{"entity_id": e, "frame_id": f} for e, f in fresh])
