@@ -33,6 +33,7 @@ from waggle_store.models import (
     EntityRow,
     FrameEmbeddingRow,
     FrameRow,
+    HarvestSourceRow,
     IdentityRow,
     KVRow,
     MindRow,
@@ -140,6 +141,7 @@ def _export(conn: sa.Connection, mind: MindContext, write: Callable[[str], None]
         ("mention", select(EntityMentionRow.frame_id).join(FrameRow, FrameRow.id == EntityMentionRow.frame_id)
          .where(FrameRow.mind_id == mid)),
         ("kv", select(KVRow.key).where(KVRow.mind_id == mid)),
+        ("harvest_source", select(HarvestSourceRow.id).where(HarvestSourceRow.mind_id == mid)),
     ]
     counter.total = sum(_count(conn, stmt) for _, stmt in plan) + len(model_ids)
     if include_vectors:
@@ -195,6 +197,16 @@ def _export(conn: sa.Connection, mind: MindContext, write: Callable[[str], None]
                               .order_by(m.frame_id, m.entity_id)):
             emit("mention", {"entity_id": r[1], "frame_id": r[0]})
     _export_kv(conn, mid, emit)
+    h = HarvestSourceRow
+    for r in _pages(conn, select(h.id, h.source, h.display_name, h.source_path, h.last_synced_at,
+                                 h.items_imported, h.frames_created, h.auto_sync,
+                                 h.sync_interval_hours, h.last_content_hash, h.created_at)
+                    .where(h.mind_id == mid), h.id):
+        emit("harvest_source", {"source": r[1], "display_name": r[2], "source_path": r[3],
+                                "last_synced_at": iso(r[4]), "items_imported": r[5],
+                                "frames_created": r[6], "auto_sync": bool(r[7]),
+                                "sync_interval_hours": r[8], "last_content_hash": r[9],
+                                "created_at": iso(r[10])})
     if schema is not None:
         emit("validation_schema", {"required_properties": schema.get("required_properties", {}),
                                    "allowed_relations": schema.get("allowed_relations")})

@@ -34,6 +34,7 @@ __all__ = [
     "LineError",
     "dump_line",
     "iso",
+    "make_line",
     "parse_header",
     "parse_line",
 ]
@@ -44,7 +45,7 @@ FORMAT_VERSION: Final = 1
 #: Every record type, in the order an export writes them.
 LINE_TYPES: Final = (
     "identity", "awareness", "session", "frame", "entity", "relation", "mention", "kv",
-    "validation_schema", "embedding_model", "vector",
+    "harvest_source", "validation_schema", "embedding_model", "vector",
 )
 
 
@@ -135,6 +136,12 @@ def _object(value: Any) -> dict[str, Any]:
     return value
 
 
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise LineError(f"must be true or false, got {value!r}")
+    return value
+
+
 def _any(value: Any) -> Any:
     return value
 
@@ -190,6 +197,13 @@ SPECS: Final[dict[str, dict[str, Checker]]] = {
     },
     "mention": {"entity_id": _ID, "frame_id": _ID},
     "kv": {"key": _str(MAX_KEY_LENGTH, empty=False), "value": _any, "updated_at": _time},
+    "harvest_source": {
+        "source": _str(255, empty=False), "display_name": _TEXT,
+        "source_path": _optional(_TEXT), "last_synced_at": _optional(_time),
+        "items_imported": _int(0), "frames_created": _int(0), "auto_sync": _bool,
+        "sync_interval_hours": _int(1), "last_content_hash": _optional(_str(64)),
+        "created_at": _time,
+    },
     "validation_schema": {"required_properties": _object, "allowed_relations": _any},
     "embedding_model": {
         "id": _ID, "provider": _str(50, empty=False), "model": _str(255, empty=False),
@@ -240,7 +254,11 @@ def _field(name: str, value: Any, check: Checker) -> Any:
 
 def parse_line(text: str) -> Line:
     """Check one record line and return it with its values converted."""
-    obj = _decode(text)
+    return make_line(_decode(text))
+
+
+def make_line(obj: Mapping[str, Any]) -> Line:
+    """Check one record given as a JSON object (``type`` and the fields, as in a file line)."""
     kind = obj.get("type")
     spec = SPECS.get(kind) if isinstance(kind, str) else None
     if spec is None:
@@ -257,7 +275,7 @@ def parse_line(text: str) -> Line:
             json.dumps(fields["value"], allow_nan=False)
         except ValueError as exc:
             raise LineError(f"field 'value' is not storable JSON: {exc}") from exc
-    return Line(kind, fields)
+    return Line(str(kind), fields)
 
 
 def _check_schema(fields: dict[str, Any]) -> None:

@@ -64,7 +64,7 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
     are added to ``problems`` (a new list if None), which becomes ``plan.problems``."""
     plan = Plan(problems=problems if problems is not None else Problems())
     seen: dict[str, set[Any]] = {kind: set() for kind in (
-        "awareness", "session", "entity", "relation", "kv", "embedding_model")}
+        "awareness", "session", "entity", "relation", "kv", "harvest_source", "embedding_model")}
     gops: set[str] = set()
     places: set[tuple[str, int]] = set()
     mentions: set[tuple[int, int]] = set()
@@ -122,7 +122,7 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
             vectors.add(key)
             plan.vectors += 1
         else:
-            ident = f["key"] if kind == "kv" else f["id"]
+            ident = f["key"] if kind == "kv" else f["source"] if kind == "harvest_source" else f["id"]
             if ident in seen[kind]:
                 raise _fail(line_no, f"{kind} {ident!r} is defined twice")
             if kind == "session":

@@ -34,6 +34,7 @@ from waggle_store.models import (
     EntityRow,
     FrameEmbeddingRow,
     FrameRow,
+    HarvestSourceRow,
     IdentityRow,
     KVRow,
     RelationRow,
@@ -184,6 +185,18 @@ class MindWriter:
             self.s.execute(update(KVRow).where(KVRow.mind_id == self.mind_id, KVRow.key == r["key"])
                            .values(value=r["value"], updated_at=r["updated_at"]))
         self._count("kv", len(fresh) + len(newer))
+
+    def _write_harvest_source(self, rows: list[dict[str, Any]]) -> None:
+        h = HarvestSourceRow
+        have = set(self.s.scalars(select(h.source).where(
+            h.mind_id == self.mind_id, h.source.in_([r["source"] for r in rows]))))
+        fresh = [{**r, "mind_id": self.mind_id} for r in rows if r["source"] not in have]
+        if fresh:
+            self.s.execute(insert(h.__table__), fresh)
+        if len(fresh) < len(rows):
+            self.problems.add("harvest source already registered", repr(rows[0]["source"]),
+                              "kept the mind's own record", len(rows) - len(fresh))
+        self._count("harvest_sources", len(fresh))
 
     # -- frames -------------------------------------------------------------------------------
 
