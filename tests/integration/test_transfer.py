@@ -14,8 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 import waggle_store as ws
-from waggle_store.demo_data import SAMPLE_CONVERSATION
 from tests.conftest import Target
+from waggle_store.demo_data import SAMPLE_CONVERSATION
 
 #: 50 turns: the demo conversation, told over three days.
 TURNS = [f"Day {i // len(SAMPLE_CONVERSATION) + 1}: {SAMPLE_CONVERSATION[i % len(SAMPLE_CONVERSATION)]}"

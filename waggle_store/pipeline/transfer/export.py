@@ -55,7 +55,7 @@ Progress = Callable[[int, int], None]
 
 
 @contextmanager
-def open_destination(dest: Destination) -> Iterator[tuple[Callable[[str], None], str | None]]:
+def open_destination(dest: Destination) -> Iterator[tuple[Callable[[str], object], str | None]]:
     """A ``write(text)`` for ``dest`` and its path. A path is written to ``<path>.part`` and
     renamed when the export succeeded, so a failed export never leaves a truncated file under
     the real name; a file object is written as it is (text, or UTF-8 bytes)."""
@@ -79,7 +79,7 @@ def open_destination(dest: Destination) -> Iterator[tuple[Callable[[str], None],
     yield (lambda text: binary_out.write(text.encode("utf-8"))), name if isinstance(name, str) else None
 
 
-def _pages(conn: sa.Connection, stmt: sa.Select[Any], key: sa.ColumnElement[int]) -> Iterator[sa.Row[Any]]:
+def _pages(conn: sa.Connection, stmt: Any, key: Any) -> Iterator[Any]:
     """Every row of ``stmt`` (whose first column is ``key``), in key order, a page at a time."""
     last: int | None = None
     while True:
@@ -122,7 +122,7 @@ def export_mind(mind: MindContext, dest: Destination, *, include_vectors: bool =
                         sessions=n("session", 0), mentions=n("mention", 0), vectors=n("vector", 0))
 
 
-def _export(conn: sa.Connection, mind: MindContext, write: Callable[[str], None],
+def _export(conn: sa.Connection, mind: MindContext, write: Callable[[str], object],
             counter: _Counter, include_vectors: bool) -> None:
     mid = mind.id
     frames_of_mind = select(FrameRow.id).where(FrameRow.mind_id == mid)
@@ -130,7 +130,7 @@ def _export(conn: sa.Connection, mind: MindContext, write: Callable[[str], None]
              .join(FrameRow, FrameRow.id == FrameEmbeddingRow.frame_id)
              .where(FrameRow.mind_id == mid, FrameEmbeddingRow.status == "ready",
                     FrameEmbeddingRow.model_id.is_not(None), FrameEmbeddingRow.content_hash == FrameRow.content_hash))
-    model_ids = sorted(int(m) for m in conn.execute(ready.distinct()).scalars())
+    model_ids = sorted(int(m) for m in conn.execute(ready.distinct()).scalars() if m is not None)
     plan: list[tuple[str, sa.Select[Any]]] = [
         ("identity", select(IdentityRow.mind_id).where(IdentityRow.mind_id == mid)),
         ("awareness", select(AwarenessRow.id).where(AwarenessRow.mind_id == mid)),
@@ -195,7 +195,7 @@ def _export(conn: sa.Connection, mind: MindContext, write: Callable[[str], None]
         m = EntityMentionRow
         for r in conn.execute(select(m.frame_id, m.entity_id).where(m.frame_id.in_(ids))
                               .order_by(m.frame_id, m.entity_id)):
-            emit("mention", {"entity_id": r[1], "frame_id": r[0]})
+            emit("mention", {"entity_id": r[1], "frame_id": r[0]})  # noqa: B023 (used at once)
     _export_kv(conn, mid, emit)
     h = HarvestSourceRow
     for r in _pages(conn, select(h.id, h.source, h.display_name, h.source_path, h.last_synced_at,

@@ -47,17 +47,17 @@ Progress = Callable[[int, int], None]
 
 
 @contextmanager
-def _rereadable(src: Source) -> Iterator[Callable[[], IO[Any]]]:
+def _rereadable(src: Source) -> Iterator[Callable[[], Any]]:
     """Something that opens ``src`` from its start each time it is called."""
     if isinstance(src, (str, os.PathLike)):
         if not os.path.isfile(src):
             raise InvalidInputError(f"no file at {os.fspath(src)!r}")
-        yield lambda: open(src, "rb")
+        yield lambda: open(src, "rb")  # noqa: SIM115 (the caller closes it)
         return
     if src.seekable():
         start = src.tell()
 
-        def rewind() -> IO[Any]:
+        def rewind() -> _Borrowed:
             src.seek(start)
             return _Borrowed(src)
         yield rewind
@@ -67,7 +67,7 @@ def _rereadable(src: Source) -> Iterator[Callable[[], IO[Any]]]:
             spool.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
         spool.flush()
 
-        def reopen() -> IO[Any]:
+        def reopen() -> _Borrowed:
             spool.seek(0)
             return _Borrowed(spool)
         yield reopen
@@ -154,7 +154,7 @@ def run_import(store: StoreContext, name: str, kind: str, records: RecordSource,
     if plan.vectors and store.embedder is not None:
         try:  # may probe a remote provider: outside any transaction
             vector_model = model_key(store.embedder)
-        except Exception as exc:  # the provider is down: vectors stay pending, reconcile repairs
+        except Exception as exc:  # noqa: BLE001 (the provider is down: vectors stay pending, reconcile repairs)
             log.warning("import cannot tell the embedder's model: %s", exc)
             problems.add("vectors not imported", f"embedder error {exc}", "frames left pending",
                          plan.vectors)

@@ -137,9 +137,9 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
             elif kind == "embedding_model":
                 plan.models[ident] = (f["provider"], f["model"], f["dimensions"])
             seen[kind].add(ident)
-    dangling = [(line, fid, ref) for line, fid, ref in frame_refs if ref not in plan.frame_ids]
+    dangling = [(at, fid, ref) for at, fid, ref in frame_refs if ref not in plan.frame_ids]
     if dangling:
-        line, fid, ref = dangling[0]
+        at, fid, ref = dangling[0]
         plan.problems.add("frame reference to a frame not in the file",
-                          f"frame {fid} -> {ref} (line {line})", "reference dropped", len(dangling))
+                          f"frame {fid} -> {ref} (line {at})", "reference dropped", len(dangling))
     return plan

@@ -57,7 +57,7 @@ def seed_time(value: Any, problems: Problems, what: str) -> datetime | None:
             return None
     text = str(value).strip()
     try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(text)
     except ValueError:
         return None
     if parsed.tzinfo is None:
@@ -78,10 +78,10 @@ class _Reader:
     def rows(self, table: str, order: str = "rowid") -> Iterator[sqlite3.Row]:
         if table not in self.tables:
             return iter(())
-        return self.db.execute(f'SELECT * FROM "{table}" ORDER BY {order}')  # noqa: S608 (fixed names)
+        return self.db.execute(f'SELECT * FROM "{table}" ORDER BY {order}')
 
     def time(self, row: sqlite3.Row, column: str, what: str, *, default: str | None = None) -> str | None:
-        value = row[column] if column in row.keys() else None
+        value = row[column] if column in row.keys() else None  # noqa: SIM118 (sqlite3.Row: `in` tests values)
         parsed = seed_time(value, self.problems, f"{what} {column}")
         if parsed is None and value not in (None, ""):
             self.problems.add("unreadable time", f"{what} {column}={value!r}",
@@ -123,7 +123,7 @@ class _Reader:
                 "updated_at": self.time(row, "updated_at", "identity", default=self.now)}, "identity")
             break
         for row in self.rows("awareness", "id"):
-            meta = row["metadata"] if "metadata" in row.keys() else "{}"
+            meta = row["metadata"] if "metadata" in row.keys() else "{}"  # noqa: SIM118 (sqlite3.Row: `in` tests values)
             yield from self.line({
                 "type": "awareness", "id": row["id"], "category": row["category"],
                 "content": row["content"], "priority": row["priority"] or 0,
@@ -188,7 +188,7 @@ class _Reader:
         if base is not None and int(base) not in frame_ids:
             self.problems.add("orphaned base frame", f"frame {fid} -> {base}", "base reference dropped")
             base = None
-        source = row["source"] if "source" in row.keys() else "user_stated"
+        source = row["source"] if "source" in row.keys() else "user_stated"  # noqa: SIM118 (sqlite3.Row: `in` tests values)
         if source not in FRAME_SOURCES:
             self.problems.add("frame source outside the schema", f"frame {fid} source={source!r}",
                               "stored as 'import'")

@@ -21,7 +21,7 @@ id at most the table's maximum id read at the start):
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -30,7 +30,6 @@ from sqlalchemy.orm import Session
 
 from waggle_store.models import (
     AwarenessRow,
-    EntityMentionRow,
     EntityRow,
     FrameEmbeddingRow,
     FrameRow,
@@ -42,11 +41,11 @@ from waggle_store.models import (
 )
 from waggle_store.pipeline.transfer.format import Line
 from waggle_store.pipeline.transfer.validate import Plan, b_references
+from waggle_store.pipeline.transfer.writer_graph import GraphWriter, table
 from waggle_store.records import ValidationSchema
 from waggle_store.repositories.common import content_hash
-from waggle_store.repositories.knowledge_graph import name_key
 from waggle_store.repositories.knowledge_schema import get_validation_schema, set_validation_schema
-from waggle_store.repositories.vectors import ModelKey, register_model, store_vectors
+from waggle_store.repositories.vectors import ModelKey
 from waggle_store.timeutil import utcnow
 
 __all__ = ["CHUNK", "MindWriter"]
@@ -60,7 +59,7 @@ def _b_content(doc: dict[str, Any], refs: list[int]) -> str:
     return json.dumps({**doc, "references": refs}, separators=(",", ":"), ensure_ascii=False)
 
 
-class MindWriter:
+class MindWriter(GraphWriter):
     """Writes records into one mind inside the caller's transaction (it never commits)."""
 
     def __init__(self, session: Session, mind_id: int, plan: Plan, *, adapter: Any,
@@ -120,7 +119,7 @@ class MindWriter:
                 self.problems.add("identity already set in this mind", repr(rows[0]["name"]),
                                   f"kept the mind's own identity ({existing!r})")
             return
-        self.s.execute(insert(IdentityRow.__table__), [{**rows[0], "mind_id": self.mind_id}])
+        self.s.execute(insert(table(IdentityRow)), [{**rows[0], "mind_id": self.mind_id}])
 
     def _write_validation_schema(self, rows: list[dict[str, Any]]) -> None:
         new = rows[0]
@@ -144,7 +143,7 @@ class MindWriter:
                   "expires_at": r["expires_at"]}
                  for r in rows if (r["category"], r["content"]) not in have]
         if fresh:
-            self.s.execute(insert(a.__table__), fresh)
+            self.s.execute(insert(table(a)), fresh)
         self._count("awareness", len(fresh))
 
     def _write_session(self, rows: list[dict[str, Any]]) -> None:
@@ -171,7 +170,7 @@ class MindWriter:
                 active.add(row["project_id"] or "")
             fresh.append(row)
         if fresh:
-            self.s.execute(insert(s.__table__), fresh)
+            self.s.execute(insert(table(s)), fresh)
         self._count("sessions", len(fresh))
 
     def _write_kv(self, rows: list[dict[str, Any]]) -> None:
@@ -180,7 +179,7 @@ class MindWriter:
         fresh = [r for r in rows if r["key"] not in have]
         newer = [r for r in rows if r["key"] in have and have[r["key"]] < r["updated_at"]]
         if fresh:
-            self.s.execute(insert(KVRow.__table__), [{**r, "mind_id": self.mind_id} for r in fresh])
+            self.s.execute(insert(table(KVRow)), [{**r, "mind_id": self.mind_id} for r in fresh])
         for r in newer:
             self.s.execute(update(KVRow).where(KVRow.mind_id == self.mind_id, KVRow.key == r["key"])
                            .values(value=r["value"], updated_at=r["updated_at"]))
@@ -192,7 +191,7 @@ class MindWriter:
             h.mind_id == self.mind_id, h.source.in_([r["source"] for r in rows]))))
         fresh = [{**r, "mind_id": self.mind_id} for r in rows if r["source"] not in have]
         if fresh:
-            self.s.execute(insert(h.__table__), fresh)
+            self.s.execute(insert(table(h)), fresh)
         if len(fresh) < len(rows):
             self.problems.add("harvest source already registered", repr(rows[0]["source"]),
                               "kept the mind's own record", len(rows) - len(fresh))
@@ -226,9 +225,9 @@ class MindWriter:
             if r["frame_type"] == "B":
                 content, waiting = self._remap_content(content)
             base = r["base_frame_id"]
-            later = base is not None and base not in frames and base in self.plan.frame_ids
+            after = base is not None and base not in frames and base in self.plan.frame_ids
             prepared.append((r, content, content_hash(content), waiting, frames.get(base) if base else None,
-                             base if later else None))
+                             base if after else None))
         dupes: dict[tuple[str, str], int] = {}
         for fid, digest, ftype in self.s.execute(
             select(FrameRow.id, FrameRow.content_hash, FrameRow.frame_type)
@@ -240,7 +239,7 @@ class MindWriter:
             if (digest, r["frame_type"]) in dupes:
                 frames.setdefault(r["id"], dupes[(digest, r["frame_type"])])
         prepared = [self._retry_b(p) if p[3] else p for p in prepared]
-        late = {p[2] for p in prepared if p[0]["frame_type"] == "B" and p[2] not in dupes}
+        late = {p[2] for p in prepared if p[0]["frame_type"] == "B" and (p[2], "B") not in dupes}
         if late:
             for fid, digest in self.s.execute(
                 select(FrameRow.id, FrameRow.content_hash)
@@ -263,13 +262,13 @@ class MindWriter:
             later.append((r["id"], waiting, later_base))
         if not fresh:
             return
-        table = FrameRow.__table__
+        frames_t = table(FrameRow)
         new_ids = [int(i) for i in self.s.scalars(
-            insert(table).returning(table.c.id, sort_by_parameter_order=True), fresh)]
+            insert(frames_t).returning(frames_t.c.id, sort_by_parameter_order=True), fresh)]
         for (old, _, _), new in zip(later, new_ids, strict=True):
             frames[old] = new
             self.inserted_frames.add(new)
-        self.s.execute(insert(FrameEmbeddingRow.__table__), [
+        self.s.execute(insert(table(FrameEmbeddingRow)), [
             {"frame_id": new, "model_id": None, "content_hash": row["content_hash"], "status": "pending",
              "error": None, "updated_at": utcnow()} for new, row in zip(new_ids, fresh, strict=True)])
         self._count("frames", len(fresh))
@@ -307,7 +306,7 @@ class MindWriter:
                     contents.append({"b_id": new_id, "b_content": mapped, "b_hash": content_hash(mapped)})
             if still and not final:
                 self.fixups.append((new_id, content, old_base))
-        t = FrameRow.__table__
+        t = table(FrameRow)
         if bases:
             self.s.execute(update(t).where(t.c.id == sa.bindparam("b_id"))
                            .values(base_frame_id=sa.bindparam("b_base")), bases)
@@ -315,7 +314,7 @@ class MindWriter:
             self.s.execute(update(t).where(t.c.id == sa.bindparam("b_id"))
                            .values(content=sa.bindparam("b_content"), content_hash=sa.bindparam("b_hash")),
                            contents)
-            e = FrameEmbeddingRow.__table__
+            e = table(FrameEmbeddingRow)
             self.s.execute(update(e).where(e.c.frame_id == sa.bindparam("b_id"))
                            .values(content_hash=sa.bindparam("b_hash")),
                            [{"b_id": c["b_id"], "b_hash": c["b_hash"]} for c in contents])
@@ -330,97 +329,3 @@ class MindWriter:
         """Frames that referenced frames further down the file: every frame is written now."""
         waiting, self.fixups = self.fixups, []
         self._resolve(waiting, final=True)
-
-    # -- knowledge graph ----------------------------------------------------------------------
-
-    def _write_entity(self, rows: list[dict[str, Any]]) -> None:
-        e = EntityRow
-        keys = {(r["entity_type"], name_key(r["name"])) for r in rows}
-        active: dict[tuple[str, str], int] = {}
-        retired: dict[tuple[Any, ...], int] = {}
-        for eid, etype, key, vf, vt in self.s.execute(
-            select(e.id, e.entity_type, e.name_key, e.valid_from, e.valid_to)
-            .where(e.mind_id == self.mind_id, e.id <= self.pre["entity"],
-                   sa.tuple_(e.entity_type, e.name_key).in_(list(keys))).order_by(e.id)
-        ):
-            if vt is None:
-                active.setdefault((etype, key), int(eid))
-            else:
-                retired.setdefault((etype, key, vf, vt), int(eid))
-        self._merge_insert("entity", e, rows, [
-            (active.get((r["entity_type"], name_key(r["name"])))
-             if r["valid_to"] is None else
-             retired.get((r["entity_type"], name_key(r["name"]), r["valid_from"], r["valid_to"])))
-            for r in rows], lambda r: {**{k: r[k] for k in (
-                "entity_type", "name", "properties", "valid_from", "valid_to", "recorded_at")},
-                "name_key": name_key(r["name"])})
-
-    def _write_relation(self, rows: list[dict[str, Any]]) -> None:
-        x, ents = RelationRow, self.ids["entity"]
-        ends = [(ents[r["source_id"]], ents[r["target_id"]], r["relation_type"]) for r in rows]
-        have: dict[tuple[Any, ...], int] = {}
-        for rid, src, tgt, rtype, vf, vt in self.s.execute(
-            select(x.id, x.source_id, x.target_id, x.relation_type, x.valid_from, x.valid_to)
-            .where(x.mind_id == self.mind_id, x.id <= self.pre["relation"],
-                   sa.tuple_(x.source_id, x.target_id, x.relation_type).in_(list(set(ends))))
-            .order_by(x.id)
-        ):
-            have.setdefault((src, tgt, rtype) if vt is None else (src, tgt, rtype, vf, vt), int(rid))
-        matches = [have.get(end if r["valid_to"] is None else (*end, r["valid_from"], r["valid_to"]))
-                   for r, end in zip(rows, ends, strict=True)]
-        self._merge_insert("relation", x, rows, matches, lambda r: {
-            "source_id": ents[r["source_id"]], "target_id": ents[r["target_id"]],
-            **{k: r[k] for k in ("relation_type", "confidence", "properties", "valid_from",
-                                 "valid_to", "recorded_at")}})
-
-    def _merge_insert(self, kind: str, model: Any, rows: list[dict[str, Any]],
-                      matches: Sequence[int | None], values: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-        ids = self.ids[kind]
-        fresh, olds = [], []
-        for r, match in zip(rows, matches, strict=True):
-            if match is not None:
-                ids[r["id"]] = match
-            else:
-                fresh.append({"mind_id": self.mind_id, **values(r)})
-                olds.append(r["id"])
-        if fresh:
-            table = model.__table__
-            new_ids = self.s.scalars(insert(table).returning(table.c.id, sort_by_parameter_order=True), fresh)
-            for old, new in zip(olds, new_ids, strict=True):
-                ids[old] = int(new)
-        self._count(kind, len(fresh))
-
-    def _write_mention(self, rows: list[dict[str, Any]]) -> None:
-        pairs = {(self.ids["entity"][r["entity_id"]], self.ids["frame"][r["frame_id"]]) for r in rows}
-        m = EntityMentionRow
-        have = set(self.s.execute(select(m.entity_id, m.frame_id).where(
-            m.frame_id.in_({f for _, f in pairs}))).all())
-        fresh = sorted(pairs - have, key=lambda p: (p[1], p[0]))
-        if fresh:
-            self.s.execute(insert(m.__table__), [{"entity_id": e, "frame_id": f} for e, f in fresh])
-        self._count("mentions", len(fresh))
-
-    # -- vectors ------------------------------------------------------------------------------
-
-    def _write_embedding_model(self, rows: list[dict[str, Any]]) -> None:
-        """Models are known from pass 1 (``plan.models``); nothing to write until a vector."""
-
-    def _write_vector(self, rows: list[dict[str, Any]]) -> None:
-        usable = []
-        for r in rows:
-            key = ModelKey(*self.plan.models[r["model_id"]])
-            if key != self.vector_model:
-                self.problems.add("vector of another embedding model", f"{key.provider}/{key.model}",
-                                  "not imported; reconcile embeds the frame with the store's model")
-                continue
-            new = self.ids["frame"][r["frame_id"]]
-            if new in self.inserted_frames:
-                usable.append((new, r["content_hash"], r["vector"]))
-        if not usable or self.vector_model is None:
-            return
-        if self._model_id is None:
-            if not self.adapter.vector_backend_available(self.s):
-                return
-            self._model_id = register_model(self.s, self.adapter, self.vector_model)
-        stored = store_vectors(self.s, self.adapter, self._model_id, usable)
-        self._count("vectors", stored)
