@@ -97,8 +97,8 @@ class GraphWriter:
                 fresh.append({"mind_id": self.mind_id, **values(r)})
                 olds.append(r["id"])
         if fresh:
-            table = table(model)
-            new_ids = self.s.scalars(insert(table).returning(table.c.id, sort_by_parameter_order=True), fresh)
+            target = table(model)
+            new_ids = self.s.scalars(insert(target).returning(target.c.id, sort_by_parameter_order=True), fresh)
             for old, new in zip(olds, new_ids, strict=True):
                 ids[old] = int(new)
         self._count(kind, len(fresh))
