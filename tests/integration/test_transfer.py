@@ -253,3 +253,35 @@ def test_import_merges_into_a_non_empty_mind(store: ws.Store, tmp_path: Path) ->
             again.mentions_imported, again.sessions_imported) == (0, 0, 0, 0, 0)
     assert again.duplicates_skipped == 53
     assert target.frames.stats().total == 54
+
+
+def test_every_exported_line_matches_the_shipped_json_schema(store: ws.Store, tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from waggle_store.pipeline.transfer.format import SPECS, json_schema
+
+    schema = json_schema()
+    for kind, fields in SPECS.items():  # the schema and the importer's checks name the same fields
+        assert set(schema["$defs"][kind]["required"]) == {"type", *fields}, kind
+    build_demo(store)
+    out = io.StringIO()
+    store.export_mind("demo", out, include_vectors=True)
+    validator = jsonschema.Draft202012Validator(schema)
+    kinds = set()
+    for line in out.getvalue().splitlines():
+        record = json.loads(line)
+        validator.validate(record)
+        kinds.add(record["type"])
+    assert kinds >= {"header", "identity", "awareness", "session", "frame", "entity", "relation",
+                     "mention", "kv", "validation_schema", "embedding_model", "vector"}
+
+
+def test_import_reports_progress_and_reads_file_objects(store: ws.Store) -> None:
+    build_demo(store)
+    out = io.BytesIO()
+    store.export_mind("demo", out)
+    seen: list[tuple[int, int]] = []
+    report = store.import_mind(io.BytesIO(out.getvalue()), into="copy",
+                               progress=lambda done, total: seen.append((done, total)))
+    assert report.frames_imported == 53
+    lines = len(out.getvalue().splitlines())
+    assert seen and seen[-1] == (lines - 1, lines - 1) and all(b >= a for a, b in zip(seen, seen[1:]))

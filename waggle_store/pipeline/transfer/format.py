@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from importlib import resources
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +35,7 @@ __all__ = [
     "LineError",
     "dump_line",
     "iso",
+    "json_schema",
     "make_line",
     "parse_header",
     "parse_line",
@@ -41,6 +43,7 @@ __all__ = [
 
 FORMAT_NAME: Final = "waggle-mind"
 FORMAT_VERSION: Final = 1
+SCHEMA_FILE: Final = "waggle-mind-v1.schema.json"
 
 #: Every record type, in the order an export writes them.
 LINE_TYPES: Final = (
@@ -59,6 +62,13 @@ class Line:
 
     type: str
     fields: dict[str, Any]
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of one line, shipped in the package (``waggle_store/schemas``)."""
+    text = resources.files("waggle_store").joinpath("schemas", SCHEMA_FILE).read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 def iso(value: datetime | None) -> str | None:

@@ -32,6 +32,7 @@ class Plan:
     """What pass 1 learnt that pass 2 needs."""
 
     lines: int = 0
+    records: int = 0
     frame_ids: set[int] = field(default_factory=set)
     models: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     vectors: int = 0
@@ -73,6 +74,7 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
     frame_refs: list[tuple[int, int, int]] = []  # (line, frame id, referenced id) not yet seen
     for line_no, line in records:
         plan.lines = max(plan.lines, line_no)
+        plan.records += 1
         f = line.fields
         kind = line.type
         if kind in ("identity", "validation_schema"):

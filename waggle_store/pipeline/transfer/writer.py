@@ -99,7 +99,7 @@ class MindWriter(GraphWriter):
         getattr(self, "_write_" + chunk[0].type)([line.fields for line in chunk])
         self._done += len(chunk)
         if self.progress is not None:
-            self.progress(self._done, self.plan.lines)
+            self.progress(self._done, self.plan.records)
 
     def finish(self) -> None:
         self.flush()
