@@ -68,7 +68,6 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
         "awareness", "session", "entity", "relation", "kv", "harvest_source", "embedding_model")}
     gops: set[str] = set()
     places: set[tuple[str, int]] = set()
-    mentions: set[tuple[int, int]] = set()
     vectors: set[tuple[int, int]] = set()
     singles: set[str] = set()
     frame_refs: list[tuple[int, int, int]] = []  # (line, frame id, referenced id) not yet seen
@@ -103,13 +102,12 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
                     refs.extend(parsed[1])
             frame_refs.extend((line_no, fid, ref) for ref in refs if ref not in plan.frame_ids)
         elif kind == "mention":
+            # A mention given twice is harmless (the writer skips pairs the mind has), and a set
+            # of every pair would be the largest thing pass 1 holds: no duplicate check.
             pair = (f["entity_id"], f["frame_id"])
             if f["entity_id"] not in seen["entity"] or f["frame_id"] not in plan.frame_ids:
                 raise _fail(line_no, f"mention of entity {pair[0]} in frame {pair[1]}: both must be "
                                      "defined on earlier lines")
-            if pair in mentions:
-                raise _fail(line_no, f"mention of entity {pair[0]} in frame {pair[1]} is given twice")
-            mentions.add(pair)
         elif kind == "vector":
             model = plan.models.get(f["model_id"])
             if model is None or f["frame_id"] not in plan.frame_ids:
