@@ -21,6 +21,7 @@ not time; the timings printed are for orientation only.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import shutil
@@ -54,8 +55,7 @@ from waggle_store.testing import embedded_postgres
 
 warnings.filterwarnings("ignore", category=WaggleStoreWarning)
 
-WORDS = ("apollo hermes launch budget review postgres sqlite latency design customer meeting "
-         "roadmap release checklist migration incident retro pricing contract hiring").split()
+WORDS = ["apollo", "hermes", "launch", "budget", "review", "postgres", "sqlite", "latency", "design", "customer", "meeting", "roadmap", "release", "checklist", "migration", "incident", "retro", "pricing", "contract", "hiring"]
 SESSION_SIZE = 500
 CHUNK = 2000
 
@@ -151,7 +151,7 @@ def build(store: ws.Store, frames: int) -> None:
             session.execute(sa.insert(RelationRow), [
                 {"mind_id": mind.id, "source_id": a, "target_id": b, "relation_type": "related_to",
                  "confidence": 0.5, "properties": {}, "valid_from": start, "recorded_at": start}
-                for a, b in zip(entities, entities[1:])])
+                for a, b in itertools.pairwise(entities)])
             session.execute(sa.insert(EntityMentionRow), [
                 {"entity_id": entities[i // 20], "frame_id": fid} for i, fid in enumerate(ids)])
         made += len(ids)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import uuid
 from collections.abc import Iterator
@@ -284,4 +285,38 @@ def test_import_reports_progress_and_reads_file_objects(store: ws.Store) -> None
                                progress=lambda done, total: seen.append((done, total)))
     assert report.frames_imported == 53
     lines = len(out.getvalue().splitlines())
-    assert seen and seen[-1] == (lines - 1, lines - 1) and all(b >= a for a, b in zip(seen, seen[1:]))
+    assert seen and seen[-1] == (lines - 1, lines - 1) and all(b >= a for a, b in itertools.pairwise(seen))
+
+
+@pytest.mark.parametrize("chunk", [500, 1])
+def test_forward_and_dangling_frame_references(store: ws.Store, tmp_path: Path, chunk: int,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frame-to-frame references may point further down the file (in the same write chunk or a
+    later one); ones to frames the file does not hold are dropped and reported, not refused."""
+    from waggle_store.pipeline.transfer import writer
+
+    monkeypatch.setattr(writer, "CHUNK", chunk)
+    at = "2026-01-02T03:04:05+00:00"
+    frame = {"type": "frame", "gop_id": "g", "importance": "normal", "source": "import",
+             "access_count": 0, "created_at": at, "last_accessed": at}
+    records = [
+        {"type": "header", "format": "waggle-mind", "version": 1, "mind": "hand", "exported_at": at},
+        {"type": "session", "id": 1, "gop_id": "g", "project_id": None, "status": "closed",
+         "kind": "named", "started_at": at, "ended_at": at, "summary": None},
+        {**frame, "id": 10, "frame_type": "B", "t": 0, "base_frame_id": 30,
+         "content": json.dumps({"description": "ahead", "references": [20, 99, 30]})},
+        {**frame, "id": 11, "frame_type": "P", "t": 1, "base_frame_id": 30, "content": "delta on a later keyframe"},
+        {**frame, "id": 20, "frame_type": "I", "t": 2, "base_frame_id": None, "content": "first keyframe"},
+        {**frame, "id": 30, "frame_type": "I", "t": 3, "base_frame_id": None, "content": "second keyframe"},
+    ]
+    path = tmp_path / "hand.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = store.import_mind(path)
+    assert report.frames_imported == 4
+    assert any(p.startswith("1 x frame reference to a frame not in the file") for p in report.problems)
+    frames = {f.content: f for f in store.mind("hand").frames.gop("g")}
+    first, second = frames["first keyframe"], frames["second keyframe"]
+    bframe = next(f for f in frames.values() if f.frame_type == "B")
+    assert json.loads(bframe.content) == {"description": "ahead", "references": [first.id, second.id]}
+    assert bframe.base_frame_id == second.id
+    assert frames["delta on a later keyframe"].base_frame_id == second.id

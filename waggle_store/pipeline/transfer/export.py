@@ -195,7 +195,7 @@ def _export(conn: sa.Connection, mind: MindContext, write: Callable[[str], objec
         m = EntityMentionRow
         for r in conn.execute(select(m.frame_id, m.entity_id).where(m.frame_id.in_(ids))
                               .order_by(m.frame_id, m.entity_id)):
-            emit("mention", {"entity_id": r[1], "frame_id": r[0]})  # noqa: B023 (used at once)
+            emit("mention", {"entity_id": r[1], "frame_id": r[0]})
     _export_kv(conn, mid, emit)
     h = HarvestSourceRow
     for r in _pages(conn, select(h.id, h.source, h.display_name, h.source_path, h.last_synced_at,

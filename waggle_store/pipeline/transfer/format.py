@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 import math
-from importlib import resources
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from importlib import resources
 from typing import Any, Final
 
 from waggle_store.errors import InvalidInputError

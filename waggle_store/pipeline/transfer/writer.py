@@ -44,6 +44,7 @@ from waggle_store.pipeline.transfer.validate import Plan, b_references
 from waggle_store.pipeline.transfer.writer_graph import GraphWriter, table
 from waggle_store.records import ValidationSchema
 from waggle_store.repositories.common import content_hash
+from waggle_store.repositories.knowledge import lock_graph
 from waggle_store.repositories.knowledge_schema import get_validation_schema, set_validation_schema
 from waggle_store.repositories.vectors import ModelKey
 from waggle_store.timeutil import utcnow
@@ -78,6 +79,9 @@ class MindWriter(GraphWriter):
         self._buffer: list[Line] = []
         self._done = 0
         self._model_id: int | None = None
+        # The mind row lock that cognify's frame dedup and entity upserts take (Postgres): no
+        # concurrent writer can add a duplicate this import would have merged with.
+        lock_graph(session, mind_id)
         self.pre = {name: int(session.scalar(select(func.coalesce(func.max(col), 0))) or 0)
                     for name, col in (("frame", FrameRow.id), ("entity", EntityRow.id),
                                       ("relation", RelationRow.id), ("awareness", AwarenessRow.id))}
