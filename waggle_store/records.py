@@ -282,3 +282,8 @@ class ImportReport:
     #: Imported frames left without a vector (``pending``): ``store.reconcile()`` embeds them.
     vectors_pending: int = 0
     harvest_sources_imported: int = 0
+
+    @property
+    def fragments_imported(self) -> int:
+        """OpenFang's name for the frames imported (its report prints fragments / entities)."""
+        return self.frames_imported

@@ -6,6 +6,7 @@ and only resolves names and hands a context to :mod:`waggle_store.pipeline.trans
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -66,7 +67,7 @@ class TransferMixin:
             name = _check_mind_name(into) if into is not None else header["mind"]
             return run_import(self.context, name, header["kind"], records, progress=progress)
 
-    def import_waggle_mind(self, path: str, *, into: str,
+    def import_waggle_mind(self, path: str | os.PathLike[str], *, into: str,
                            progress: Progress | None = None) -> ImportReport:
         """Import a Waggle ``.mind`` SQLite file (the seed's schema) into the mind ``into``; the
         seed's known data bugs are repaired and listed in ``problems``, never fatal."""

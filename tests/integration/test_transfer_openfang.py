@@ -79,6 +79,7 @@ def test_openfang_export_imports_and_round_trips(store: ws.Store, tmp_path: Path
     report = store.import_openfang(str(path), into="fang")
     assert (report.frames_imported, report.entities_imported, report.relations_imported,
             report.kv_imported, report.sessions_imported) == (4, 3, 2, 3, 1)
+    assert report.fragments_imported == 4
     kinds = {p.split(" (first:")[0] for p in report.problems}
     assert {"1 x the same fragment stored twice", "1 x deleted fragment", "1 x relation to a missing entity",
             "1 x embedding not imported"} <= kinds, report.problems
