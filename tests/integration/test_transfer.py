@@ -17,6 +17,7 @@ import sqlalchemy as sa
 import waggle_store as ws
 from tests.conftest import Target
 from waggle_store.demo_data import SAMPLE_CONVERSATION
+from waggle_store.models import KVRow
 
 #: 50 turns: the demo conversation, told over three days.
 TURNS = [f"Day {i // len(SAMPLE_CONVERSATION) + 1}: {SAMPLE_CONVERSATION[i % len(SAMPLE_CONVERSATION)]}"
@@ -320,3 +321,43 @@ def test_forward_and_dangling_frame_references(store: ws.Store, tmp_path: Path, 
     assert json.loads(bframe.content) == {"description": "ahead", "references": [first.id, second.id]}
     assert bframe.base_frame_id == second.id
     assert frames["delta on a later keyframe"].base_frame_id == second.id
+
+
+def test_empty_mind_and_kv_merge(store: ws.Store, tmp_path: Path) -> None:
+    """An empty mind round-trips; merging kv keeps the newer value of each key."""
+    store.mind("empty")
+    path = tmp_path / "e.jsonl"
+    report = store.export_mind("empty", path)
+    assert (report.records, report.frames) == (1, 0)
+    assert store.import_mind(path, into="empty2").frames_imported == 0
+    assert "empty2" in [m.name for m in store.list_minds()]
+
+    source = store.mind("kv")
+    source.kv.set("old", "from the file")
+    source.kv.set("new", "from the file")
+    kv_path = tmp_path / "kv.jsonl"
+    store.export_mind("kv", kv_path)
+    target = store.mind("kv-target")
+    target.kv.set("new", "the target's, written later")
+    with store.write() as session:  # the target's "new" is newer than the file's ...
+        session.execute(sa.update(KVRow).where(KVRow.mind_id == target.id, KVRow.key == "new")
+                        .values(updated_at=datetime.now(UTC) + timedelta(days=1)))
+    target.kv.set("old", "the target's")
+    with store.write() as session:  # ... and its "old" older
+        session.execute(sa.update(KVRow).where(KVRow.mind_id == target.id, KVRow.key == "old")
+                        .values(updated_at=datetime(2000, 1, 1, tzinfo=UTC)))
+    report = store.import_mind(kv_path, into="kv-target")
+    assert report.kv_imported == 1
+    assert dict(target.kv.items()) == {"old": "from the file", "new": "the target's, written later"}
+
+
+def test_unknown_mind_and_bad_names(store: ws.Store, tmp_path: Path) -> None:
+    with pytest.raises(ws.NotFoundError):
+        store.export_mind("nope", tmp_path / "x.jsonl")
+    assert not (tmp_path / "x.jsonl").exists()
+    with pytest.raises(ws.InvalidInputError):
+        store.import_mind(tmp_path / "missing.jsonl")
+    store.mind("a")
+    store.export_mind("a", tmp_path / "a.jsonl")
+    with pytest.raises(ws.InvalidInputError):
+        store.import_mind(tmp_path / "a.jsonl", into="")
