@@ -348,3 +348,49 @@ class UsageBudget:
     spent_usd: float
     remaining_usd: float | None
     exceeded: bool
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """What an export wrote: the file (None for a file object without a name), how many lines
+    (``records``, the header included) and how many of the main kinds."""
+
+    path: str | None
+    records: int
+    frames: int
+    entities: int
+    relations: int
+    sessions: int = 0
+    mentions: int = 0
+    vectors: int = 0
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What an import did to the mind ``mind``.
+
+    ``duplicates_skipped`` counts frames the mind already held (same content hash and type):
+    they were not inserted, and whatever referred to them now refers to the existing frame.
+    ``problems`` lists the data repaired or skipped, one entry per kind of problem with its count
+    and an example record; it never lists a fatal error (those raise ``InvalidInputError``).
+    """
+
+    mind: str
+    frames_imported: int
+    entities_imported: int
+    relations_imported: int
+    sessions_imported: int
+    duplicates_skipped: int
+    problems: list[str] = field(default_factory=list)
+    awareness_imported: int = 0
+    mentions_imported: int = 0
+    kv_imported: int = 0
+    vectors_imported: int = 0
+    #: Imported frames left without a vector (``pending``): ``store.reconcile()`` embeds them.
+    vectors_pending: int = 0
+    harvest_sources_imported: int = 0
+
+    @property
+    def fragments_imported(self) -> int:
+        """OpenFang's name for the frames imported (its report prints fragments / entities)."""
+        return self.frames_imported

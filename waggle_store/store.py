@@ -43,6 +43,7 @@ from waggle_store.repositories.mind_models import mismatch_reason, models_in_use
 from waggle_store.repositories.minds import MindRepository, check_mind_kind, check_mind_name
 from waggle_store.repositories.vectors import model_key
 from waggle_store.search.engine import HybridSearch
+from waggle_store.store_transfer import TransferMixin
 from waggle_store.unitofwork import Database
 
 
@@ -53,7 +54,7 @@ def _package_version() -> str:
         return "0+unknown"
 
 
-class Store:
+class Store(TransferMixin):
     """One database: a SQLite file or a Postgres schema. Open it with :func:`open_store`.
 
     It owns the unit of work (:class:`~waggle_store.unitofwork.Database`), the dialect adapter,

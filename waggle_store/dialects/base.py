@@ -167,8 +167,8 @@ class SearchAdapter(Protocol):
 
     def read_vectors(self, session: Executor, model_id: int,
                      frame_ids: Sequence[int]) -> dict[int, list[float]]:
-        """The stored vectors of those of these frames that have one (consolidation compares
-        them); as stored, i.e. unit-normalised."""
+        """The stored vectors of those of these frames that have one (export, consolidation);
+        as stored, i.e. unit-normalised. Frames without one are left out."""
         ...
 
     def frames_missing_vectors(

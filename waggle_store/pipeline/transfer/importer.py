@@ -1,0 +1,178 @@
+"""Import records into a mind: check everything, then write everything in one transaction.
+
+Every importer (``waggle-mind`` JSONL, a Waggle ``.mind`` file, an OpenFang JSON export) is a
+*record source*: a function that yields ``(line number, Line)`` in the JSONL format's terms, and
+can be called again to yield the same records. :func:`run_import` calls it twice:
+
+1. :func:`~.validate.check_records` reads every record with no transaction open; a bad record
+   raises ``InvalidInputError`` naming its line, and nothing has been written;
+2. one write transaction creates the mind if needed and writes the records through
+   :class:`~.writer.MindWriter`; any failure rolls the whole import back.
+
+Reading twice keeps memory flat (no record is held between the passes) at the cost of parsing
+the source twice. A source that cannot be re-read (a pipe) is spooled to a temporary file first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, Any
+
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from waggle_store.context import StoreContext
+from waggle_store.errors import InvalidInputError
+from waggle_store.models import MIND_KINDS, MindRow
+from waggle_store.pipeline.transfer.format import Line, LineError, parse_header, parse_line
+from waggle_store.pipeline.transfer.problems import Problems
+from waggle_store.pipeline.transfer.validate import check_records
+from waggle_store.pipeline.transfer.writer import MindWriter
+from waggle_store.records import ImportReport
+from waggle_store.repositories.vectors import ModelKey, model_key
+
+__all__ = ["RecordSource", "Source", "jsonl_records", "run_import"]
+
+log = logging.getLogger(__name__)
+
+#: Yields the records of a source; converters add what they repaired to the Problems they get.
+RecordSource = Callable[[Problems], Iterator[tuple[int, Line]]]
+Source = str | os.PathLike[str] | IO[str] | IO[bytes]
+Progress = Callable[[int, int], None]
+
+
+@contextmanager
+def _rereadable(src: Source) -> Iterator[Callable[[], Any]]:
+    """Something that opens ``src`` from its start each time it is called."""
+    if isinstance(src, (str, os.PathLike)):
+        if not os.path.isfile(src):
+            raise InvalidInputError(f"no file at {os.fspath(src)!r}")
+        yield lambda: open(src, "rb")  # noqa: SIM115 (the caller closes it)
+        return
+    if src.seekable():
+        start = src.tell()
+
+        def rewind() -> _Borrowed:
+            src.seek(start)
+            return _Borrowed(src)
+        yield rewind
+        return
+    with tempfile.TemporaryFile() as spool:
+        for chunk in iter(lambda: src.read(1 << 16), b"" if "b" in getattr(src, "mode", "b") else ""):
+            spool.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+        spool.flush()
+
+        def reopen() -> _Borrowed:
+            spool.seek(0)
+            return _Borrowed(spool)
+        yield reopen
+
+
+class _Borrowed:
+    """A caller's file used in a ``with`` block without being closed by it."""
+
+    def __init__(self, handle: IO[Any]) -> None:
+        self.handle = handle
+
+    def __enter__(self) -> IO[Any]:
+        return self.handle
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.handle)
+
+
+def _text(raw: str | bytes, line_no: int) -> str:
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"line {line_no}: not UTF-8 text ({exc})") from exc
+
+
+@contextmanager
+def jsonl_records(src: Source) -> Iterator[tuple[dict[str, Any], RecordSource]]:
+    """The header and the record source of a ``waggle-mind`` JSONL file or file object."""
+    with _rereadable(src) as open_src:
+        with open_src() as handle:
+            first = handle.readline()
+        try:
+            header = parse_header(_text(first, 1)) if first else None
+        except LineError as exc:
+            raise InvalidInputError(f"line 1: {exc}") from exc
+        if header is None:
+            raise InvalidInputError("line 1: the file is empty (a waggle-mind export starts with a header)")
+
+        def records(_: Problems) -> Iterator[tuple[int, Line]]:
+            with open_src() as handle:
+                for line_no, raw in enumerate(handle, start=1):
+                    if line_no == 1:
+                        continue
+                    text = _text(raw, line_no)
+                    if not text.strip():
+                        continue
+                    try:
+                        yield line_no, parse_line(text)
+                    except LineError as exc:
+                        raise InvalidInputError(f"line {line_no}: {exc}") from exc
+        yield header, records
+
+
+def _mind_id(session: Session, name: str, kind: str) -> int:
+    """The id of the mind ``name``, created (race-free) in this transaction if missing."""
+    found = session.scalar(select(MindRow.id).where(MindRow.name == name))
+    if found is not None:
+        return int(found)
+    try:
+        with session.begin_nested():
+            row = MindRow(name=name, kind=kind if kind in MIND_KINDS else "workspace")
+            session.add(row)
+            session.flush()
+            return int(row.id)
+    except sa_exc.IntegrityError:
+        found = session.scalar(select(MindRow.id).where(MindRow.name == name))
+        if found is None:
+            raise
+        return int(found)
+
+
+def run_import(store: StoreContext, name: str, kind: str, records: RecordSource, *,
+               progress: Progress | None = None, problems: Problems | None = None) -> ImportReport:
+    """Check every record, then write them all into the mind ``name`` (created as ``kind`` if
+    missing) in one transaction; see the module docstring."""
+    problems = problems if problems is not None else Problems()
+    plan = check_records(records(problems), problems)
+    vector_model: ModelKey | None = None
+    if plan.vectors and store.embedder is not None:
+        try:  # may probe a remote provider: outside any transaction
+            vector_model = model_key(store.embedder)
+        except Exception as exc:  # noqa: BLE001 (the provider is down: vectors stay pending, reconcile repairs)
+            log.warning("import cannot tell the embedder's model: %s", exc)
+            problems.add("vectors not imported", f"embedder error {exc}", "frames left pending",
+                         plan.vectors)
+    if plan.vectors and store.embedder is None:
+        problems.add("vectors not imported", "this store has no embedder",
+                     "frames left pending", plan.vectors)
+    with store.write() as session:
+        mind_id = _mind_id(session, name, kind)
+        writer = MindWriter(session, mind_id, plan, adapter=store.adapter,
+                            vector_model=vector_model, progress=progress)
+        for _, line in records(Problems()):  # pass 2: its problems were counted in pass 1
+            writer.add(line)
+        writer.finish()
+    c = writer.counts.get
+    return ImportReport(
+        mind=name, frames_imported=c("frames", 0), entities_imported=c("entity", 0),
+        relations_imported=c("relation", 0), sessions_imported=c("sessions", 0),
+        duplicates_skipped=c("duplicates", 0), problems=problems.lines(),
+        awareness_imported=c("awareness", 0), mentions_imported=c("mentions", 0),
+        kv_imported=c("kv", 0), vectors_imported=c("vectors", 0),
+        vectors_pending=c("vectors_pending", 0), harvest_sources_imported=c("harvest_sources", 0))

@@ -1,0 +1,288 @@
+"""OpenFang's memory JSON export, to and from a mind.
+
+Upstream OpenFang never implemented its export (reference §20, §23.22: ``export()`` returns empty
+bytes), so the shape is the one its documentation describes (``MemorySubstrate::export`` ->
+``{fragments, entities, relations, kv}``) with the crate's own column names accepted too. The
+mapping is in ``docs/export-format.md``; in short:
+
+* a fragment becomes an I-frame of the named session ``openfang:<agent_id>``; its importance
+  (0..1, or the crate's ``confidence``) becomes a level, its ``MemorySource`` a frame source;
+  ``metadata.waggle`` (written by :func:`export_openfang`) restores both exactly;
+* entities keep their attributes as properties and ``created_at`` as ``valid_from``; relations
+  point at entities by the file's ids (UUID strings, mapped to the store's ids);
+* fragments OpenFang stored twice (it has no dedup) are merged (access counts summed); deleted
+  fragments, relations to missing entities and embeddings without a named model are skipped
+  and counted in the report.
+
+The JSON document is read whole (json has no streaming reader in the standard library); the
+export is written record by record in keyset pages like the JSONL export.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import IO, Any, Final
+
+from sqlalchemy import func, select
+
+from waggle_store.context import MindContext
+from waggle_store.errors import InvalidInputError
+from waggle_store.models import EntityRow, FrameRow, KVRow, RelationRow
+from waggle_store.pipeline.transfer.export import Destination, _pages, open_destination
+from waggle_store.pipeline.transfer.format import Line, LineError, dump_line, iso, make_line
+from waggle_store.pipeline.transfer.importer import RecordSource
+from waggle_store.pipeline.transfer.problems import Problems
+from waggle_store.pipeline.transfer.waggle_mind import seed_time
+from waggle_store.records import ExportReport
+from waggle_store.repositories.common import content_hash
+from waggle_store.timeutil import parse_iso, utcnow
+
+__all__ = ["export_openfang", "openfang_records"]
+
+FORMAT: Final = "openfang-memory"
+_TO_SOURCE: Final = {
+    "usermessage": "user_stated", "userpreference": "user_stated", "conversation": "user_stated",
+    "agentresponse": "agent_inferred", "toolresult": "tool_verified", "websearch": "tool_verified",
+    "systemnote": "system", "system": "system", "import": "import",
+}
+_FROM_SOURCE: Final = {"user_stated": "UserMessage", "agent_inferred": "AgentResponse",
+                       "tool_verified": "ToolResult", "system": "SystemNote", "import": "Import"}
+#: Level -> the importance an export writes; a read importance takes the highest level it reaches.
+_LEVELS: Final = (("critical", 1.0), ("important", 0.8), ("normal", 0.5), ("temporary", 0.2),
+                  ("deprecated", 0.05))
+
+
+def _level(value: Any) -> str:
+    number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.5
+    if number > 1.0:  # the HTTP memory-api's 0..10 scale
+        number /= 10
+    return next((name for name, floor in _LEVELS if number >= floor - 1e-9), "deprecated")
+
+
+def _label(value: Any) -> str:
+    """An OpenFang enum as stored: ``"person"``, ``"\\"works_at\\""`` (JSON text) or
+    ``{"custom": "x"}``."""
+    if isinstance(value, str) and value.startswith('"'):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return str(value).strip('"')
+    if isinstance(value, dict) and len(value) == 1:
+        value = next(iter(value.values()))
+    return str(value) if value not in (None, "") else "unknown"
+
+
+class _Converter:
+    def __init__(self, doc: dict[str, Any], problems: Problems) -> None:
+        self.doc, self.problems, self.n = doc, problems, 0
+        self.now = utcnow()
+
+    def time(self, value: Any, what: str) -> str:
+        """RFC 3339 as chrono writes it (nanoseconds, ``+00:00``), or any seed time; unreadable
+        times become the import time (and are counted)."""
+        parsed: datetime | None = None
+        if isinstance(value, str):
+            try:
+                parsed = parse_iso(value)
+            except InvalidInputError:
+                parsed = None
+        if parsed is None:
+            parsed = seed_time(value, self.problems, what)
+        if parsed is None:
+            self.problems.add("unreadable time", f"{what}={value!r}", "replaced by the import time")
+            parsed = self.now
+        return str(iso(parsed))
+
+    def line(self, record: dict[str, Any], what: str) -> Iterator[tuple[int, Line]]:
+        try:
+            checked = make_line(record)
+        except LineError as exc:
+            self.problems.add(f"unusable {record['type']}", f"{what}: {exc}", "skipped")
+            return
+        self.n += 1
+        yield self.n, checked
+
+    def records(self) -> Iterator[tuple[int, Line]]:
+        fragments = [f for f in self.doc.get("fragments") or [] if isinstance(f, dict)]
+        kept, sums = self._dedupe(fragments)
+        gop = f"openfang:{self.doc.get('agent_id') or 'import'}"
+        starts = [self.time(f.get("created_at"), "fragment created_at") for f in kept]
+        yield from self.line({"type": "session", "id": 1, "gop_id": gop[:255], "project_id": None,
+                              "status": "active", "kind": "named",
+                              "started_at": min(starts) if starts else iso(self.now),
+                              "ended_at": None, "summary": "OpenFang import"}, "session")
+        for t, fragment in enumerate(kept):
+            yield from self._fragment(fragment, t + 1, t, gop[:255], sums[t])
+        yield from self._graph()
+        kv = self.doc.get("kv") or {}
+        items = ([{"key": k, "value": v} for k, v in kv.items()] if isinstance(kv, dict)
+                 else [i for i in kv if isinstance(i, dict)])
+        for item in items:
+            yield from self.line({"type": "kv", "key": item.get("key"), "value": item.get("value"),
+                                  "updated_at": self.time(item.get("updated_at", iso(self.now)), "kv updated_at")},
+                                 f"kv {item.get('key')!r}")
+
+    def _dedupe(self, fragments: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+        kept: list[dict[str, Any]] = []
+        sums: list[int] = []
+        first: dict[str, int] = {}
+        for f in fragments:
+            if f.get("deleted"):
+                self.problems.add("deleted fragment", str(f.get("id")), "skipped (OpenFang soft-deletes)")
+                continue
+            content = f.get("content")
+            digest = content_hash(content) if isinstance(content, str) else ""
+            raw = f.get("access_count")
+            count = raw if isinstance(raw, int) and not isinstance(raw, bool) else 0
+            if digest and digest in first:
+                self.problems.add("the same fragment stored twice", str(f.get("id")),
+                                  "merged into the first (access counts summed)")
+                sums[first[digest]] += max(0, count)
+                continue
+            first[digest] = len(kept)
+            kept.append(f)
+            sums.append(max(0, count))
+        return kept, sums
+
+    def _fragment(self, f: dict[str, Any], fid: int, t: int, gop: str,
+                  access_count: int) -> Iterator[tuple[int, Line]]:
+        waggle = (f.get("metadata") or {}).get("waggle") if isinstance(f.get("metadata"), dict) else None
+        waggle = waggle if isinstance(waggle, dict) else {}
+        source = waggle.get("source") or _TO_SOURCE.get(_label(f.get("source")).replace("_", "").lower())
+        if source is None:
+            self.problems.add("unknown fragment source", f"{f.get('id')}: {f.get('source')!r}",
+                              "stored as 'import'")
+            source = "import"
+        importance = waggle.get("importance") or _level(f.get("importance", f.get("confidence", 0.5)))
+        if f.get("embedding"):
+            self.problems.add("embedding not imported", str(f.get("id")),
+                              "the export does not name its model; reconcile embeds the frame")
+        created = self.time(f.get("created_at"), "fragment created_at")
+        yield from self.line({
+            "type": "frame", "id": fid, "frame_type": "I", "gop_id": gop, "t": t, "base_frame_id": None,
+            "content": f.get("content"), "importance": importance, "source": source,
+            "access_count": access_count, "created_at": created,
+            "last_accessed": self.time(f.get("last_accessed_at", f.get("accessed_at", created)),
+                                       "fragment last_accessed_at"),
+        }, f"fragment {f.get('id')}")
+
+    def _graph(self) -> Iterator[tuple[int, Line]]:
+        ids: dict[str, int] = {}
+        for e in self.doc.get("entities") or []:
+            if not isinstance(e, dict):
+                continue
+            props = e.get("attributes", e.get("properties")) or {}
+            if isinstance(props, str):
+                try:
+                    props = json.loads(props)
+                except ValueError:
+                    props = {}
+            created = self.time(e.get("created_at"), "entity created_at")
+            for item in self.line({
+                "type": "entity", "id": len(ids) + 1, "entity_type": _label(e.get("entity_type")),
+                "name": e.get("name"), "properties": props if isinstance(props, dict) else {},
+                "valid_from": created, "valid_to": None, "recorded_at": created,
+            }, f"entity {e.get('id')}"):
+                ids[str(e.get("id"))] = len(ids) + 1
+                yield item
+        for n, r in enumerate(self.doc.get("relations") or [], start=1):
+            if not isinstance(r, dict):
+                continue
+            src = ids.get(str(r.get("from_entity_id", r.get("source_entity", r.get("source")))))
+            tgt = ids.get(str(r.get("to_entity_id", r.get("target_entity", r.get("target")))))
+            if src is None or tgt is None:
+                self.problems.add("relation to a missing entity", str(r.get("id", n)), "skipped")
+                continue
+            created = self.time(r.get("created_at"), "relation created_at")
+            yield from self.line({
+                "type": "relation", "id": n, "source_id": src, "target_id": tgt,
+                "relation_type": _label(r.get("relation_type")),
+                "confidence": r.get("confidence", 1.0), "properties": r.get("properties") or {},
+                "valid_from": created, "valid_to": None, "recorded_at": created,
+            }, f"relation {r.get('id', n)}")
+
+
+@contextmanager
+def openfang_records(src: str | os.PathLike[str] | IO[str] | IO[bytes]
+                     ) -> Iterator[tuple[RecordSource, Problems]]:
+    """The record source of an OpenFang memory JSON export, and the Problems it fills."""
+    try:
+        if isinstance(src, (str, os.PathLike)):
+            with open(src, encoding="utf-8") as handle:
+                doc = json.load(handle)
+        else:
+            doc = json.load(src)
+    except FileNotFoundError as exc:
+        raise InvalidInputError(f"no file at {os.fspath(src)!r}") from exc  # type: ignore[arg-type]
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"not an OpenFang memory export (not JSON): {exc}") from exc
+    if not isinstance(doc, dict) or not any(k in doc for k in ("fragments", "entities", "relations", "kv")):
+        raise InvalidInputError("not an OpenFang memory export: expected a JSON object with "
+                                "fragments, entities, relations and kv")
+
+    def records(found: Problems) -> Iterator[tuple[int, Line]]:
+        return _Converter(doc, found).records()
+
+    yield records, Problems()
+
+
+def export_openfang(mind: MindContext, dest: Destination,
+                    progress: Callable[[int, int], None] | None = None) -> ExportReport:
+    """Write the mind in OpenFang's export shape: every frame a fragment, the active entities
+    and relations, the kv pairs (see the module docstring)."""
+    counts = {"fragments": 0, "entities": 0, "relations": 0, "kv": 0}
+    agent = mind.name
+    with open_destination(dest) as (write, path), mind.store.read_connection() as conn:
+        if conn.dialect.name == "postgresql":  # one snapshot, as in the JSONL export
+            conn.execution_options(isolation_level="REPEATABLE READ")
+        head = {"format": FORMAT, "version": 1, "agent_id": agent, "exported_at": iso(utcnow())}
+        write(dump_line(head)[:-2] + ',"fragments":[')
+        f = FrameRow
+        rows = _pages(conn, select(f.id, f.content, f.source, f.importance, f.access_count, f.created_at,
+                                   f.last_accessed, f.frame_type, f.gop_id, f.t).where(f.mind_id == mind.id), f.id)
+        for n, r in enumerate(rows):
+            write(("," if n else "") + "\n" + dump_line({
+                "id": str(r[0]), "agent_id": agent, "content": r[1], "source": _FROM_SOURCE[r[2]],
+                "importance": dict(_LEVELS)[r[3]], "access_count": r[4], "created_at": iso(r[5]),
+                "last_accessed_at": iso(r[6]), "scope": "episodic",
+                "metadata": {"waggle": {"frame_type": r[7], "gop_id": r[8], "t": r[9],
+                                        "importance": r[3], "source": r[2]}}})[:-1])
+            counts["fragments"] += 1
+        write('],\n"entities":[')
+        e = EntityRow
+        for n, r in enumerate(_pages(conn, select(e.id, e.entity_type, e.name, e.properties, e.valid_from)
+                                     .where(e.mind_id == mind.id, e.valid_to.is_(None)), e.id)):
+            write(("," if n else "") + "\n" + dump_line({
+                "id": str(r[0]), "agent_id": agent, "entity_type": r[1], "name": r[2],
+                "attributes": r[3] or {}, "created_at": iso(r[4])})[:-1])
+            counts["entities"] += 1
+        write('],\n"relations":[')
+        x = RelationRow
+        active = select(EntityRow.id).where(EntityRow.mind_id == mind.id, EntityRow.valid_to.is_(None))
+        for n, r in enumerate(_pages(conn, select(x.id, x.source_id, x.relation_type, x.target_id,
+                                                  x.properties, x.confidence, x.valid_from)
+                                     .where(x.mind_id == mind.id, x.valid_to.is_(None),
+                                            x.source_id.in_(active), x.target_id.in_(active)), x.id)):
+            write(("," if n else "") + "\n" + dump_line({
+                "id": str(r[0]), "agent_id": agent, "from_entity_id": str(r[1]), "relation_type": r[2],
+                "to_entity_id": str(r[3]), "properties": r[4] or {}, "confidence": r[5],
+                "created_at": iso(r[6])})[:-1])
+            counts["relations"] += 1
+        write('],\n"kv":[')
+        total = conn.scalar(select(func.count()).select_from(KVRow).where(KVRow.mind_id == mind.id)) or 0
+        for n, (key, value, at) in enumerate(conn.execute(
+                select(KVRow.key, KVRow.value, KVRow.updated_at).where(KVRow.mind_id == mind.id)
+                .order_by(KVRow.key).execution_options(yield_per=1000))):
+            write(("," if n else "") + "\n" + dump_line({"key": key, "value": value,
+                                                         "updated_at": iso(at)})[:-1])
+            counts["kv"] += 1
+        write("]}\n")
+        if progress is not None:
+            done = sum(counts.values())
+            progress(done, max(done, int(total)))
+    return ExportReport(path, sum(counts.values()), counts["fragments"], counts["entities"],
+                        counts["relations"])

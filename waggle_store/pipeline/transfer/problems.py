@@ -1,0 +1,48 @@
+"""Problems found in imported data: repaired or skipped, counted by kind, never fatal.
+
+A 100k-frame file with one bug repeated everywhere must not make a 100k-entry list, so each kind
+of problem is one entry: how many records had it, the first one as an example, and what the
+importer did about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Problems"]
+
+
+@dataclass
+class _Entry:
+    count: int
+    example: str
+    action: str
+
+
+class Problems:
+    """Problems by kind, in the order they were first seen."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+
+    def add(self, kind: str, example: str, action: str, count: int = 1) -> None:
+        """Count ``count`` records with problem ``kind`` (``example`` names the first of them)."""
+        if count <= 0:
+            return
+        entry = self._entries.get(kind)
+        if entry is None:
+            self._entries[kind] = _Entry(count, example, action)
+        else:
+            entry.count += count
+
+    def count(self, kind: str) -> int:
+        entry = self._entries.get(kind)
+        return 0 if entry is None else entry.count
+
+    def lines(self) -> list[str]:
+        """One sentence per kind: ``"3 x <kind> (first: <example>): <action>"``."""
+        return [f"{e.count} x {kind} (first: {e.example}): {e.action}"
+                for kind, e in self._entries.items()]
+
+    def __len__(self) -> int:
+        return len(self._entries)

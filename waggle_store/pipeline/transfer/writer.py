@@ -1,0 +1,335 @@
+"""Pass 2 of an import: write checked records into a mind, remapping ids, merging duplicates.
+
+Records arrive in file order and are buffered per type; a buffer is written when it is full or
+when a record of another type arrives, each with one SELECT for what the mind already holds and
+one Core ``INSERT ... RETURNING id`` executemany (``sort_by_parameter_order`` pairs each new id
+with its record). Old ids map to new ids in small dicts (ints only), so memory grows with the
+number of records by a few dozen bytes each, never with their content.
+
+Merging into a mind that already holds data (rows that existed before this import started:
+id at most the table's maximum id read at the start):
+
+* frames: one with the same content hash and frame type is not inserted (``duplicates_skipped``);
+  references to it point at the existing frame. A session the mind already has receives the
+  frames after its own (``t`` shifted past its last frame).
+* entities: an active entity matches an active one of the same type and case-folded name; a
+  retired one matches only the same name and validity interval. Relations match on both ends
+  and type the same way. Mentions and awareness items already present are skipped.
+* kv: the newer ``updated_at`` wins; identity and validation schema: the mind's own are kept.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.orm import Session
+
+from waggle_store.models import (
+    AwarenessRow,
+    EntityRow,
+    FrameEmbeddingRow,
+    FrameRow,
+    HarvestSourceRow,
+    IdentityRow,
+    KVRow,
+    RelationRow,
+    SessionRow,
+)
+from waggle_store.pipeline.transfer.format import Line
+from waggle_store.pipeline.transfer.validate import Plan, b_references
+from waggle_store.pipeline.transfer.writer_graph import GraphWriter, table
+from waggle_store.records import ValidationSchema
+from waggle_store.repositories.common import content_hash
+from waggle_store.repositories.knowledge_common import lock_graph
+from waggle_store.repositories.knowledge_schema import ValidationSchemaRepository
+from waggle_store.repositories.vectors import ModelKey
+from waggle_store.timeutil import utcnow
+
+__all__ = ["CHUNK", "MindWriter"]
+
+#: Records per buffered write.
+CHUNK: Final = 500
+
+
+def _b_content(doc: dict[str, Any], refs: list[int]) -> str:
+    """A B-frame's content in :meth:`FrameRepository.create_b`'s layout."""
+    return json.dumps({**doc, "references": refs}, separators=(",", ":"), ensure_ascii=False)
+
+
+class MindWriter(GraphWriter):
+    """Writes records into one mind inside the caller's transaction (it never commits)."""
+
+    def __init__(self, session: Session, mind_id: int, plan: Plan, *, adapter: Any,
+                 vector_model: ModelKey | None,
+                 progress: Callable[[int, int], None] | None = None) -> None:
+        self.s, self.mind_id, self.plan, self.adapter = session, mind_id, plan, adapter
+        self.vector_model, self.progress = vector_model, progress
+        self.problems = plan.problems
+        self.counts: dict[str, int] = {}
+        self.ids: dict[str, dict[int, int]] = {k: {} for k in ("frame", "entity", "relation")}
+        self.inserted_frames: set[int] = set()  # new ids of frames this import inserted
+        self.t_offset: dict[str, int] = {}
+        #: Frames referencing frames further down the file: (new id, unmapped B content or
+        #: None, old id of the base or None).
+        self.fixups: list[tuple[int, str | None, int | None]] = []
+        self._buffer: list[Line] = []
+        self._done = 0
+        self._model_id: int | None = None
+        # The mind row lock that cognify's frame dedup and entity upserts take (Postgres): no
+        # concurrent writer can add a duplicate this import would have merged with.
+        lock_graph(session, mind_id)
+        self.pre = {name: int(session.scalar(select(func.coalesce(func.max(col), 0))) or 0)
+                    for name, col in (("frame", FrameRow.id), ("entity", EntityRow.id),
+                                      ("relation", RelationRow.id), ("awareness", AwarenessRow.id))}
+
+    def _count(self, kind: str, n: int = 1) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + n
+
+    # -- buffering ------------------------------------------------------------------------------
+
+    def add(self, line: Line) -> None:
+        if self._buffer and (self._buffer[0].type != line.type or len(self._buffer) >= CHUNK):
+            self.flush()
+        self._buffer.append(line)
+
+    def flush(self) -> None:
+        if not self._buffer:
+            return
+        chunk, self._buffer = self._buffer, []
+        getattr(self, "_write_" + chunk[0].type)([line.fields for line in chunk])
+        self._done += len(chunk)
+        if self.progress is not None:
+            self.progress(self._done, self.plan.records)
+
+    def finish(self) -> None:
+        self.flush()
+        self._fix_forward_references()
+        pending = self.s.scalar(select(func.count()).select_from(FrameEmbeddingRow).where(
+            FrameEmbeddingRow.frame_id.in_(select(FrameRow.id).where(
+                FrameRow.mind_id == self.mind_id, FrameRow.id > self.pre["frame"])),
+            FrameEmbeddingRow.status != "ready"))
+        self.counts["vectors_pending"] = int(pending or 0)
+
+    # -- simple records -----------------------------------------------------------------------
+
+    def _write_identity(self, rows: list[dict[str, Any]]) -> None:
+        existing = self.s.scalar(select(IdentityRow.name).where(IdentityRow.mind_id == self.mind_id))
+        if existing is not None:
+            if existing != rows[0]["name"]:
+                self.problems.add("identity already set in this mind", repr(rows[0]["name"]),
+                                  f"kept the mind's own identity ({existing!r})")
+            return
+        self.s.execute(insert(table(IdentityRow)), [{**rows[0], "mind_id": self.mind_id}])
+
+    def _write_validation_schema(self, rows: list[dict[str, Any]]) -> None:
+        new = rows[0]
+        schema = ValidationSchema(
+            {k: list(v) for k, v in new["required_properties"].items()},
+            None if new["allowed_relations"] is None else [(a, b, c) for a, b, c in new["allowed_relations"]])
+        current = ValidationSchemaRepository(self.s, self.mind_id).get()
+        if current is None:
+            ValidationSchemaRepository(self.s, self.mind_id).set(schema)
+        elif current != schema:
+            self.problems.add("validation schema differs from the mind's", "validation_schema",
+                              "kept the mind's own schema")
+
+    def _write_awareness(self, rows: list[dict[str, Any]]) -> None:
+        a = AwarenessRow
+        have = set(self.s.execute(select(a.category, a.content).where(
+            a.mind_id == self.mind_id, a.id <= self.pre["awareness"],
+            a.content.in_({r["content"] for r in rows}))).all())
+        fresh = [{"mind_id": self.mind_id, "category": r["category"], "content": r["content"],
+                  "priority": r["priority"], "metadata": r["metadata"], "created_at": r["created_at"],
+                  "expires_at": r["expires_at"]}
+                 for r in rows if (r["category"], r["content"]) not in have]
+        if fresh:
+            self.s.execute(insert(table(a)), fresh)
+        self._count("awareness", len(fresh))
+
+    def _write_session(self, rows: list[dict[str, Any]]) -> None:
+        s = SessionRow
+        gops = [r["gop_id"] for r in rows]
+        existing = set(self.s.scalars(select(s.gop_id).where(s.mind_id == self.mind_id, s.gop_id.in_(gops))))
+        for gop in existing:
+            last = self.s.scalar(select(func.max(FrameRow.t)).where(
+                FrameRow.mind_id == self.mind_id, FrameRow.gop_id == gop))
+            self.t_offset[gop] = 0 if last is None else int(last) + 1
+        active = {p or "" for p in self.s.scalars(select(s.project_id).where(
+            s.mind_id == self.mind_id, s.status == "active", s.kind == "auto"))}
+        fresh = []
+        for r in rows:
+            if r["gop_id"] in existing:
+                continue
+            row = {"mind_id": self.mind_id, **{k: r[k] for k in (
+                "gop_id", "project_id", "kind", "status", "started_at", "ended_at", "summary")}}
+            if row["status"] == "active" and row["kind"] == "auto":
+                if (row["project_id"] or "") in active:
+                    self.problems.add("second active session for a project", repr(row["gop_id"]),
+                                      "imported as closed (the mind has its own active session)")
+                    row.update(status="closed", ended_at=row["ended_at"] or utcnow())
+                active.add(row["project_id"] or "")
+            fresh.append(row)
+        if fresh:
+            self.s.execute(insert(table(s)), fresh)
+        self._count("sessions", len(fresh))
+
+    def _write_kv(self, rows: list[dict[str, Any]]) -> None:
+        have = {k: at for k, at in self.s.execute(select(KVRow.key, KVRow.updated_at).where(
+            KVRow.mind_id == self.mind_id, KVRow.key.in_([r["key"] for r in rows])))}
+        fresh = [r for r in rows if r["key"] not in have]
+        newer = [r for r in rows if r["key"] in have and have[r["key"]] < r["updated_at"]]
+        if fresh:
+            self.s.execute(insert(table(KVRow)), [{**r, "mind_id": self.mind_id} for r in fresh])
+        for r in newer:
+            self.s.execute(update(KVRow).where(KVRow.mind_id == self.mind_id, KVRow.key == r["key"])
+                           .values(value=r["value"], updated_at=r["updated_at"]))
+        self._count("kv", len(fresh) + len(newer))
+
+    def _write_harvest_source(self, rows: list[dict[str, Any]]) -> None:
+        h = HarvestSourceRow
+        have = set(self.s.scalars(select(h.source).where(
+            h.mind_id == self.mind_id, h.source.in_([r["source"] for r in rows]))))
+        fresh = [{**r, "mind_id": self.mind_id} for r in rows if r["source"] not in have]
+        if fresh:
+            self.s.execute(insert(table(h)), fresh)
+        if len(fresh) < len(rows):
+            self.problems.add("harvest source already registered", repr(rows[0]["source"]),
+                              "kept the mind's own record", len(rows) - len(fresh))
+        self._count("harvest_sources", len(fresh))
+
+    # -- frames -------------------------------------------------------------------------------
+
+    def _remap_content(self, content: str) -> tuple[str, bool]:
+        """A B-frame's content with its references (old ids) mapped to new ids, and False; or
+        the content unchanged and True when a reference waits for a frame later in the file
+        (:meth:`_fix_forward_references` maps it then). References to frames the file does not
+        hold are dropped."""
+        parsed = b_references(content)
+        if parsed is None:
+            return content, False
+        doc, refs = parsed
+        mapped = []
+        for ref in refs:
+            new = self.ids["frame"].get(ref)
+            if new is not None:
+                mapped.append(new)
+            elif ref in self.plan.frame_ids:
+                return content, True
+        return (content if mapped == refs else _b_content(doc, mapped)), False
+
+    def _write_frame(self, rows: list[dict[str, Any]]) -> None:
+        frames = self.ids["frame"]
+        prepared = []
+        for r in rows:
+            content, waiting = r["content"], False
+            if r["frame_type"] == "B":
+                content, waiting = self._remap_content(content)
+            base = r["base_frame_id"]
+            after = base is not None and base not in frames and base in self.plan.frame_ids
+            prepared.append((r, content, content_hash(content), waiting, frames.get(base) if base else None,
+                             base if after else None))
+        dupes: dict[tuple[str, str], int] = {}
+        for fid, digest, ftype in self.s.execute(
+            select(FrameRow.id, FrameRow.content_hash, FrameRow.frame_type)
+            .where(FrameRow.mind_id == self.mind_id, FrameRow.id <= self.pre["frame"],
+                   FrameRow.content_hash.in_({p[2] for p in prepared})).order_by(FrameRow.id)
+        ):
+            dupes.setdefault((digest, ftype), int(fid))
+        for r, _, digest, _, _, _ in prepared:  # map the duplicates before B-frames look them up
+            if (digest, r["frame_type"]) in dupes:
+                frames.setdefault(r["id"], dupes[(digest, r["frame_type"])])
+        prepared = [self._retry_b(p) if p[3] else p for p in prepared]
+        late = {p[2] for p in prepared if p[0]["frame_type"] == "B" and (p[2], "B") not in dupes}
+        if late:
+            for fid, digest in self.s.execute(
+                select(FrameRow.id, FrameRow.content_hash)
+                .where(FrameRow.mind_id == self.mind_id, FrameRow.id <= self.pre["frame"],
+                       FrameRow.frame_type == "B", FrameRow.content_hash.in_(late)).order_by(FrameRow.id)
+            ):
+                dupes.setdefault((digest, "B"), int(fid))
+        fresh, later = [], []
+        for r, content, digest, waiting, base, later_base in prepared:
+            dupe = None if waiting else dupes.get((digest, r["frame_type"]))
+            if dupe is not None:  # the mind has this memory: refer to it, do not insert
+                frames[r["id"]] = dupe
+                self._count("duplicates")
+                continue
+            fresh.append({"mind_id": self.mind_id, "frame_type": r["frame_type"], "gop_id": r["gop_id"],
+                          "t": r["t"] + self.t_offset.get(r["gop_id"], 0), "base_frame_id": base,
+                          "content": content, "content_hash": digest, "importance": r["importance"],
+                          "source": r["source"], "access_count": r["access_count"],
+                          "created_at": r["created_at"], "last_accessed": r["last_accessed"]})
+            later.append((r["id"], waiting, later_base))
+        if not fresh:
+            return
+        frames_t = table(FrameRow)
+        new_ids = [int(i) for i in self.s.scalars(
+            insert(frames_t).returning(frames_t.c.id, sort_by_parameter_order=True), fresh)]
+        for (old, _, _), new in zip(later, new_ids, strict=True):
+            frames[old] = new
+            self.inserted_frames.add(new)
+        self.s.execute(insert(table(FrameEmbeddingRow)), [
+            {"frame_id": new, "model_id": None, "content_hash": row["content_hash"], "status": "pending",
+             "error": None, "updated_at": utcnow()} for new, row in zip(new_ids, fresh, strict=True)])
+        self._count("frames", len(fresh))
+        # References to frames of this same chunk (a P-frame's base just before it, most often)
+        # are known now; the rest wait for frames further down the file.
+        self._resolve([(new, row["content"] if waiting else None, later_base)
+                       for new, row, (_, waiting, later_base) in zip(new_ids, fresh, later, strict=True)
+                       if waiting or later_base is not None])
+
+    def _retry_b(self, item: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A B-frame that waited on frames of its own chunk, once the chunk's duplicates are
+        mapped: its references may all be known now (then it can be deduplicated too)."""
+        r = item[0]
+        content, waiting = self._remap_content(r["content"])
+        return (r, content, content_hash(content), waiting, *item[4:]) if not waiting else item
+
+    def _resolve(self, items: list[tuple[int, str | None, int | None]], *, final: bool = False) -> None:
+        """Map the waiting references of ``(new id, unmapped B content or None, old base id or
+        None)``; what still waits is kept for later (or dropped when ``final``)."""
+        bases, contents = [], []
+        for new_id, content, old_base in items:
+            still = False
+            if old_base is not None:
+                if old_base in self.ids["frame"]:
+                    bases.append({"b_id": new_id, "b_base": self.ids["frame"][old_base]})
+                else:
+                    still = True
+            if content is not None:
+                mapped, waiting = self._remap_content(content)
+                if waiting and not final:
+                    still = True
+                else:
+                    if waiting:  # final: map what can be mapped, drop the rest
+                        mapped = self._drop_unmapped(content)
+                    contents.append({"b_id": new_id, "b_content": mapped, "b_hash": content_hash(mapped)})
+            if still and not final:
+                self.fixups.append((new_id, content, old_base))
+        t = table(FrameRow)
+        if bases:
+            self.s.execute(update(t).where(t.c.id == sa.bindparam("b_id"))
+                           .values(base_frame_id=sa.bindparam("b_base")), bases)
+        if contents:
+            self.s.execute(update(t).where(t.c.id == sa.bindparam("b_id"))
+                           .values(content=sa.bindparam("b_content"), content_hash=sa.bindparam("b_hash")),
+                           contents)
+            e = table(FrameEmbeddingRow)
+            self.s.execute(update(e).where(e.c.frame_id == sa.bindparam("b_id"))
+                           .values(content_hash=sa.bindparam("b_hash")),
+                           [{"b_id": c["b_id"], "b_hash": c["b_hash"]} for c in contents])
+
+    def _drop_unmapped(self, content: str) -> str:
+        parsed = b_references(content)
+        assert parsed is not None
+        doc, refs = parsed
+        return _b_content(doc, [self.ids["frame"][r] for r in refs if r in self.ids["frame"]])
+
+    def _fix_forward_references(self) -> None:
+        """Frames that referenced frames further down the file: every frame is written now."""
+        waiting, self.fixups = self.fixups, []
+        self._resolve(waiting, final=True)

@@ -1,0 +1,139 @@
+"""The knowledge-graph and vector half of :class:`~.writer.MindWriter` (see its module for the
+merge rules): entities, relations and mentions with their ids remapped, vectors of the store's
+own model stored for the frames this import inserted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from waggle_store.models import EntityMentionRow, EntityRow, RelationRow
+from waggle_store.pipeline.transfer.problems import Problems
+from waggle_store.pipeline.transfer.validate import Plan
+from waggle_store.repositories.knowledge_graph import name_key
+from waggle_store.repositories.vectors import ModelKey, register_model, store_vectors
+
+__all__ = ["GraphWriter", "table"]
+
+
+def table(model: Any) -> sa.Table:
+    """A model's Core table (``Model.__table__`` is typed as a FromClause)."""
+    found = model.__table__
+    assert isinstance(found, sa.Table)
+    return found
+
+
+class GraphWriter:
+    """Base of MindWriter: the attributes below are set by its constructor."""
+
+    s: Session
+    mind_id: int
+    plan: Plan
+    problems: Problems
+    adapter: Any
+    vector_model: ModelKey | None
+    ids: dict[str, dict[int, int]]
+    pre: dict[str, int]
+    inserted_frames: set[int]
+    _model_id: int | None
+
+    def _count(self, kind: str, n: int = 1) -> None:
+        raise NotImplementedError
+
+    # -- knowledge graph ----------------------------------------------------------------------
+
+    def _write_entity(self, rows: list[dict[str, Any]]) -> None:
+        e = EntityRow
+        keys = {(r["entity_type"], name_key(r["name"])) for r in rows}
+        active: dict[tuple[str, str], int] = {}
+        retired: dict[tuple[Any, ...], int] = {}
+        for eid, etype, key, vf, vt in self.s.execute(
+            select(e.id, e.entity_type, e.name_key, e.valid_from, e.valid_to)
+            .where(e.mind_id == self.mind_id, e.id <= self.pre["entity"],
+                   sa.tuple_(e.entity_type, e.name_key).in_(list(keys))).order_by(e.id)
+        ):
+            if vt is None:
+                active.setdefault((etype, key), int(eid))
+            else:
+                retired.setdefault((etype, key, vf, vt), int(eid))
+        self._merge_insert("entity", e, rows, [
+            (active.get((r["entity_type"], name_key(r["name"])))
+             if r["valid_to"] is None else
+             retired.get((r["entity_type"], name_key(r["name"]), r["valid_from"], r["valid_to"])))
+            for r in rows], lambda r: {**{k: r[k] for k in (
+                "entity_type", "name", "properties", "valid_from", "valid_to", "recorded_at")},
+                "name_key": name_key(r["name"])})
+
+    def _write_relation(self, rows: list[dict[str, Any]]) -> None:
+        x, ents = RelationRow, self.ids["entity"]
+        ends = [(ents[r["source_id"]], ents[r["target_id"]], r["relation_type"]) for r in rows]
+        have: dict[tuple[Any, ...], int] = {}
+        for rid, src, tgt, rtype, vf, vt in self.s.execute(
+            select(x.id, x.source_id, x.target_id, x.relation_type, x.valid_from, x.valid_to)
+            .where(x.mind_id == self.mind_id, x.id <= self.pre["relation"],
+                   sa.tuple_(x.source_id, x.target_id, x.relation_type).in_(list(set(ends))))
+            .order_by(x.id)
+        ):
+            have.setdefault((src, tgt, rtype) if vt is None else (src, tgt, rtype, vf, vt), int(rid))
+        matches = [have.get(end if r["valid_to"] is None else (*end, r["valid_from"], r["valid_to"]))
+                   for r, end in zip(rows, ends, strict=True)]
+        self._merge_insert("relation", x, rows, matches, lambda r: {
+            "source_id": ents[r["source_id"]], "target_id": ents[r["target_id"]],
+            **{k: r[k] for k in ("relation_type", "confidence", "properties", "valid_from",
+                                 "valid_to", "recorded_at")}})
+
+    def _merge_insert(self, kind: str, model: Any, rows: list[dict[str, Any]],
+                      matches: Sequence[int | None], values: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        ids = self.ids[kind]
+        fresh, olds = [], []
+        for r, match in zip(rows, matches, strict=True):
+            if match is not None:
+                ids[r["id"]] = match
+            else:
+                fresh.append({"mind_id": self.mind_id, **values(r)})
+                olds.append(r["id"])
+        if fresh:
+            target = table(model)
+            new_ids = self.s.scalars(insert(target).returning(target.c.id, sort_by_parameter_order=True), fresh)
+            for old, new in zip(olds, new_ids, strict=True):
+                ids[old] = int(new)
+        self._count(kind, len(fresh))
+
+    def _write_mention(self, rows: list[dict[str, Any]]) -> None:
+        pairs = {(self.ids["entity"][r["entity_id"]], self.ids["frame"][r["frame_id"]]) for r in rows}
+        m = EntityMentionRow
+        have = set(self.s.execute(select(m.entity_id, m.frame_id).where(
+            m.frame_id.in_({f for _, f in pairs}))).all())
+        fresh = sorted(pairs - have, key=lambda p: (p[1], p[0]))
+        if fresh:
+            self.s.execute(insert(table(m)), [{"entity_id": e, "frame_id": f} for e, f in fresh])
+        self._count("mentions", len(fresh))
+
+    # -- vectors ------------------------------------------------------------------------------
+
+    def _write_embedding_model(self, rows: list[dict[str, Any]]) -> None:
+        """Models are known from pass 1 (``plan.models``); nothing to write until a vector."""
+
+    def _write_vector(self, rows: list[dict[str, Any]]) -> None:
+        usable = []
+        for r in rows:
+            key = ModelKey(*self.plan.models[r["model_id"]])
+            if key != self.vector_model:
+                self.problems.add("vector of another embedding model", f"{key.provider}/{key.model}",
+                                  "not imported; reconcile embeds the frame with the store's model")
+                continue
+            new = self.ids["frame"][r["frame_id"]]
+            if new in self.inserted_frames:
+                usable.append((new, r["content_hash"], r["vector"]))
+        if not usable or self.vector_model is None:
+            return
+        if self._model_id is None:
+            if not self.adapter.vector_backend_available(self.s):
+                return
+            self._model_id = register_model(self.s, self.adapter, self.vector_model)
+        stored = store_vectors(self.s, self.adapter, self._model_id, usable)
+        self._count("vectors", stored)

@@ -1,0 +1,93 @@
+"""The store's export/import methods (issue 14), kept out of ``store.py`` to keep it small.
+
+Part of the store layer: :class:`TransferMixin` is a base of :class:`waggle_store.store.Store`
+and only resolves names and hands a context to :mod:`waggle_store.pipeline.transfer`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+
+from waggle_store.context import MindContext, StoreContext
+from waggle_store.errors import InvalidInputError, NotFoundError
+from waggle_store.models import MindRow
+from waggle_store.pipeline.transfer import export_mind, jsonl_records, run_import
+from waggle_store.pipeline.transfer.export import Destination
+from waggle_store.pipeline.transfer.importer import Source
+from waggle_store.records import ExportReport, ImportReport
+
+if TYPE_CHECKING:
+    from waggle_store.mind import Mind
+
+__all__ = ["TransferMixin"]
+
+Progress = Callable[[int, int], None]
+
+
+def _check_mind_name(name: object) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name) > 200 or "\x00" in name:
+        raise InvalidInputError("a mind name must be a non-empty string of at most 200 characters")
+    return name
+
+
+class TransferMixin:
+    """``export_mind``, ``import_mind``, ``import_waggle_mind``, ``import_openfang``,
+    ``export_openfang``."""
+
+    context: StoreContext
+
+    def _mind_context(self, mind: str | Mind) -> MindContext:
+        if not isinstance(mind, str):
+            return mind.context
+        with self.context.read() as session:
+            row = session.execute(select(MindRow.id, MindRow.name, MindRow.kind)
+                                  .where(MindRow.name == _check_mind_name(mind))).first()
+        if row is None:
+            raise NotFoundError(f"no mind named {mind!r}")
+        return MindContext(self.context, int(row[0]), str(row[1]), str(row[2]))
+
+    def export_mind(self, name: str | Mind, dest: Destination, *, include_vectors: bool = False,
+                    progress: Progress | None = None) -> ExportReport:
+        """Write the mind as ``waggle-mind`` JSONL (``docs/export-format.md``) to a path or an
+        open file. ``include_vectors`` adds each frame's current vector (large: one line of
+        floats per frame). ``progress(done, total)`` is called as records are written."""
+        return export_mind(self._mind_context(name), dest, include_vectors=include_vectors,
+                           progress=progress)
+
+    def import_mind(self, src: Source, *, into: str | None = None,
+                    progress: Progress | None = None) -> ImportReport:
+        """Import a ``waggle-mind`` JSONL export into the mind ``into`` (default: the exported
+        mind's name), created if missing, merged into it if not empty. The whole file is checked
+        first: a bad line raises ``InvalidInputError`` naming it and nothing is imported."""
+        with jsonl_records(src) as (header, records):
+            name = _check_mind_name(into) if into is not None else header["mind"]
+            return run_import(self.context, name, header["kind"], records, progress=progress)
+
+    def import_waggle_mind(self, path: str | os.PathLike[str], *, into: str,
+                           progress: Progress | None = None) -> ImportReport:
+        """Import a Waggle ``.mind`` SQLite file (the seed's schema) into the mind ``into``; the
+        seed's known data bugs are repaired and listed in ``problems``, never fatal."""
+        from waggle_store.pipeline.transfer.waggle_mind import waggle_mind_records
+
+        with waggle_mind_records(path) as (records, problems):
+            return run_import(self.context, _check_mind_name(into), "workspace", records,
+                              progress=progress, problems=problems)
+
+    def import_openfang(self, src: Source, *, into: str,
+                        progress: Progress | None = None) -> ImportReport:
+        """Import an OpenFang memory JSON export (fragments, entities, relations, kv)."""
+        from waggle_store.pipeline.transfer.openfang import openfang_records
+
+        with openfang_records(src) as (records, problems):
+            return run_import(self.context, _check_mind_name(into), "workspace", records,
+                              progress=progress, problems=problems)
+
+    def export_openfang(self, name: str | Mind, dest: Destination) -> ExportReport:
+        """Write the mind in OpenFang's memory JSON export shape."""
+        from waggle_store.pipeline.transfer.openfang import export_openfang
+
+        return export_openfang(self._mind_context(name), dest)
