@@ -36,7 +36,7 @@ from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS
 from waggle_store.pipeline.transfer.format import Line, LineError, iso, make_line
 from waggle_store.pipeline.transfer.importer import RecordSource
 from waggle_store.pipeline.transfer.problems import Problems
-from waggle_store.repositories.knowledge_graph import name_key
+from waggle_store.repositories.knowledge_common import name_key
 from waggle_store.timeutil import utcnow
 
 __all__ = ["seed_time", "waggle_mind_records"]

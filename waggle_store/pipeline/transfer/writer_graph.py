@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from waggle_store.models import EntityMentionRow, EntityRow, RelationRow
 from waggle_store.pipeline.transfer.problems import Problems
 from waggle_store.pipeline.transfer.validate import Plan
-from waggle_store.repositories.knowledge_graph import name_key
+from waggle_store.repositories.knowledge_common import name_key
 from waggle_store.repositories.vectors import ModelKey, register_model, store_vectors
 
 __all__ = ["GraphWriter", "table"]
