@@ -92,6 +92,11 @@ class ReconcileReport:
     fts_fixed: int
     vectors_fixed: int
     orphans_removed: int
+    #: Derived objects (FTS5 table/triggers, tsvector column/GIN index, vector tables and their
+    #: index/trigger) found missing or broken before this run, one sentence each.
+    problems: list[str] = field(default_factory=list)
+    #: Those of ``problems`` this run recreated (``reconcile(repair=True)``); the rest remain.
+    repaired: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
