@@ -223,8 +223,14 @@ class EmbedderStatus:
     model: str | None
     dimensions: int | None
     available_providers: list[str]
+    #: The provider's current failure: set by a failed call or probe, cleared by the next
+    #: successful one (or why "auto" fell back to hashing, for as long as it does).
     last_error: str | None
     tier: str | None = None
+    #: When ``last_error``'s failure happened (None without a failed call).
+    last_error_at: datetime | None = None
+    #: When the provider last answered again after a failure (None if it never failed).
+    recovered_at: datetime | None = None
 
 
 @dataclass(frozen=True)
