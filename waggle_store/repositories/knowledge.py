@@ -22,6 +22,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from waggle_store import textinput
 from waggle_store.errors import InvalidInputError, NotFoundError
 from waggle_store.models import MindRow
 from waggle_store.models.knowledge import EntityRow, RelationRow
@@ -120,9 +121,7 @@ def _check_confidence(value: object) -> float:
 
 
 def _check_limit(limit: object) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
-    return limit
+    return textinput.check_limit(limit)
 
 
 def to_entity(row: EntityRow) -> Entity:
@@ -247,14 +246,19 @@ def upsert_entity(session: Session, mind_id: int, entity_type: str, name: str,
 
 def search_entities(session: Session, mind_id: int, query: str, limit: int = 100) -> list[EntityRow]:
     """Active entities whose name contains ``query`` (case-insensitive, LIKE metacharacters literal)."""
-    if not isinstance(query, str):
-        raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
-    folded = name_key(query)  # the same folding as the stored keys
-    pattern = "%" + folded.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    limit = _check_limit(limit)
+    # The rules every read API shares (waggle_store.textinput): C* characters scrubbed, LIKE
+    # metacharacters literal; a query longer than any stored key cannot be inside one (and
+    # would make SQLite's LIKE give up: "pattern too complex"). NFKC grows a character into at
+    # most 18, so no key is longer than MAX_NAME_LENGTH * 18.
+    folded = name_key(textinput.check_query(query))  # the same folding as the stored keys
+    if len(folded) > MAX_NAME_LENGTH * 18:
+        return []
+    pattern = textinput.like_contains(folded)
     return list(session.scalars(
         sa.select(EntityRow)
         .where(EntityRow.mind_id == mind_id, _active(), EntityRow.name_key.like(pattern, escape="\\"))
-        .order_by(EntityRow.name, EntityRow.id).limit(_check_limit(limit))
+        .order_by(EntityRow.name, EntityRow.id).limit(limit)
     ))
 
 
