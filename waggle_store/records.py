@@ -158,6 +158,10 @@ class SearchResult:
     relevance_score: float
     final_score: float
     explain: dict[str, Any]
+    #: How well the frame matches the query, the same on every backend (query-term coverage and
+    #: vector confidence; :mod:`waggle_store.search.match`): what threshold decisions read.
+    #: None from producers that do not compute it (then ``rrf_score`` stands in).
+    match_score: float | None = None
 
 
 @dataclass(frozen=True)

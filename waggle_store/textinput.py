@@ -103,7 +103,8 @@ def check_identifier(value: object, *, name: str, max_length: int) -> str:
     if why is not None:
         raise InvalidInputError(f"{name} contains {why}")
     if len(value) > max_length:
-        raise InvalidInputError(f"{name} is {len(value)} characters long; the limit is {max_length}")
+        raise InvalidInputError(
+            f"{name} is {len(value)} characters long; the limit is {max_length}")
     return value
 
 

@@ -31,7 +31,8 @@ TIMES: list[Any] = [datetime(2026, 1, 1), "not a date", 1700000000]
 UNKNOWN_IDS: list[Any] = [999_999_999, 2**70]
 if LONG:
     STRINGS += ["a\udfffb", "\x00", "%", "_", "100%_done", "   ", "\u200b", "😀",
-                "' OR 1=1 --", "\\", '"unterminated', "NEAR(a b)", "*", "a:b", "(", "\uff21\uff22\uff23",
+                "' OR 1=1 --", "\\", '"unterminated', "NEAR(a b)", "*", "a:b", "(",
+                "\uff21\uff22\uff23",
                 "\n\t", "y" * 2_000_000, "\ud800" * 1000, "%" * 60_000, "\x00" * 100,
                 "é" * 300_000]
     WRONG_TYPES += [7, -1, float("nan"), {"k": "v"}, True, object()]

@@ -40,7 +40,8 @@ def _run_and_kill(target: Target, round_no: int, acks: int) -> dict[int, str]:
         while len(acked) < acks:
             line = proc.stdout.readline()
             if not line:  # the writer died on its own: say why
-                pytest.fail(f"the writer exited early: {proc.wait()} {proc.stderr.read()}")  # type: ignore[union-attr]
+                assert proc.stderr is not None
+                pytest.fail(f"the writer exited early: {proc.wait()} {proc.stderr.read()}")
             ack = json.loads(line)
             acked[int(ack["id"])] = ack["content"]
     finally:

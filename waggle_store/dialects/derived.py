@@ -51,7 +51,8 @@ FTS5_TRIGGERS: Final[dict[str, str]] = {
         f"DELETE FROM {FTS_TABLE} WHERE rowid = old.id; END"
     ),
     "memory_frames_fts_au": (
-        "CREATE TRIGGER IF NOT EXISTS memory_frames_fts_au AFTER UPDATE OF content ON memory_frames "
+        "CREATE TRIGGER IF NOT EXISTS memory_frames_fts_au "
+        "AFTER UPDATE OF content ON memory_frames "
         f"BEGIN DELETE FROM {FTS_TABLE} WHERE rowid = old.id; "
         f"INSERT INTO {FTS_TABLE}(rowid, content) VALUES (new.id, new.content); END"
     ),
@@ -120,7 +121,8 @@ def _sqlite_objects(session: Executor) -> dict[str, tuple[str, str]]:
 
 
 def sqlite_problems(session: Executor, *, vectors: bool) -> list[DerivedProblem]:
-    """What is missing of the FTS5 index and (``vectors``: sqlite-vec is loaded) the vector tables."""
+    """What is missing of the FTS5 index and (``vectors``: sqlite-vec is loaded) the vector
+    tables."""
     objects = _sqlite_objects(session)
     problems: list[DerivedProblem] = []
     if objects.get(FTS_TABLE, ("", ""))[0] != "table":
@@ -174,12 +176,14 @@ def _pg_index_problem(session: Executor, name: str, lane: Lane, must_contain: st
         return DerivedProblem(lane, name, "(index) is invalid (a failed build): it is never used",
                               model_id)
     if must_contain not in definition:
-        return DerivedProblem(lane, name, f"(index) is not the expected one: {definition}", model_id)
+        return DerivedProblem(lane, name, f"(index) is not the expected one: {definition}",
+                              model_id)
     return None
 
 
 def _pg_generated(session: Executor) -> str | None:
-    """``attgenerated`` of ``memory_frames.content_tsv`` (``'s'``: stored generated), None if missing."""
+    """``attgenerated`` of ``memory_frames.content_tsv`` (``'s'``: stored generated), None if
+    missing."""
     value = session.execute(
         text(
             "SELECT attgenerated FROM pg_attribute WHERE attrelid = "
@@ -197,7 +201,8 @@ def postgres_problems(session: Executor, *, vectors: bool) -> list[DerivedProble
     problems: list[DerivedProblem] = []
     generated = _pg_generated(session)
     if generated is None:
-        problems.append(DerivedProblem("keyword", f"memory_frames.{TSV_COLUMN}", "(column) is missing"))
+        problems.append(
+            DerivedProblem("keyword", f"memory_frames.{TSV_COLUMN}", "(column) is missing"))
     elif generated != "s":
         problems.append(DerivedProblem(
             "keyword", f"memory_frames.{TSV_COLUMN}",
@@ -209,7 +214,8 @@ def postgres_problems(session: Executor, *, vectors: bool) -> list[DerivedProble
         for model_id, _dims in live_models(session):
             table = vector_table_name(model_id)
             exists = session.execute(
-                text("SELECT to_regclass(quote_ident(current_schema()) || '.' || :name) IS NOT NULL"),
+                text("SELECT to_regclass(quote_ident(current_schema()) || '.' || :name) "
+                     "IS NOT NULL"),
                 {"name": table},
             ).scalar()
             if not exists:
@@ -239,11 +245,13 @@ def postgres_repair_keyword(session: Executor, problems: Sequence[DerivedProblem
         session.execute(text(statement))
 
 
-def postgres_drop_broken_vector_indexes(session: Executor, problems: Sequence[DerivedProblem]) -> None:
+def postgres_drop_broken_vector_indexes(session: Executor,
+                                        problems: Sequence[DerivedProblem]) -> None:
     """Drop the vector indexes found invalid or wrong, so ``ensure_vector_table``'s
     ``CREATE INDEX IF NOT EXISTS`` builds them again."""
     for problem in problems:
-        if problem.lane == "vector" and "(index)" in problem.problem and "missing" not in problem.problem:
+        broken = "(index)" in problem.problem and "missing" not in problem.problem
+        if problem.lane == "vector" and broken:
             session.execute(text(f"DROP INDEX IF EXISTS {problem.name}"))
 
 

@@ -58,6 +58,7 @@ __all__ = [
     "STOP_WORDS",
     "keyword_terms",
     "like_patterns",
+    "text_terms",
 ]
 
 #: The seed's stop-word list, exactly (reference §7.1), compared case-insensitively. DESIGN §5
@@ -170,6 +171,17 @@ def keyword_terms(query: str) -> list[str]:
     An empty list means the keyword lane has nothing to look for (empty text, only stop words,
     only punctuation); the search then runs the vector lane only.
     """
+    return _terms(query, MAX_TERMS)
+
+
+def text_terms(text: str) -> list[str]:
+    """Every term of ``text`` by the rules of :func:`keyword_terms` but without its
+    :data:`MAX_TERMS` cap: the terms of a frame's content, which the match score
+    (:mod:`waggle_store.search.match`) compares with the query's."""
+    return _terms(text, None)
+
+
+def _terms(query: str, cap: int | None) -> list[str]:
     if not isinstance(query, str):  # defensive: the contract is "never raises"
         return []
     terms: list[str] = []
@@ -193,7 +205,7 @@ def keyword_terms(query: str) -> list[str]:
                 continue
             seen.add(key)
             terms.append(candidate)
-            if len(terms) >= MAX_TERMS:
+            if cap is not None and len(terms) >= cap:
                 return terms
     return terms
 
