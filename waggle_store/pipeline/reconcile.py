@@ -90,6 +90,7 @@ def reconcile(
         orphans = store.adapter.remove_keyword_orphans(session)
         vector_backend = store.adapter.vector_backend_available(session)
         still = set(map(str, remaining))
+        # ReconcileReport's problems and repaired, in that order.
         problems = ([str(p) for p in found], [str(p) for p in found if str(p) not in still])
         if vector_backend:
             model_ids = list(session.scalars(select(EmbeddingModelRow.id)))
