@@ -198,6 +198,11 @@ class _KeywordIndexSQL:
     find: str  # frame ids the index finds for the word :q
     orphans: str | None  # index rows whose frame is gone; None where they cannot exist
     drop: str  # break the index (the search must fall back, not fail)
+    #: Drop one derived object that keeps the keyword index whole (SQLite: the insert trigger, so
+    #: new writes stop being indexed; Postgres: the GIN index).
+    drop_part: str
+    #: Drop the object that keeps vector table ``{table}`` usable (its trigger / HNSW index).
+    drop_vector_part: str
 
 
 # Per ``Target.dialect``. The package's own dialect SQL lives in waggle_store/dialects/.
@@ -207,11 +212,15 @@ _KEYWORD_INDEX_SQL = {
         orphans="SELECT count(*) FROM memory_frames_fts"
         " WHERE rowid NOT IN (SELECT id FROM memory_frames)",
         drop="DROP TABLE memory_frames_fts",
+        drop_part="DROP TRIGGER memory_frames_fts_ai",
+        drop_vector_part="DROP TRIGGER {table}_ad",
     ),
     "postgresql": _KeywordIndexSQL(
         find="SELECT id FROM memory_frames WHERE content_tsv @@ plainto_tsquery('english', :q)",
         orphans=None,  # a generated column cannot outlive its row
         drop="ALTER TABLE memory_frames DROP COLUMN content_tsv",
+        drop_part="DROP INDEX ix_memory_frames_content_tsv",
+        drop_vector_part="DROP INDEX {table}_hnsw",
     ),
 }
 
@@ -236,6 +245,14 @@ class KeywordIndexProbe:
     def drop(self) -> None:
         with self._store.write() as s:
             s.execute(sa.text(self._sql.drop))
+
+    def drop_part(self) -> None:
+        with self._store.write() as s:
+            s.execute(sa.text(self._sql.drop_part))
+
+    def drop_vector_part(self, table: str) -> None:
+        with self._store.write() as s:
+            s.execute(sa.text(self._sql.drop_vector_part.format(table=table)))
 
 
 @pytest.fixture

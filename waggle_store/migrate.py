@@ -21,7 +21,7 @@ from alembic.script import ScriptDirectory
 
 from alembic import command
 from waggle_store.config import StoreConfig
-from waggle_store.dialects import spec_of
+from waggle_store.dialects import get_adapter, spec_of
 from waggle_store.errors import MigrationError, UnsupportedDialectError
 
 VERSION_TABLE = "waggle_alembic_version"
@@ -143,13 +143,23 @@ def head() -> str:
 
 
 def check(bind: Bind, *, schema: str | None = None) -> list[Any]:
-    """Differences between the models and the migrated schema; an empty list means none."""
+    """Differences between the models and the migrated schema; an empty list means none.
+
+    Besides Alembic's diffs (tuples such as ``("add_table", table)``) it lists each missing or
+    broken derived object (FTS5 table and triggers, tsvector column and GIN index, vector tables
+    and their index/trigger), which autogenerate cannot see, as
+    ``("broken_derived_object", name, problem)``; ``store.reconcile(repair=True)`` recreates them.
+    """
     from waggle_store.models import Base
 
     def _diff(conn: sa.Connection) -> list[Any]:
         ops, in_schema = spec_of(conn).schemas, _schema_of(conn, schema)
         if ops is not None and in_schema is not None:
             ops.enter(conn, in_schema)  # reflect waggle_store's schema, for this transaction only
-        return list(compare_metadata(_migration_context(conn, schema), Base.metadata))
+        diffs: list[Any] = list(compare_metadata(_migration_context(conn, schema), Base.metadata))
+        if current(conn, schema=schema) is not None:  # an empty database has nothing derived yet
+            problems = get_adapter(conn.engine).verify_derived(conn)
+            diffs.extend(("broken_derived_object", p.name, str(p)) for p in problems)
+        return diffs
 
     return _run("check", bind, schema, _diff)  # type: ignore[no-any-return]

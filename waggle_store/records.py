@@ -92,6 +92,11 @@ class ReconcileReport:
     fts_fixed: int
     vectors_fixed: int
     orphans_removed: int
+    #: Derived objects (FTS5 table/triggers, tsvector column/GIN index, vector tables and their
+    #: index/trigger) found missing or broken before this run, one sentence each.
+    problems: list[str] = field(default_factory=list)
+    #: Those of ``problems`` this run recreated (``reconcile(repair=True)``); the rest remain.
+    repaired: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,10 @@ class SearchResult:
     relevance_score: float
     final_score: float
     explain: dict[str, Any]
+    #: How well the frame matches the query, the same on every backend (query-term coverage and
+    #: vector confidence; :mod:`waggle_store.search.match`): what threshold decisions read.
+    #: None from producers that do not compute it (then ``rrf_score`` stands in).
+    match_score: float | None = None
 
 
 @dataclass(frozen=True)
@@ -220,8 +229,14 @@ class EmbedderStatus:
     model: str | None
     dimensions: int | None
     available_providers: list[str]
+    #: The provider's current failure: set by a failed call or probe, cleared by the next
+    #: successful one (or why "auto" fell back to hashing, for as long as it does).
     last_error: str | None
     tier: str | None = None
+    #: When ``last_error``'s failure happened (None without a failed call).
+    last_error_at: datetime | None = None
+    #: When the provider last answered again after a failure (None if it never failed).
+    recovered_at: datetime | None = None
 
 
 @dataclass(frozen=True)

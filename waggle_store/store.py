@@ -210,9 +210,12 @@ class Store(TransferMixin):
             )
 
     def reconcile(self, *, mind: str | Mind | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> ReconcileReport:
+                  progress: Callable[[int, int], None] | None = None,
+                  repair: bool = False) -> ReconcileReport:
         """Repair the keyword and vector indexes of one mind (or all); see
-        :mod:`waggle_store.pipeline.reconcile`."""
+        :mod:`waggle_store.pipeline.reconcile`. ``repair=True`` first recreates missing or
+        broken derived objects (``health().reasons`` lists them); off by default because on
+        Postgres that can rewrite or scan ``memory_frames`` under a lock that blocks writers."""
         mind_id = None
         if isinstance(mind, Mind):
             mind_id = mind.id
@@ -222,7 +225,7 @@ class Store(TransferMixin):
                 if found is None:
                     raise NotFoundError(f"no mind named {mind!r}")
                 mind_id = int(found.id)
-        return reconcile(self.context, mind_id=mind_id, progress=progress)
+        return reconcile(self.context, mind_id=mind_id, progress=progress, repair=repair)
 
     # -- lifecycle ----------------------------------------------------------------------------
 

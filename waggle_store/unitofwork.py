@@ -126,9 +126,17 @@ def translate_error(exc: BaseException) -> BaseException:
     error that surfaces is SQLAlchemy's failed ``ROLLBACK TO SAVEPOINT`` ("no such savepoint"),
     and the real cause is only in its ``__context__``.
     """
+    if isinstance(exc, (UnicodeEncodeError, OverflowError)):
+        # Raised by the driver while binding a value (a lone surrogate; an int beyond 64 bits
+        # on SQLite), before any SQL ran: bad input that slipped past waggle_store.textinput.
+        return InvalidInputError(f"a value cannot be stored or compared: {exc}")
     if isinstance(exc, WaggleStoreError) or not isinstance(exc, sa_exc.SQLAlchemyError):
         return exc
     orig = getattr(exc, "orig", None)
+    if isinstance(exc, sa_exc.DataError) and storage_cause(exc) is None:
+        # The database refused a value (Postgres SQLSTATE class 22: a NUL in text, a number
+        # out of range): the caller's input, not the storage.
+        return InvalidInputError(f"the database refused a value: {orig or exc}")
     if isinstance(exc, sa_exc.StatementError) and isinstance(orig, ValueError) and not isinstance(
         exc, sa_exc.DBAPIError
     ):

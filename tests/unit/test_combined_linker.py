@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 from waggle_store.errors import InvalidInputError
-from waggle_store.pipeline.linker import MemoryLink, MemoryLinker
+from waggle_store.pipeline.linker import CANDIDATES, MemoryLink, MemoryLinker
 from waggle_store.records import Frame, SearchResult
 
 NOW = datetime(2026, 5, 13, 12, 0, tzinfo=UTC)
@@ -32,10 +33,11 @@ class FakeMind:
         return self.results[:limit]
 
 
-def test_default_threshold_keeps_both_and_searches_with_limit_5() -> None:
+def test_default_threshold_keeps_both_and_searches_a_wide_page() -> None:
     mind = FakeMind([hit(1, "TS types", 0.4, rrf=0.45), hit(2, "TS generics", 0.2, rrf=0.25)])
     links = MemoryLinker(mind).find_related("TypeScript types")
-    assert mind.calls == [("TypeScript types", 5)]
+    # A wide page: links are chosen by match score, not by the backend's narrow top 5.
+    assert mind.calls == [("TypeScript types", CANDIDATES)]
     assert links == [
         MemoryLink(frame_id=1, content="TS types", score=0.45, final_score=0.4),
         MemoryLink(frame_id=2, content="TS generics", score=0.25, final_score=0.2),
@@ -64,7 +66,7 @@ def test_threshold_is_inclusive() -> None:
 def test_self_is_excluded_and_one_more_is_fetched() -> None:
     mind = FakeMind([hit(i, f"frame {i}", 0.8, rrf=0.9) for i in range(1, 10)])
     links = MemoryLinker(mind).find_related("q", limit=3, exclude_frame_id=1)
-    assert mind.calls == [("q", 4)]
+    assert mind.calls == [("q", CANDIDATES + 1)]
     assert [link.frame_id for link in links] == [2, 3, 4]
 
 
@@ -94,3 +96,15 @@ def test_bad_threshold_is_rejected(threshold: Any) -> None:
 def test_bad_limit_is_rejected(limit: Any) -> None:
     with pytest.raises(InvalidInputError, match="limit"):
         MemoryLinker(FakeMind([])).find_related("q", limit=limit)
+
+
+def test_match_score_decides_and_ties_go_to_the_older_frame() -> None:
+    """The match score (same on every backend) is read when present, not rrf_score; equal
+    scores are ordered by frame id, not by the backend's ranking."""
+    results = [
+        dataclasses.replace(hit(3, "c", 0.9, rrf=0.9), match_score=0.05),  # strong rrf, no match
+        dataclasses.replace(hit(2, "b", 0.1, rrf=0.1), match_score=0.4),
+        dataclasses.replace(hit(1, "a", 0.1, rrf=0.1), match_score=0.4),
+    ]
+    links = MemoryLinker(FakeMind(results)).find_related("q")
+    assert [(link.frame_id, link.score) for link in links] == [(1, 0.4), (2, 0.4)]

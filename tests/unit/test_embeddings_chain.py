@@ -228,3 +228,31 @@ def test_reprobe_of_explicit_provider_records_errors(embedding_server: Embedding
     embedding_server.script(*[Reply.error(500, "down")] * 3)
     assert "HTTP 500" in (chain.reprobe().last_error or "")
     assert chain.reprobe().last_error is None
+
+
+def test_a_success_clears_the_last_error(embedding_server: EmbeddingServer) -> None:
+    chain = resolve_embedder(OllamaEmbedder(host=embedding_server.url, retry=FAST))
+    assert chain is not None
+    embedding_server.script(*[Reply.error(500, "down")] * 3)
+    with pytest.raises(EmbeddingProviderError):
+        chain.embed_query("during the outage")
+    failed = chain.status()
+    assert "HTTP 500" in (failed.last_error or "")
+    assert failed.last_error_at is not None
+    assert failed.recovered_at is None
+    chain.embed_query("after the outage")
+    recovered = chain.status()
+    assert recovered.last_error is None
+    assert recovered.last_error_at is None
+    assert recovered.recovered_at is not None
+
+
+def test_the_fallback_reason_stays_while_the_fallback_answers(
+    embedding_server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", embedding_server.url)
+    embedding_server.script(Reply.error(503, "warming up"))
+    chain = resolve_quietly("auto")
+    chain.embed_query("hashing answers this")
+    assert chain.is_fallback
+    assert "HTTP 503" in (chain.status().last_error or "")

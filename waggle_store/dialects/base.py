@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 from sqlalchemy import ColumnElement, Connection, event
 from sqlalchemy.orm import Session
@@ -50,6 +50,21 @@ class LaneHit:
     frame: tuple[Any, ...]
     #: Whether the frame mentions any entity (only such frames can have a graph distance).
     mentions: bool = False
+
+
+@dataclass(frozen=True)
+class DerivedProblem:
+    """One missing or broken derived object (:mod:`waggle_store.dialects.derived`): the FTS5 table
+    or a trigger, the tsvector column or its GIN index, a vector table or its index/trigger
+    (``model_id`` set for those)."""
+
+    lane: Literal["keyword", "vector"]
+    name: str
+    problem: str
+    model_id: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.lane} index: {self.name} {self.problem}"
 
 
 class ModelNotActiveError(Exception):
@@ -189,4 +204,18 @@ class SearchAdapter(Protocol):
 
     def remove_keyword_orphans(self, session: Session) -> int:
         """Delete keyword-index rows whose frame no longer exists; returns how many."""
+        ...
+
+    # -- derived objects (waggle_store.dialects.derived) -------------------------------------
+
+    def verify_derived(self, session: Executor) -> list[DerivedProblem]:
+        """What is missing or broken of the keyword index and of each live model's vector
+        table; empty when everything is in place. Reads catalogues only (cheap: health())."""
+        ...
+
+    def repair_derived(self, session: Session,
+                       problems: Sequence[DerivedProblem]) -> list[DerivedProblem]:
+        """Recreate what ``problems`` (from :meth:`verify_derived`) names, with the same DDL the
+        migration and ``ensure_vector_table`` use; returns what is still broken afterwards.
+        Rows the objects missed meanwhile are re-indexed by reconcile, not here."""
         ...

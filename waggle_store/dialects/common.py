@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -22,6 +21,7 @@ from sqlalchemy.orm import Session
 from waggle_store.dialects.base import Executor, LaneFilter, LaneHit, ModelNotActiveError
 from waggle_store.models.base import UTCDateTime
 from waggle_store.records import Frame
+from waggle_store.textinput import scrub
 
 _TS: Final = UTCDateTime()
 
@@ -30,9 +30,7 @@ def clean_term(term: object) -> str:
     """``term`` with control, format and surrogate characters (``C*``) turned into spaces, stripped;
     ``""`` for a non-string. The query builders take terms from any caller: a NUL makes FTS5 raise
     "unterminated string" and psycopg refuse the parameter, a lone surrogate cannot be encoded."""
-    if not isinstance(term, str):
-        return ""
-    return "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in term).strip()
+    return scrub(term) if isinstance(term, str) else ""
 
 
 def frame_filters(where: LaneFilter, params: dict[str, Any], alias: str = "f",

@@ -29,8 +29,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
 
+from waggle_store.dialects import derived
 from waggle_store.dialects.base import (
     Capabilities,
+    DerivedProblem,
     Executor,
     LaneFilter,
     LaneHit,
@@ -105,14 +107,6 @@ class PostgresAdapter:
     def capabilities(self, session: Session) -> Capabilities:
         reasons: list[str] = []
         versions = {"postgresql": str(session.execute(text("SHOW server_version")).scalar())}
-        tsv = session.execute(
-            text(
-                "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
-                "AND table_name = 'memory_frames' AND column_name = 'content_tsv'"
-            )
-        ).scalar() is not None
-        if not tsv:
-            reasons.append("keyword search off: memory_frames.content_tsv is missing (run the migrations)")
         vec_version = session.execute(
             text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         ).scalar()
@@ -128,6 +122,9 @@ class PostgresAdapter:
                    if available else "not installed on this PostgreSQL server")
             )
         self._has_vector = bool(vec_version)
+        problems = self.verify_derived(session)
+        tsv = not derived.keyword_broken(problems)
+        reasons.extend(derived.derived_reasons(problems))
         return Capabilities("postgresql", keyword_search=tsv, vector_backend=bool(vec_version),
                             reasons=reasons, versions=versions)
 
@@ -404,3 +401,16 @@ class PostgresAdapter:
 
     def remove_keyword_orphans(self, session: Session) -> int:
         return 0
+
+    # -- derived objects ----------------------------------------------------------------------
+
+    def verify_derived(self, session: Executor) -> list[DerivedProblem]:
+        return derived.postgres_problems(session, vectors=self.vector_backend_available(session))
+
+    def repair_derived(self, session: Session,
+                       problems: Sequence[DerivedProblem]) -> list[DerivedProblem]:
+        if derived.keyword_broken(problems):
+            derived.postgres_repair_keyword(session, problems)
+        derived.postgres_drop_broken_vector_indexes(session, problems)
+        derived.repair_vector_tables(self, session, problems)
+        return self.verify_derived(session)

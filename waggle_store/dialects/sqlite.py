@@ -21,8 +21,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
 
+from waggle_store.dialects import derived
 from waggle_store.dialects.base import (
     Capabilities,
+    DerivedProblem,
     Executor,
     LaneFilter,
     LaneHit,
@@ -78,11 +80,9 @@ class SQLiteAdapter:
         info = engine_info(self.engine)
         reasons: list[str] = []
         versions: dict[str, str] = {"sqlite": info.sqlite_version or "?"}
-        fts = session.execute(
-            text("SELECT 1 FROM sqlite_master WHERE name = 'memory_frames_fts'")
-        ).scalar() is not None
-        if not fts:
-            reasons.append("keyword search off: the FTS5 table memory_frames_fts is missing (run the migrations)")
+        problems = self.verify_derived(session)
+        fts = not derived.keyword_broken(problems)
+        reasons.extend(derived.derived_reasons(problems))
         vec = bool(info.vector_extension)
         if vec:
             versions["sqlite_vec"] = str(session.execute(text("SELECT vec_version()")).scalar())
@@ -304,7 +304,15 @@ class SQLiteAdapter:
 
     # -- keyword index maintenance ------------------------------------------------------------
 
+    def _has_fts_table(self, session: Session) -> bool:
+        """A dropped FTS5 table has no rows to fix (``verify_derived`` reports it)."""
+        return session.execute(
+            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_frames_fts'")
+        ).scalar() is not None
+
     def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
+        if not self._has_fts_table(session):
+            return 0
         params: dict[str, Any] = {}
         mind = ""
         if mind_id is not None:
@@ -333,9 +341,23 @@ class SQLiteAdapter:
         return len(stale)
 
     def remove_keyword_orphans(self, session: Session) -> int:
+        if not self._has_fts_table(session):
+            return 0
         result = session.execute(
             text(
                 "DELETE FROM memory_frames_fts WHERE rowid NOT IN (SELECT id FROM memory_frames)"
             )
         )
         return rowcount(result)
+
+    # -- derived objects ----------------------------------------------------------------------
+
+    def verify_derived(self, session: Executor) -> list[DerivedProblem]:
+        return derived.sqlite_problems(session, vectors=self.vector_backend_available(session))
+
+    def repair_derived(self, session: Session,
+                       problems: Sequence[DerivedProblem]) -> list[DerivedProblem]:
+        if derived.keyword_broken(problems):
+            derived.sqlite_repair_keyword(session)
+        derived.repair_vector_tables(self, session, problems)
+        return self.verify_derived(session)

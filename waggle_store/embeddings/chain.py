@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Sequence
+from datetime import datetime
 
 from waggle_store.embeddings.auto import (
     AUTO_PROBE_TIMEOUT,
@@ -42,6 +43,7 @@ from waggle_store.embeddings.retry import RetryPolicy
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.errors import EmbeddingProviderError, InvalidInputError, TierError
 from waggle_store.records import EmbedderStatus
+from waggle_store.timeutil import utcnow
 
 
 def _skip_reason(provider: str) -> str | None:
@@ -79,7 +81,12 @@ class EmbeddingChain:
         self._probe_timeout = probe_timeout
         self._plan = plan
         self._is_fallback = is_fallback
-        self._last_error = last_error
+        #: Why "auto" settled on the hashing fallback: true for as long as the fallback is in use.
+        self._choice_error = last_error if is_fallback else None
+        #: The last failed call's error, cleared by the next successful call (see :meth:`status`).
+        self._call_error = None if is_fallback else last_error
+        self._call_error_at: datetime | None = utcnow() if self._call_error else None
+        self._recovered_at: datetime | None = None
         self._lock = threading.Lock()
 
     # -- settling "auto" --------------------------------------------------------------------
@@ -110,7 +117,26 @@ class EmbeddingChain:
     def _adopt(self, choice: Choice) -> None:
         self._active = choice.embedder
         self._is_fallback = choice.is_fallback
-        self._last_error = choice.error
+        self._choice_error = choice.error if choice.is_fallback else None
+        if choice.is_fallback or choice.error is None:
+            self._succeeded()
+        else:
+            self._failed(choice.error)
+
+    # -- outcome of calls: last_error describes the provider *now* -----------------------------
+
+    def _failed(self, error: str) -> None:
+        self._call_error = error
+        self._call_error_at = utcnow()
+
+    def _succeeded(self) -> None:
+        """A call (or probe) answered: an earlier failure is over. Without this a provider that
+        recovered kept being reported broken by ``status()`` and ``health()`` (issue 12,
+        finding 7); the time of the recovery is kept instead."""
+        if self._call_error is not None:
+            self._call_error = None
+            self._call_error_at = None
+            self._recovered_at = utcnow()
 
     @property
     def is_fallback(self) -> bool:
@@ -143,18 +169,22 @@ class EmbeddingChain:
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         active = self.resolve()
         try:
-            return active.embed_documents(texts)
+            result = active.embed_documents(texts)
         except EmbeddingProviderError as exc:
-            self._last_error = str(exc)
+            self._failed(str(exc))
             raise
+        self._succeeded()
+        return result
 
     def embed_query(self, text: str) -> list[float]:
         active = self.resolve()
         try:
-            return active.embed_query(text)
+            result = active.embed_query(text)
         except EmbeddingProviderError as exc:
-            self._last_error = str(exc)
+            self._failed(str(exc))
             raise
+        self._succeeded()
+        return result
 
     # -- status -----------------------------------------------------------------------------
 
@@ -173,6 +203,7 @@ class EmbeddingChain:
                 available_providers=[*plan.candidates, "hashing"],
                 last_error=None,
                 tier=self._tier,
+                recovered_at=self._recovered_at,
             )
         active = self.resolve()
         available = [active.provider]
@@ -190,8 +221,10 @@ class EmbeddingChain:
             model=active.model,
             dimensions=dims,
             available_providers=available,
-            last_error=self._last_error,
+            last_error=self._call_error or self._choice_error,
             tier=self._tier,
+            last_error_at=self._call_error_at,
+            recovered_at=self._recovered_at,
         )
 
     def reprobe(self) -> EmbedderStatus:
@@ -210,9 +243,10 @@ class EmbeddingChain:
                 assert self._active is not None
                 try:
                     probe(self._active, self._probe_policy)
-                    self._last_error = None
                 except EmbeddingProviderError as exc:
-                    self._last_error = str(exc)
+                    self._failed(str(exc))
+                else:
+                    self._succeeded()
         return self.status()
 
     def __repr__(self) -> str:

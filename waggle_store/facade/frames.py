@@ -10,13 +10,14 @@ reconcile re-embeds the ``pending`` manifest row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from waggle_store.context import MindContext
+from waggle_store.errors import InvalidInputError
 from waggle_store.models import EmbeddingModelRow
 from waggle_store.pipeline.embed import embed_frames
 from waggle_store.records import CompactionReport, Frame, FrameStats, GopState
@@ -88,6 +89,8 @@ class FramesAPI:
             self._repo(s).touch(frame_id)
 
     def touch_many(self, frame_ids: Sequence[int]) -> int:
+        if isinstance(frame_ids, (str, bytes)) or not isinstance(frame_ids, Iterable):
+            raise InvalidInputError(f"frame_ids must be a list of ids, got {frame_ids!r:.80}")
         with self.mind.write() as s:
             return self._repo(s).touch_many(frame_ids)
 

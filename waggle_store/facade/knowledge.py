@@ -15,17 +15,16 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from waggle_store.context import MindContext
-from waggle_store.errors import InvalidInputError, NotFoundError
+from waggle_store.errors import NotFoundError
 from waggle_store.records import Entity, Relation, ValidationSchema
 from waggle_store.repositories.knowledge import KnowledgeRepository
 from waggle_store.repositories.knowledge_common import to_entity, to_relation
+from waggle_store.textinput import check_id
 from waggle_store.timeutil import ensure_utc, optional_utc
 
 
 def _check_id(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"{what} must be an integer id, got {value!r}")
-    return value
+    return check_id(value, name=what)
 
 
 class KnowledgeAPI:

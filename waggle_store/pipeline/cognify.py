@@ -297,6 +297,8 @@ def cognify_batch(mind: MindContext, items: Iterable[str | MemoryInput], *,
     """
     if isinstance(items, (str, bytes)):
         raise InvalidInputError("cognify_batch takes a list of texts, not one string")
+    if not isinstance(items, Iterable):
+        raise InvalidInputError(f"cognify_batch takes a list of texts, got {type(items).__name__}")
     raw = list(items)
     frame_ids: list[int | None] = [None] * len(raw)
     failures: list[tuple[int, str]] = []

@@ -6,14 +6,20 @@ memory does not already cover the query, and when it fails the local results sti
 with the failure in ``external_error``.
 
 **Which score the thresholds read.** A memory result's ``CombinedResult.score`` is its
-``final_score`` capped to [0, 1] (``metadata`` keeps the uncapped ``final_score``, ``rrf_score``
-and ``relevance_score``). The coverage gate (3 results at >= 0.7) and the conflict gate (>= 0.6)
-compare that score. Why not ``rrf_score``: it is rank-based and saturates (a frame in the top
-~25 of every lane already scores >= 0.7), and it ignores what ``final_score`` adds, so a stale or
-deprecated memory would count as coverage and suppress the external lookup. Why capped: the
-relevance factor reaches ~2 for critical memories, while external scores and the thresholds live
-in [0, 1]. With the balanced profile a fresh, normal-importance frame has relevance 0.8, so it
-counts as "strong" when it ranks in roughly the top 8 of every lane.
+``match_score × relevance_score`` capped to [0, 1] (``metadata`` keeps ``match_score``,
+``final_score``, ``rrf_score`` and ``relevance_score``). The coverage gate (3 results at >= 0.7)
+and the conflict gate (>= 0.6) compare that score.
+
+Why ``match_score`` (:mod:`waggle_store.search.match`: query-term coverage computed in Python
+and the vector lane's confidence) and not ``rrf_score``: the fused score weighs keyword hits by
+the backend's raw bm25 / idf sums and ranks, so the same data called the external source on
+SQLite and skipped it on Postgres (issue 12, finding 9); and ``rrf_score`` saturates (a frame in
+the top ~25 of every lane scores >= 0.7). Why times relevance: a stale or deprecated memory must
+not count as coverage and suppress the external lookup. Why capped: the relevance factor reaches
+~2 for critical memories, while external scores and the thresholds live in [0, 1]. With the
+balanced profile a fresh, normal-importance frame has relevance 0.8, so it counts as "strong"
+for coverage when it holds nearly every query term and the vector lane clearly found it too.
+A result without a match score (a fake mind in tests) is judged by its capped ``final_score``.
 """
 
 from __future__ import annotations
@@ -65,8 +71,9 @@ class ExternalSearch(Protocol):
 
 
 def memory_score(result: SearchResult) -> float:
-    """The [0, 1] score the gates read: final_score capped (see the module docstring)."""
-    score = result.final_score
+    """The [0, 1] score the gates read: match × relevance, capped (see the module docstring)."""
+    score = (result.final_score if result.match_score is None
+             else result.match_score * result.relevance_score)
     if math.isnan(score):
         return 0.0
     return min(max(score, 0.0), 1.0)
@@ -82,6 +89,7 @@ def map_memory_result(result: SearchResult, source: str) -> CombinedResult:
         "rrf_score": result.rrf_score,
         "relevance_score": result.relevance_score,
         "final_score": result.final_score,
+        "match_score": result.match_score,
     }
     attribution = WORKSPACE_ATTRIBUTION if source == "workspace" else PERSONAL_ATTRIBUTION
     return CombinedResult(frame.content, source, attribution, memory_score(result), metadata)

@@ -1,11 +1,19 @@
 """MemoryLinker: which existing frames a new memory is related to (reference §15).
 
 The seed kept search results whose raw ``finalScore`` reached 0.1, a score that could never
-exceed about 0.054, so it never linked anything (§23.8). Here the threshold is applied to the
-*normalised* fusion score, ``SearchResult.rrf_score``, which lies in [0, 1] and is 1.0 for a frame
-at the top of every search lane. That score measures how well a frame matches the content; the
-relevance factors folded into ``final_score`` (recency, popularity, importance) say how useful a
-frame is right now, which is not what "related" means.
+exceed about 0.054, so it never linked anything (§23.8). Here the threshold is applied to
+``SearchResult.match_score`` (:mod:`waggle_store.search.match`), in [0, 1]: the share of the
+content's terms a frame contains and how clearly the vector lane found it. That score measures
+how well a frame matches the content; the relevance factors folded into ``final_score``
+(recency, popularity, importance) say how useful a frame is right now, which is not what
+"related" means.
+
+Why not the fused ``rrf_score`` (as before): it weighs keyword hits by the backend's own raw
+scores and ranks, so the same data linked differently on SQLite and Postgres (issue 12, finding
+9). For the same reason the linker reads a wide page (:data:`CANDIDATES`), not just the top
+``limit``: which frames make a narrow page depends on the backend's ranking; the links are the
+best ``limit`` by match score among all candidates that reach the threshold. A result without a
+match score (a fake mind in tests) is judged by its ``rrf_score``.
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ from waggle_store.records import SearchResult
 
 DEFAULT_THRESHOLD = 0.1
 DEFAULT_LIMIT = 5
+#: The page the linker reads (at least): links are chosen by match score within it.
+CANDIDATES = 25
 
 
 class LinkSearch(Protocol):
@@ -59,7 +69,8 @@ class MemoryLinker:
         limit: int = DEFAULT_LIMIT,
         exclude_frame_id: int | None = None,
     ) -> list[MemoryLink]:
-        """Up to ``limit`` frames whose rrf_score reaches the threshold, in the mind's order.
+        """Up to ``limit`` frames whose match score reaches the threshold, best first (ties:
+        oldest frame first).
 
         ``exclude_frame_id`` is the frame the content was just stored as: it matches itself best,
         so one extra result is fetched to keep ``limit`` meaningful once it is dropped.
@@ -68,25 +79,21 @@ class MemoryLinker:
             raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
         if not content.strip():
             return []
-        fetch = limit + 1 if exclude_frame_id is not None else limit
+        fetch = max(limit, CANDIDATES) + (1 if exclude_frame_id is not None else 0)
         links: list[MemoryLink] = []
         for result in self._mind.search(content, limit=fetch):
             if result.frame.id == exclude_frame_id:
                 continue
+            score = result.rrf_score if result.match_score is None else result.match_score
             # A NaN score fails this comparison too, so a broken score never links.
-            if not result.rrf_score >= self.threshold:
+            if not score >= self.threshold:
                 continue
-            links.append(
-                MemoryLink(
-                    frame_id=result.frame.id,
-                    content=result.frame.content,
-                    score=result.rrf_score,
-                    final_score=result.final_score,
-                )
-            )
-            if len(links) == limit:
-                break
-        return links
+            links.append(MemoryLink(frame_id=result.frame.id, content=result.frame.content,
+                                    score=score, final_score=result.final_score))
+        # Ties by frame id (the order frames were written), not by the backend's ranking.
+        links.sort(key=lambda link: (-link.score, link.frame_id))
+        return links[:limit]
 
 
-__all__ = ["DEFAULT_LIMIT", "DEFAULT_THRESHOLD", "LinkSearch", "MemoryLink", "MemoryLinker"]
+__all__ = ["CANDIDATES", "DEFAULT_LIMIT", "DEFAULT_THRESHOLD", "LinkSearch", "MemoryLink",
+           "MemoryLinker"]

@@ -10,6 +10,15 @@ What drifts and how it is repaired:
   vector row is gone, is embedded again, in batches of :data:`EMBED_BATCH_SIZE`, each embedded
   outside any transaction and stored in one write transaction.
 * orphans: keyword or vector rows whose frame no longer exists are deleted.
+* derived objects (FTS5 table and triggers, tsvector column and GIN index, vector tables and
+  their index/trigger): checked on every run and listed in ``ReconcileReport.problems``;
+  recreated only with ``repair=True`` (by the adapter, with the DDL the migration used). Why not
+  always: on Postgres re-adding the generated column rewrites ``memory_frames`` and building the
+  GIN index scans it, both under a lock that blocks every writer for as long as that takes,
+  which a routine "reindex what drifted" call must not do unasked. (The store's own model's
+  vector table is ensured on every run, as before: reconcile embeds into it.) The row-level
+  steps above still run where they can (a missing FTS5 table has no rows to fix: 0), so after
+  a repair they re-index what the missing triggers let through.
 
 Running it twice in a row returns zeros the second time. Without an embedder (or a vector
 backend) the vector step does nothing and frames stay pending; search stays keyword-only for them.
@@ -77,17 +86,26 @@ def reconcile(
     *,
     mind_id: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    repair: bool = False,
 ) -> ReconcileReport:
     """Repair the keyword and vector indexes of one mind (or all, ``mind_id=None``); see the
     module docstring.
 
     ``progress(done, total)`` is called after each embedding batch. Orphan rows belong to no mind
-    any more, so they are removed store-wide even when a mind is given.
+    any more, so they are removed store-wide even when a mind is given. ``repair`` recreates
+    missing or broken derived objects first (store-wide: they belong to no mind).
     """
     with store.write() as session:
+        found = store.adapter.verify_derived(session)
+        remaining = store.adapter.repair_derived(session, found) if repair and found else found
+        for problem in remaining:
+            log.warning("reconcile: %s%s", problem, "" if repair else " (repair=True recreates it)")
         fts_fixed = store.adapter.repair_keyword_index(session, mind_id)
         orphans = store.adapter.remove_keyword_orphans(session)
         vector_backend = store.adapter.vector_backend_available(session)
+        still = set(map(str, remaining))
+        # ReconcileReport's problems and repaired, in that order.
+        problems = ([str(p) for p in found], [str(p) for p in found if str(p) not in still])
         if vector_backend:
             model_ids = list(session.scalars(select(EmbeddingModelRow.id)))
             for model_id in model_ids:
@@ -100,7 +118,7 @@ def reconcile(
             key = model_key(store.embedder)  # may probe a remote provider: outside any transaction
         except Exception as exc:  # provider down: the keyword repairs above still count
             log.warning("reconcile cannot embed: the embedder failed: %s", exc)
-            return ReconcileReport(fts_fixed=fts_fixed, vectors_fixed=0, orphans_removed=orphans)
+            return ReconcileReport(fts_fixed, 0, orphans, *problems)
         with store.write() as session:
             model_id = register_model(session, store.adapter, key, repair=True)
         todo = _stale_frames(store, model_id, mind_id)
@@ -115,4 +133,4 @@ def reconcile(
             if report.error is not None and report.embedded == 0:
                 log.warning("reconcile stopped embedding: %s", report.error)
                 break
-    return ReconcileReport(fts_fixed=fts_fixed, vectors_fixed=vectors_fixed, orphans_removed=orphans)
+    return ReconcileReport(fts_fixed, vectors_fixed, orphans, *problems)

@@ -22,6 +22,8 @@ from waggle_store.errors import InvalidInputError
 from waggle_store.models.idioms import get_or_create as get_or_create
 from waggle_store.models.idioms import insert_or_none as insert_or_none
 from waggle_store.models.idioms import rowcount as rowcount
+from waggle_store.textinput import check_id as textinput_check_id
+from waggle_store.textinput import unstorable
 
 MAX_CONTENT_BYTES = 1_048_576
 """Largest frame content (and awareness/identity text) accepted, in bytes of UTF-8 (1 MiB).
@@ -94,10 +96,10 @@ def check_name(value: object, *, name: str, max_length: int = MAX_NAME_LENGTH) -
     """Identifiers (gop_id, project_id, kv key): non-empty, no NUL, bounded by the column."""
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
-    if not value.strip() or "\x00" in value or len(value) > max_length:
+    if not value.strip() or unstorable(value) is not None or len(value) > max_length:
         raise InvalidInputError(
-            f"{name} must be a non-empty string of at most {max_length} characters without NUL, "
-            f"got {value[:80]!r}"
+            f"{name} must be a non-empty string of at most {max_length} characters without NUL "
+            f"or lone surrogates, got {value[:80]!r}"
         )
     return value
 
@@ -110,10 +112,9 @@ def check_choice(value: object, choices: Iterable[str], *, name: str) -> str:
 
 
 def check_id(value: object, *, name: str = "id") -> int:
-    # bool is an int subclass; True as a frame id is always a caller bug.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"{name} must be an integer, got {type(value).__name__}")
-    return value
+    # bool is an int subclass; True as a frame id is always a caller bug. The 64-bit range
+    # check is waggle_store.textinput's (beyond it SQLite's driver raises OverflowError).
+    return textinput_check_id(value, name=name)
 
 
 def check_int(value: object, *, name: str, minimum: int | None = None,

@@ -20,6 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from waggle_store import textinput
 from waggle_store.errors import InvalidInputError, NotFoundError, ValidationError
 from waggle_store.models.knowledge import EntityRow, RelationRow
 from waggle_store.records import ValidationSchema
@@ -72,15 +73,20 @@ class EntityRepository:
     def search(self, query: str, limit: int = 100) -> list[EntityRow]:
         """Active entities whose name contains ``query`` (case-insensitive, LIKE
         metacharacters literal)."""
-        if not isinstance(query, str):
-            raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
-        folded = name_key(query)  # the same folding as the stored keys
-        pattern = "%" + folded.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        limit = check_limit(limit)
+        # The rules every read API shares (waggle_store.textinput): C* characters scrubbed, LIKE
+        # metacharacters literal; a query longer than any stored key cannot be inside one (and
+        # would make SQLite's LIKE give up: "pattern too complex"). NFKC grows a character into
+        # at most 18, so no key is longer than MAX_NAME_LENGTH * 18.
+        folded = name_key(textinput.check_query(query))  # the same folding as the stored keys
+        if len(folded) > MAX_NAME_LENGTH * 18:
+            return []
+        pattern = textinput.like_contains(folded)
         return list(self.session.scalars(
             sa.select(EntityRow)
             .where(EntityRow.mind_id == self.mind_id, _active(),
                    EntityRow.name_key.like(pattern, escape="\\"))
-            .order_by(EntityRow.name, EntityRow.id).limit(check_limit(limit))
+            .order_by(EntityRow.name, EntityRow.id).limit(limit)
         ))
 
     def by_type(self, entity_type: str, limit: int = 500) -> list[EntityRow]:

@@ -16,6 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from waggle_store import textinput
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import MindRow
 from waggle_store.models.knowledge import EntityRow, RelationRow
@@ -100,9 +101,8 @@ def check_confidence(value: object) -> float:
 
 
 def check_limit(limit: object) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidInputError(f"limit must be a positive integer, got {limit!r}")
-    return limit
+    """The shared rule (:func:`waggle_store.textinput.check_limit`)."""
+    return textinput.check_limit(limit)
 
 
 def name_key(name: str) -> str:

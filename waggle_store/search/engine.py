@@ -122,7 +122,7 @@ class HybridSearch:
                 distances = self._graph(conn, mind.id, names, mentioning)
         return rank_results(ran=ran, fusion=fusion, distances=distances, profile=plan.profile,
                             limit=plan.limit, now=utcnow(), keyword_backend=meta["keyword_backend"],
-                            degraded=degraded)
+                            degraded=degraded, query=query, keyword="keyword" in plan.lanes)
 
     def recall(self, mind: MindContext, query: str, **options: Any) -> list[SearchResult]:
         """:meth:`search`, then count one access of every returned frame, in one transaction."""

@@ -16,6 +16,7 @@ from typing import Any, Final
 from waggle_store.dialects.base import LaneHit
 from waggle_store.records import Frame, SearchResult
 from waggle_store.search.fusion import Fusion
+from waggle_store.search.match import match_scores
 from waggle_store.search.scoring import compute_relevance, relevance_scorer
 
 __all__ = ["rank_results"]
@@ -25,12 +26,15 @@ _FIELDS: Final = [field.name for field in dataclasses.fields(Frame)]
 _IMPORTANCE, _ACCESS_COUNT, _LAST_ACCESSED = (
     _FIELDS.index("importance"), _FIELDS.index("access_count"), _FIELDS.index("last_accessed")
 )
+_CONTENT: Final = _FIELDS.index("content")
 
 
 def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
                  distances: Mapping[int, int], profile: str, limit: int, now: datetime,
-                 keyword_backend: str | None, degraded: Sequence[str]) -> list[SearchResult]:
-    """``final = rrf × relevance``, best first, the top ``limit`` with their explain."""
+                 keyword_backend: str | None, degraded: Sequence[str], query: str = "",
+                 keyword: bool = False) -> list[SearchResult]:
+    """``final = rrf × relevance``, best first, the top ``limit`` with their explain and match
+    score (``query``'s terms count when ``keyword``: the keyword lane was asked for)."""
     frames = {h.frame_id: h.frame for lane_hits in ran.values() for h in lane_hits}
     relevance_of = relevance_scorer(profile, now)
     scored: list[tuple[float, int, float]] = []
@@ -45,8 +49,11 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
     for lane, lane_hits in ran.items():
         for h in lane_hits:  # the first (best-ranked) hit of a frame, as the fusion counts it
             raw_scores.setdefault(lane, {}).setdefault(h.frame_id, h.score)
+    page = scored[:limit]
+    matches = match_scores(query, keyword=keyword, vector_hits=ran.get("vector"),
+                           contents={fid: frames[fid][_CONTENT] for _, fid, _ in page})
     results: list[SearchResult] = []
-    for final, frame_id, relevance in scored[:limit]:
+    for final, frame_id, relevance in page:
         detail = fusion.detail(frame_id)
         frame = frames[frame_id]
         distance = distances.get(frame_id)
@@ -70,10 +77,12 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
             "rrf_raw": detail.raw,
             "relevance": relevance,
             "final": final,
+            "match": matches[frame_id],
             "profile": profile,
             "graph_distance": distance,
             "subscores": parts,
             "degraded": list(degraded),
         }
-        results.append(SearchResult(Frame(*frame), detail.score, relevance, final, explain))
+        results.append(SearchResult(Frame(*frame), detail.score, relevance, final, explain,
+                                    matches[frame_id]))
     return results

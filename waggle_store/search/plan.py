@@ -15,6 +15,7 @@ from waggle_store.dialects.base import LaneFilter
 from waggle_store.errors import InvalidInputError
 from waggle_store.search.query import keyword_terms
 from waggle_store.search.scoring import get_profile
+from waggle_store.textinput import check_identifier
 from waggle_store.timeutil import optional_utc
 
 __all__ = ["LANES", "MAX_LIMIT", "SearchPlan", "plan_search", "query_names"]
@@ -24,6 +25,8 @@ MAX_LIMIT: Final = 1000
 #: Longest entity name, in words, looked for in the query; and a bound on the query words used.
 _MAX_NAME_WORDS: Final = 5
 _MAX_QUERY_WORDS: Final = 200
+#: sessions.gop_id is VARCHAR(255).
+_MAX_GOP_ID: Final = 255
 
 
 @dataclass
@@ -43,8 +46,8 @@ def plan_search(mind_id: int, query: Any, limit: Any, gop_id: Any, profile: Any,
         raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInputError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
-    if gop_id is not None and not isinstance(gop_id, str):
-        raise InvalidInputError(f"gop_id must be a string or None, got {type(gop_id).__name__}")
+    if gop_id is not None:  # compared for equality: refused if no session id could hold it
+        check_identifier(gop_id, name="gop_id", max_length=_MAX_GOP_ID)
     chosen = get_profile(profile).name
     since_utc = optional_utc(since, name="since")
     until_utc = optional_utc(until, name="until")

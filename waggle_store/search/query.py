@@ -36,7 +36,8 @@ contains. Here:
   10 MB) query costs linear time and yields a bounded query. An over-long term is dropped rather
   than truncated: a truncated word is no longer a token of the index and would match nothing.
 
-Nothing in this module raises, whatever string it is given.
+Nothing in this module raises, whatever string it is given. The character rules (what is
+scrubbed, how LIKE is escaped) are :mod:`waggle_store.textinput`'s, shared with every read API.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from typing import Final
+
+from waggle_store.textinput import LIKE_ESCAPE, is_other_char, like_contains, scrub
 
 __all__ = [
     "LIKE_ESCAPE",
@@ -55,6 +58,7 @@ __all__ = [
     "STOP_WORDS",
     "keyword_terms",
     "like_patterns",
+    "text_terms",
 ]
 
 #: The seed's stop-word list, exactly (reference §7.1), compared case-insensitively. DESIGN §5
@@ -79,8 +83,6 @@ MAX_TERMS: Final = 64
 MAX_TERM_LENGTH: Final = 100
 #: Whitespace-separated tokens longer than this are skipped without being scanned.
 MAX_TOKEN_LENGTH: Final = 1000
-#: The escape character :func:`like_patterns` uses; bind it as ``ESCAPE '\\'``.
-LIKE_ESCAPE: Final = "\\"
 
 _NON_SPACE: Final = re.compile(r"\S+")
 #: Letters, digits and underscore only: the common token, which needs no per-character work.
@@ -100,9 +102,7 @@ def _is_alnum_char(ch: str) -> bool:
     return unicodedata.category(ch)[0] in "LN"
 
 
-def _is_other_char(ch: str) -> bool:
-    """Control/format/surrogate/private/unassigned (``C*``): never sent to a database."""
-    return unicodedata.category(ch)[0] == "C"
+_is_other_char = is_other_char  # control/format/surrogate/private/unassigned: never sent
 
 
 def _tokens(text: str) -> Iterator[str]:
@@ -171,6 +171,17 @@ def keyword_terms(query: str) -> list[str]:
     An empty list means the keyword lane has nothing to look for (empty text, only stop words,
     only punctuation); the search then runs the vector lane only.
     """
+    return _terms(query, MAX_TERMS)
+
+
+def text_terms(text: str) -> list[str]:
+    """Every term of ``text`` by the rules of :func:`keyword_terms` but without its
+    :data:`MAX_TERMS` cap: the terms of a frame's content, which the match score
+    (:mod:`waggle_store.search.match`) compares with the query's."""
+    return _terms(text, None)
+
+
+def _terms(query: str, cap: int | None) -> list[str]:
     if not isinstance(query, str):  # defensive: the contract is "never raises"
         return []
     terms: list[str] = []
@@ -194,18 +205,9 @@ def keyword_terms(query: str) -> list[str]:
                 continue
             seen.add(key)
             terms.append(candidate)
-            if len(terms) >= MAX_TERMS:
+            if cap is not None and len(terms) >= cap:
                 return terms
     return terms
-
-
-def _sanitise(term: str) -> str:
-    """Replace ``C*`` characters by spaces and strip: guards terms not built by this module."""
-    return "".join(" " if _is_other_char(ch) else ch for ch in term).strip()
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def like_patterns(query: str) -> list[str]:
@@ -234,7 +236,7 @@ def like_patterns(query: str) -> list[str]:
         if len(terms) >= MAX_TERMS:
             break
     if not terms:
-        whole = _sanitise(query[: MAX_TOKEN_LENGTH * 4])[:MAX_TERM_LENGTH].strip()
+        whole = scrub(query[: MAX_TOKEN_LENGTH * 4])[:MAX_TERM_LENGTH].strip()
         if whole:
             terms.append(whole)
-    return [f"%{_escape_like(term)}%" for term in terms]
+    return [like_contains(term) for term in terms]

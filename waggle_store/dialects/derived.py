@@ -1,0 +1,276 @@
+"""The derived objects each backend keeps beside the tables: their DDL, in one place, and the checks
+that find them missing or broken.
+
+Derived objects are what the search reads but no ORM model describes, so Alembic's autogenerate
+cannot see them and a dropped one used to be noticed by nothing (issue 12, finding 8):
+
+* SQLite: the FTS5 table ``memory_frames_fts`` and the three triggers that keep it in step with
+  ``memory_frames`` (a dropped insert trigger silently stops new writes from being
+  keyword-searchable);
+* Postgres: the generated column ``memory_frames.content_tsv`` and its GIN index (a dropped index
+  makes every keyword search a sequential scan; an invalid one, left by a failed
+  ``CREATE INDEX CONCURRENTLY``, is never used);
+* both: each registered, not retired embedding model's vector table and what keeps it usable
+  (SQLite: the ``vec0`` table and its delete trigger; Postgres: the table, its HNSW and ``mind_id``
+  indexes). Their DDL stays in the adapters' ``ensure_vector_table``, which repair re-runs.
+
+Migration 0001 creates the keyword objects with the very statements below (:data:`FTS5_DDL`,
+:data:`TSVECTOR_DDL`) and repair re-runs them, so the two cannot drift. The consequence: these
+statements are part of the migration's history. Changing one means a new migration that applies
+the change (and the check then expects the new form).
+
+The checks only read catalogues (``sqlite_master``, ``pg_attribute``, ``pg_index``): cheap enough
+for every ``health()`` call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, Literal
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from waggle_store.dialects.base import DerivedProblem, Executor, SearchAdapter, vector_table_name
+
+FTS_TABLE: Final = "memory_frames_fts"
+
+#: The FTS5 table keeps its own copy of the text so that reconcile can compare it with
+#: ``memory_frames``; the triggers keep it in step in the same transaction as every write.
+FTS5_TABLE_DDL: Final = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} "
+    "USING fts5(content, tokenize='porter unicode61')"
+)
+FTS5_TRIGGERS: Final[dict[str, str]] = {
+    "memory_frames_fts_ai": (
+        "CREATE TRIGGER IF NOT EXISTS memory_frames_fts_ai AFTER INSERT ON memory_frames BEGIN "
+        f"INSERT INTO {FTS_TABLE}(rowid, content) VALUES (new.id, new.content); END"
+    ),
+    "memory_frames_fts_ad": (
+        "CREATE TRIGGER IF NOT EXISTS memory_frames_fts_ad AFTER DELETE ON memory_frames BEGIN "
+        f"DELETE FROM {FTS_TABLE} WHERE rowid = old.id; END"
+    ),
+    "memory_frames_fts_au": (
+        "CREATE TRIGGER IF NOT EXISTS memory_frames_fts_au "
+        "AFTER UPDATE OF content ON memory_frames "
+        f"BEGIN DELETE FROM {FTS_TABLE} WHERE rowid = old.id; "
+        f"INSERT INTO {FTS_TABLE}(rowid, content) VALUES (new.id, new.content); END"
+    ),
+}
+#: Every statement that builds SQLite's keyword index, in order (migration 0001 runs these).
+FTS5_DDL: Final = (FTS5_TABLE_DDL, *FTS5_TRIGGERS.values())
+
+TSV_COLUMN: Final = "content_tsv"
+GIN_INDEX: Final = "ix_memory_frames_content_tsv"
+TSVECTOR_COLUMN_DDL: Final = (
+    f"ALTER TABLE memory_frames ADD COLUMN IF NOT EXISTS {TSV_COLUMN} tsvector "
+    "GENERATED ALWAYS AS (to_tsvector('english', content)) STORED"
+)
+GIN_INDEX_DDL: Final = (
+    f"CREATE INDEX IF NOT EXISTS {GIN_INDEX} ON memory_frames USING gin ({TSV_COLUMN})"
+)
+#: Every statement that builds Postgres's keyword index, in order (migration 0001 runs these).
+TSVECTOR_DDL: Final = (TSVECTOR_COLUMN_DDL, GIN_INDEX_DDL)
+
+Lane = Literal["keyword", "vector"]
+
+__all__ = [
+    "FTS5_DDL",
+    "TSVECTOR_DDL",
+    "derived_reasons",
+    "keyword_broken",
+    "live_models",
+    "postgres_problems",
+    "repair_vector_tables",
+    "sqlite_problems",
+]
+
+
+def live_models(session: Executor) -> list[tuple[int, int]]:
+    """``(model id, dimensions)`` of every model that must have its vector table: the active one(s)
+    and any other holding ready vectors (a model being switched to). A retired model, or a
+    registered one with nothing embedded yet, needs none."""
+    rows = session.execute(
+        text(
+            "SELECT m.id, m.dimensions FROM embedding_models m WHERE m.status = 'active' "
+            "OR (m.status <> 'retired' AND EXISTS (SELECT 1 FROM frame_embeddings e "
+            "WHERE e.model_id = m.id AND e.status = 'ready')) ORDER BY m.id"
+        )
+    ).all()
+    return [(int(r[0]), int(r[1])) for r in rows]
+
+
+# -- SQLite ------------------------------------------------------------------------------------
+
+
+#: What goes wrong while each FTS5 trigger is missing (the health() reason says it).
+_FTS5_TRIGGER_EFFECTS: Final = {
+    "memory_frames_fts_ai": "new frames are not keyword-searchable",
+    "memory_frames_fts_ad": "deleted frames stay in the keyword index",
+    "memory_frames_fts_au": "edited frames are found by their old text",
+}
+assert set(_FTS5_TRIGGER_EFFECTS) == set(FTS5_TRIGGERS)
+
+
+def _sqlite_objects(session: Executor) -> dict[str, tuple[str, str]]:
+    """``name -> (type, table it belongs to)`` of the schema's tables and triggers."""
+    rows = session.execute(
+        text("SELECT name, type, tbl_name FROM sqlite_master WHERE type IN ('table', 'trigger')")
+    ).all()
+    return {str(r[0]): (str(r[1]), str(r[2])) for r in rows}
+
+
+def sqlite_problems(session: Executor, *, vectors: bool) -> list[DerivedProblem]:
+    """What is missing of the FTS5 index and (``vectors``: sqlite-vec is loaded) the vector
+    tables."""
+    objects = _sqlite_objects(session)
+    problems: list[DerivedProblem] = []
+    if objects.get(FTS_TABLE, ("", ""))[0] != "table":
+        problems.append(DerivedProblem("keyword", FTS_TABLE, "(the FTS5 table) is missing"))
+    problems.extend(
+        DerivedProblem("keyword", name, f"(trigger) is missing: {effect}")
+        for name, effect in _FTS5_TRIGGER_EFFECTS.items()
+        if objects.get(name) != ("trigger", "memory_frames")
+    )
+    if vectors:
+        for model_id, _dims in live_models(session):
+            table = vector_table_name(model_id)
+            if objects.get(table, ("", ""))[0] != "table":
+                problems.append(
+                    DerivedProblem("vector", table, "(vector table) is missing", model_id))
+            if objects.get(f"{table}_ad") != ("trigger", "memory_frames"):
+                problems.append(DerivedProblem(
+                    "vector", f"{table}_ad",
+                    "(trigger) is missing: deleted frames keep their vectors", model_id))
+    return problems
+
+
+def sqlite_repair_keyword(session: Executor) -> None:
+    """Recreate whatever is missing of the FTS5 index (``IF NOT EXISTS``: present parts stay)."""
+    for statement in FTS5_DDL:
+        session.execute(text(statement))
+
+
+# -- Postgres ----------------------------------------------------------------------------------
+
+
+def _pg_index(session: Executor, name: str) -> tuple[bool, str] | None:
+    """``(valid, definition)`` of the index ``name`` in the current schema, None if missing."""
+    row = session.execute(
+        text(
+            "SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i "
+            "WHERE i.indexrelid = to_regclass(quote_ident(current_schema()) || '.' || :name)"
+        ),
+        {"name": name},
+    ).first()
+    return None if row is None else (bool(row[0]), str(row[1]))
+
+
+def _pg_index_problem(session: Executor, name: str, lane: Lane, must_contain: str,
+                      model_id: int | None = None) -> DerivedProblem | None:
+    index = _pg_index(session, name)
+    if index is None:
+        return DerivedProblem(lane, name, "(index) is missing", model_id)
+    valid, definition = index
+    if not valid:
+        return DerivedProblem(lane, name, "(index) is invalid (a failed build): it is never used",
+                              model_id)
+    if must_contain not in definition:
+        return DerivedProblem(lane, name, f"(index) is not the expected one: {definition}",
+                              model_id)
+    return None
+
+
+def _pg_generated(session: Executor) -> str | None:
+    """``attgenerated`` of ``memory_frames.content_tsv`` (``'s'``: stored generated), None if
+    missing."""
+    value = session.execute(
+        text(
+            "SELECT attgenerated FROM pg_attribute WHERE attrelid = "
+            "to_regclass(quote_ident(current_schema()) || '.memory_frames') "
+            "AND attname = :name AND NOT attisdropped"
+        ),
+        {"name": TSV_COLUMN},
+    ).scalar()
+    return None if value is None else str(value)
+
+
+def postgres_problems(session: Executor, *, vectors: bool) -> list[DerivedProblem]:
+    """What is missing or broken of the tsvector index and (``vectors``: pgvector is installed)
+    the vector tables."""
+    problems: list[DerivedProblem] = []
+    generated = _pg_generated(session)
+    if generated is None:
+        problems.append(
+            DerivedProblem("keyword", f"memory_frames.{TSV_COLUMN}", "(column) is missing"))
+    elif generated != "s":
+        problems.append(DerivedProblem(
+            "keyword", f"memory_frames.{TSV_COLUMN}",
+            "(column) is not generated from content: it does not follow writes"))
+    gin = _pg_index_problem(session, GIN_INDEX, "keyword", f"USING gin ({TSV_COLUMN})")
+    if gin is not None:
+        problems.append(gin)
+    if vectors:
+        for model_id, _dims in live_models(session):
+            table = vector_table_name(model_id)
+            exists = session.execute(
+                text("SELECT to_regclass(quote_ident(current_schema()) || '.' || :name) "
+                     "IS NOT NULL"),
+                {"name": table},
+            ).scalar()
+            if not exists:
+                problems.append(
+                    DerivedProblem("vector", table, "(vector table) is missing", model_id))
+                continue
+            for name, must in ((f"{table}_hnsw", "USING hnsw"), (f"{table}_mind_id", "(mind_id)")):
+                problem = _pg_index_problem(session, name, "vector", must, model_id)
+                if problem is not None:
+                    problems.append(problem)
+    return problems
+
+
+def postgres_repair_keyword(session: Executor, problems: Sequence[DerivedProblem]) -> None:
+    """Rebuild the broken parts of the tsvector index: a column that is not the generated one is
+    dropped and added again (which drops its index too), a broken index is dropped and built.
+    Both rewrite or scan the whole table under a lock that blocks writes: that is why reconcile
+    only does it when asked (``repair=True``)."""
+    names = {p.name for p in problems if p.lane == "keyword"}
+    column = f"memory_frames.{TSV_COLUMN}"
+    if column in names:
+        session.execute(text(f"ALTER TABLE memory_frames DROP COLUMN IF EXISTS {TSV_COLUMN}"))
+        names.add(GIN_INDEX)
+    if GIN_INDEX in names:
+        session.execute(text(f"DROP INDEX IF EXISTS {GIN_INDEX}"))
+    for statement in TSVECTOR_DDL:
+        session.execute(text(statement))
+
+
+def postgres_drop_broken_vector_indexes(session: Executor,
+                                        problems: Sequence[DerivedProblem]) -> None:
+    """Drop the vector indexes found invalid or wrong, so ``ensure_vector_table``'s
+    ``CREATE INDEX IF NOT EXISTS`` builds them again."""
+    for problem in problems:
+        broken = "(index)" in problem.problem and "missing" not in problem.problem
+        if problem.lane == "vector" and broken:
+            session.execute(text(f"DROP INDEX IF EXISTS {problem.name}"))
+
+
+def repair_vector_tables(adapter: SearchAdapter, session: Session,
+                         problems: Sequence[DerivedProblem]) -> None:
+    """Run ``ensure_vector_table`` again (``repair=True``) for every model with a broken object:
+    the adapter owns that DDL. Vectors lost with a dropped table are re-embedded by reconcile
+    (their manifests say ready, their rows are missing: ``frames_missing_vectors``)."""
+    dims = dict(live_models(session))
+    for model_id in sorted({p.model_id for p in problems if p.model_id is not None}):
+        if model_id in dims:
+            adapter.ensure_vector_table(session, model_id, dims[model_id], repair=True)
+
+
+def keyword_broken(problems: Sequence[DerivedProblem]) -> bool:
+    return any(p.lane == "keyword" for p in problems)
+
+
+def derived_reasons(problems: Sequence[DerivedProblem]) -> list[str]:
+    """``health().reasons`` lines: one per problem, with what repairs it."""
+    return [f"{p.lane} search degraded: {p} (store.reconcile(repair=True) recreates it)"
+            for p in problems]

@@ -1,0 +1,86 @@
+"""The match score: how well a result matches the query, the same on every backend.
+
+Decisions that compare a score with a fixed threshold — the linker's 0.1
+(:mod:`waggle_store.pipeline.linker`), CombinedRetrieval's coverage 0.7 and conflict 0.6
+(:mod:`waggle_store.pipeline.combined`) — read this score, not the fused ``rrf_score``. Why:
+``rrf_score`` weighs each keyword hit by its raw lane score relative to the lane's best (FTS5
+bm25 on SQLite, an idf sum on Postgres) and by its rank in that lane's order; both differ per
+backend, so the same data gave different decisions (issue 12, finding 9: ``related_frames`` was
+``[1]`` on SQLite and ``[]`` on Postgres, fused 0.145 against 0.058 around the 0.1 threshold).
+Ranking may differ per backend; a yes/no decision must not.
+
+So the match score uses nothing a backend computes about text:
+
+* **lexical**: the share of the query's keyword terms (:func:`~.query.keyword_terms`) that the
+  frame's own text contains, computed here in Python from the content. Terms are compared
+  case-folded, with a possessive ``'s`` and a plural ``s`` removed (:func:`fold_term`), a crude
+  stemmer on purpose: it is the same everywhere and needs no language data, which the backends'
+  stemmers (porter vs. snowball english) are not.
+* **semantic**: the vector lane's confidence for the frame (:func:`~.fusion.vector_confidence`:
+  how far its cosine similarity stands out from the lane's median, squared), 0 for a frame the
+  lane did not return. Cosine distances are computed the same way by sqlite-vec and pgvector;
+  the lane's candidates are the same as long as the KNN is exact (sqlite-vec always; pgvector's
+  HNSW on the small sets where a threshold decision is made).
+
+The match score combines the two as independent evidence, ``1 - (1 - lexical)(1 - semantic)``
+(lexical only when the query has keyword terms and the keyword lane was asked for; semantic only
+when the vector lane ran), in ``[0, 1]``: either kind of evidence alone can make a match, both
+together make it stronger, a frame holding every query term is a full match (1.0), and a frame
+with neither scores 0.0. Unlike ``rrf_score`` it does not depend on which frames a keyword index
+returned, or in which order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Final
+
+from waggle_store.dialects.base import LaneHit
+from waggle_store.search.fusion import vector_confidence
+from waggle_store.search.query import keyword_terms, text_terms
+
+__all__ = ["DIGITS", "fold_term", "lexical_coverage", "match_scores"]
+
+_POSSESSIVE: Final = ("'s", "\u2019s")
+#: Match scores are rounded to this many decimals: sqlite-vec and pgvector compute cosine
+#: distances in float32 and may differ in the last bits, which must not flip a decision.
+DIGITS: Final = 6
+
+
+def fold_term(term: str) -> str:
+    """Case-folded, possessive and plural ``s`` removed ("Apollo's" → "apollo", "leads" →
+    "lead"); short words and ``-ss`` endings are kept ("bus", "class")."""
+    folded = term.casefold()
+    for suffix in _POSSESSIVE:
+        folded = folded.removesuffix(suffix)
+    if len(folded) > 3 and folded.endswith("s") and not folded.endswith("ss"):
+        folded = folded[:-1]
+    return folded
+
+
+def lexical_coverage(query_terms: Collection[str], content: str) -> float:
+    """The share of ``query_terms`` (already folded) found among ``content``'s folded terms."""
+    if not query_terms:
+        return 0.0
+    found = {fold_term(t) for t in text_terms(content)}
+    return sum(1 for t in query_terms if t in found) / len(query_terms)
+
+
+def match_scores(query: str, *, keyword: bool, vector_hits: Sequence[LaneHit] | None,
+                 contents: Mapping[int, str]) -> dict[int, float]:
+    """The match score of each frame in ``contents`` (id → text) for ``query``.
+
+    ``keyword``: the keyword lane was asked for (its terms count); ``vector_hits``: the vector
+    lane's hits, nearest first, or None when it did not run.
+    """
+    terms = {fold_term(t) for t in keyword_terms(query)} if keyword else set()
+    semantic: dict[int, float] = {}
+    if vector_hits is not None:
+        confidences = vector_confidence([h.score for h in vector_hits])
+        for hit, confidence in zip(vector_hits, confidences, strict=True):
+            semantic.setdefault(hit.frame_id, confidence)
+    return {
+        frame_id: round(1.0 - (1.0 - lexical_coverage(terms, content))
+                        * (1.0 - semantic.get(frame_id, 0.0)), DIGITS)
+        for frame_id, content in contents.items()
+    }
