@@ -17,7 +17,7 @@ VECTOR_STATUSES = ("pending", "ready", "failed")
 class EmbeddingModelRow(Base):
     """A registered (provider, model, dimensions) triple; each gets its own vector index."""
 
-    __tablename__ = "embedding_models"
+    __tablename__ = "waggle_embedding_models"
     __table_args__ = (
         CheckConstraint("status IN ('building', 'active', 'retired')", name="status"),
         UniqueConstraint("provider", "model", "dimensions"),
@@ -35,17 +35,17 @@ class EmbeddingModelRow(Base):
 class FrameEmbeddingRow(Base):
     """The manifest: whether a frame has a current vector, in which model, for which content."""
 
-    __tablename__ = "frame_embeddings"
+    __tablename__ = "waggle_frame_embeddings"
     __table_args__ = (
         CheckConstraint("status IN ('pending', 'ready', 'failed')", name="status"),
-        Index("ix_frame_embeddings_status_model_id", "status", "model_id"),
+        Index("ix_waggle_frame_embeddings_status_model_id", "status", "model_id"),
     )
 
     frame_id: Mapped[int] = mapped_column(
-        ForeignKey("memory_frames.id", ondelete="CASCADE"), primary_key=True
+        ForeignKey("waggle_memory_frames.id", ondelete="CASCADE"), primary_key=True
     )
     model_id: Mapped[int | None] = mapped_column(
-        ForeignKey("embedding_models.id", ondelete="SET NULL"), default=None
+        ForeignKey("waggle_embedding_models.id", ondelete="SET NULL"), default=None
     )
     content_hash: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(10), default="pending")
@@ -56,7 +56,7 @@ class FrameEmbeddingRow(Base):
 class EmbeddingUsage(Base):
     """Real embeddings counted per user per UTC month (quota enforcement)."""
 
-    __tablename__ = "embedding_usage"
+    __tablename__ = "waggle_embedding_usage"
     __table_args__ = (UniqueConstraint("user_id", "year_month"),)
 
     id: Mapped[int] = mapped_column(PK, primary_key=True)

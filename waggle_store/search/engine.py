@@ -26,7 +26,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy import exc as sa_exc
 
 from waggle_store.context import MindContext, StoreContext
-from waggle_store.dialects.base import LaneHit, ModelNotActiveError
+from waggle_store.dialects.base import T_MODELS, LaneHit, ModelNotActiveError
 from waggle_store.records import SearchResult
 from waggle_store.repositories.frames import FrameRepository
 from waggle_store.repositories.vectors import ModelKey, model_key
@@ -50,7 +50,7 @@ MAX_VECTOR_DISTANCE: Final = 1.0 - 1e-6
 #: The id of an embedder's model if it is registered *and* active: search may only compare the
 #: query with that model's vectors (:func:`waggle_store.repositories.vectors.find_active_model`).
 _MODEL_SQL: Final = text(
-    "SELECT id FROM embedding_models WHERE provider = :provider AND model = :model"
+    f"SELECT id FROM {T_MODELS} WHERE provider = :provider AND model = :model"
     " AND dimensions = :dimensions AND status = 'active'"
 )
 
