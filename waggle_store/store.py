@@ -8,8 +8,8 @@ errors, so that after any exception nothing of that call remains.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 
 import sqlalchemy as sa
@@ -21,16 +21,17 @@ from waggle_store import migrate
 from waggle_store.config import StoreConfig
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.dialects import SearchAdapter, get_adapter, spec_of
+from waggle_store.dialects.host import waggle_engine
 from waggle_store.embeddings.base import Embedder
 from waggle_store.embeddings.chain import resolve_embedder
 from waggle_store.embeddings.metered import MeteredEmbedder, QuotaMeter
 from waggle_store.embeddings.quota import quota_status
 from waggle_store.embeddings.tiers import TierPolicy
-from waggle_store.dialects.host import waggle_engine
 from waggle_store.engine import connect, create_engine, engine_info, read_only
 from waggle_store.errors import InvalidInputError, MigrationError, NotFoundError
 from waggle_store.mind import Mind
 from waggle_store.models import MIND_KINDS, MindRow
+from waggle_store.models.base import schema_translate_map
 from waggle_store.pipeline.reconcile import reconcile
 from waggle_store.records import (
     EmbedderStatus,
@@ -40,7 +41,6 @@ from waggle_store.records import (
     ReconcileReport,
 )
 from waggle_store.search.engine import HybridSearch
-from waggle_store.models.base import schema_translate_map
 from waggle_store.unitofwork import Database, JoinedDatabase
 
 

@@ -376,6 +376,6 @@ def test_graph_lock_is_retaken_after_a_rolled_back_savepoint(
                 raise Abort
             repo.upsert_entity(session, mind.id, "person", "B")
             repo.upsert_entity(session, mind.id, "person", "C")  # lock held at top level now
-        locks = [s for s in seen if "FROM minds" in s]
+        locks = [s for s in seen if "FROM waggle_minds" in s]
     assert len(locks) == 2
     assert mind.knowledge.entity_type_counts() == {"person": 2}

@@ -21,6 +21,7 @@ event hooks are its own, so the host's engine and its other connections are unch
 from __future__ import annotations
 
 from functools import partial
+
 from sqlalchemy import Connection, event
 from sqlalchemy.engine import Engine
 

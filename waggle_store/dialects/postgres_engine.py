@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from waggle_store.config import StoreConfig
 from waggle_store.dialects.info import engine_info
 from waggle_store.errors import InvalidInputError
+from waggle_store.models.base import schema_translate_map
 
 #: A plain lower-case identifier: it is written into ``options`` and DDL, never bound.
 SCHEMA_RE: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -37,7 +38,11 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
     )
     # libpq counts whole seconds and treats less than 2 as 2.
     connect_args.setdefault("connect_timeout", max(2, math.ceil(config.connect_timeout)))
-    engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+    # The models' tables (schema "waggle") land in this engine's schema, for a host's ORM too.
+    options = {"schema_translate_map": schema_translate_map(config.schema),
+               **kwargs.pop("execution_options", {})}
+    engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args,
+                              execution_options=options, **kwargs)
     info = engine_info(engine)
     info.driver = engine.dialect.driver
     info.schema = config.schema

@@ -26,6 +26,7 @@ from waggle_store.errors import (
     WaggleStoreWarning,
     warn_at_caller,
 )
+from waggle_store.models.base import schema_translate_map
 
 
 def _can_load_extensions(module: ModuleType) -> bool:
@@ -115,7 +116,8 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
             f"got {config.sqlite_synchronous!r}"
         )
     module, label, no_extensions = _sqlite_driver()
-    engine = sa.create_engine(url, module=module, **kwargs)
+    options = {"schema_translate_map": schema_translate_map(None), **kwargs.pop("execution_options", {})}
+    engine = sa.create_engine(url, module=module, execution_options=options, **kwargs)
     info = engine_info(engine)
     info.driver = label
     info.configured = True

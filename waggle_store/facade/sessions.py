@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from waggle_store.context import MindContext
 from waggle_store.records import Session
 from waggle_store.repositories.sessions import SessionRepository
