@@ -55,7 +55,7 @@ def parse_url(url: str | sa.URL) -> sa.URL:
 
 def create_engine(url: str | sa.URL | None = None, *, config: StoreConfig | None = None,
                   **kwargs: Any) -> Engine:
-    """Create an engine configured for waggle_store by the URL's dialect (see the module docstring)."""
+    """An engine configured for waggle_store by the URL's dialect (see the module docstring)."""
     config = config or StoreConfig.from_env(None)
     parsed = parse_url(url if url is not None else config.url)
     spec = spec_for_url(parsed)

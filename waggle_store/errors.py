@@ -140,6 +140,7 @@ class EmbeddingQuotaExceededError(WaggleStoreError):
 
 __all__ = [
     "ConflictError",
+    "DatabaseUnavailableError",
     "DimensionMismatchError",
     "EmbeddingProviderError",
     "EmbeddingQuotaExceededError",
@@ -151,7 +152,6 @@ __all__ = [
     "StorageError",
     "TierError",
     "UnsupportedDialectError",
-    "DatabaseUnavailableError",
     "ValidationError",
     "WaggleStoreError",
     "WaggleStoreWarning",

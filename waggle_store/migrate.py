@@ -26,7 +26,7 @@ Host safety (issue 11):
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -42,7 +42,7 @@ from alembic.script import ScriptDirectory
 
 from waggle_store.config import DEFAULT_PG_SCHEMA, StoreConfig
 from waggle_store.dialects import spec_of
-from waggle_store.engine import unavailable_error
+from waggle_store.engine import parse_url, unavailable_error
 from waggle_store.errors import (
     DatabaseUnavailableError,
     InvalidInputError,
@@ -87,7 +87,8 @@ def include_name(name: str | None, type_: str, parent_names: Mapping[str, Any]) 
     return not _is_waggle_table(parent_names.get("table_name"), parent_names.get("schema_name"))
 
 
-def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+def include_object(obj: Any, name: str | None, type_: str, reflected: bool,
+                   compare_to: Any) -> bool:
     """For a host's ``context.configure(include_object=...)``: False for waggle_store's objects
     (see :func:`include_name`) and for a host's foreign keys *to* them: SQLite cannot declare a
     foreign key across schemas, so SQLAlchemy leaves it out of the DDL there and autogenerate
@@ -136,7 +137,9 @@ def compare_metadata_target() -> sa.MetaData:
 
     target = sa.MetaData(naming_convention=Base.metadata.naming_convention)
     for table in Base.metadata.sorted_tables:
-        table.to_metadata(target, schema=None, referred_schema_fn=lambda *_: None)
+        # schema=None: the target's (none); SQLAlchemy's stub types only str | RETAIN_SCHEMA.
+        table.to_metadata(target, schema=None,  # type: ignore[arg-type]
+                          referred_schema_fn=lambda *_: None)
     return target
 
 
@@ -164,9 +167,9 @@ def _alembic_proxies_kept() -> Iterator[None]:
     """Put ``alembic.context`` and ``alembic.op`` back as they were: entering an
     EnvironmentContext installs it as the module proxy and leaving removes it, which took a
     host's own context away in the middle of its ``env.py`` (``KeyError: 'config'``)."""
-    saved: list[tuple[dict[str, Any], dict[str, Any], set[str]]] = []
+    saved: list[tuple[MutableMapping[str, Any], dict[str, Any], set[str]]] = []
     for cls in (EnvironmentContext, Operations):
-        attr_names, modules = cls._setups[cls]  # type: ignore[attr-defined]
+        attr_names, modules = cls._setups[cls]
         keys = {*attr_names, "_proxy"}
         for globals_, _locals in modules:
             saved.append((globals_, {k: globals_[k] for k in keys if k in globals_}, keys))
@@ -224,7 +227,9 @@ def _migrate(connection: sa.Connection, schema: str | None, destination: str, *,
     script = ScriptDirectory.from_config(cfg)
 
     def steps(rev: Any, _context: Any) -> Any:
-        return script._upgrade_revs(destination, rev) if up else script._downgrade_revs(destination, rev)
+        if up:
+            return script._upgrade_revs(destination, rev)
+        return script._downgrade_revs(destination, rev)
 
     with _alembic_proxies_kept(), EnvironmentContext(
         cfg, script, fn=steps, destination_rev=destination
@@ -264,7 +269,8 @@ def _run(what: str, bind: Bind, schema: str | None, fn: Any) -> Any:
     except Exception as exc:
         found = storage_cause(exc)
         if found is not None and found[0] is DatabaseUnavailableError:
-            url = bind.url if isinstance(bind, sa.Engine | sa.Connection) else sa.make_url(bind)
+            url = (bind.engine.url if isinstance(bind, sa.Connection)
+                   else bind.url if isinstance(bind, sa.Engine) else parse_url(bind))
             raise unavailable_error(url, exc) from exc
         raise MigrationError(f"migration {what} failed: {exc}") from exc
 

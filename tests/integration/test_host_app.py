@@ -52,7 +52,8 @@ def host_env(target: Target, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[s
             admin.dispose()
 
 
-def _alembic(env: dict[str, str], *args: str, order: str = "before") -> subprocess.CompletedProcess[str]:
+def _alembic(env: dict[str, str], *args: str,
+             order: str = "before") -> subprocess.CompletedProcess[str]:
     full = dict(os.environ, **env, HOST_WAGGLE_ORDER=order,
                 PYTHONPATH=os.pathsep.join([str(HOST), str(REPO)]))
     return subprocess.run([sys.executable, "-m", "alembic", *args], cwd=HOST, env=full,

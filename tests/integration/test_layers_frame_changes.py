@@ -188,4 +188,4 @@ def test_schema_rules_behind_the_api(
     names = {
         ix["name"] for ix in sa.inspect(engine).get_indexes("waggle_memory_frames", schema=store.schema)
     }
-    assert {"ix_memory_frames_mind_id_content_hash", "ix_memory_frames_base_frame_id"} <= names
+    assert {"ix_waggle_memory_frames_mind_id_content_hash", "ix_waggle_memory_frames_base_frame_id"} <= names

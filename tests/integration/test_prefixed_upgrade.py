@@ -24,21 +24,33 @@ CONTENTS = ("the pelican initiative ships on friday", "budget review moved to th
 # The per-model vector table as revision 0001's adapters created and filled it, per dialect.
 _VECTOR_SQL = {
     "sqlite": (
-        "CREATE VIRTUAL TABLE frame_vectors_1 USING vec0(mind_id integer partition key, "
-        "embedding float[384] distance_metric=cosine, gop_id text, created_ts float)",
-        "CREATE TRIGGER frame_vectors_1_ad AFTER DELETE ON memory_frames BEGIN "
-        "DELETE FROM frame_vectors_1 WHERE rowid = old.id; END",
-        "INSERT INTO frame_vectors_1(rowid, mind_id, embedding, gop_id, created_ts) "
-        "VALUES (:id, :mind_id, :vec, :gop_id, 0.0)",
+        (
+            "CREATE VIRTUAL TABLE frame_vectors_1 USING vec0(mind_id integer partition key, "
+            "embedding float[384] distance_metric=cosine, gop_id text, created_ts float)"
+        ),
+        (
+            "CREATE TRIGGER frame_vectors_1_ad AFTER DELETE ON memory_frames BEGIN "
+            "DELETE FROM frame_vectors_1 WHERE rowid = old.id; END"
+        ),
+        (
+            "INSERT INTO frame_vectors_1(rowid, mind_id, embedding, gop_id, created_ts) "
+            "VALUES (:id, :mind_id, :vec, :gop_id, 0.0)"
+        ),
     ),
     "postgresql": (
-        "CREATE TABLE frame_vectors_1 (frame_id bigint PRIMARY KEY REFERENCES memory_frames(id) "
-        "ON DELETE CASCADE, mind_id bigint NOT NULL, embedding vector(384) NOT NULL, "
-        "gop_id text, created_at timestamptz)",
-        "CREATE INDEX frame_vectors_1_hnsw ON frame_vectors_1 USING hnsw "
-        "(embedding vector_cosine_ops)",
-        "INSERT INTO frame_vectors_1(frame_id, mind_id, embedding, gop_id) "
-        "VALUES (:id, :mind_id, CAST(:vec AS vector), :gop_id)",
+        (
+            "CREATE TABLE frame_vectors_1 (frame_id bigint PRIMARY KEY "
+            "REFERENCES memory_frames(id) ON DELETE CASCADE, mind_id bigint NOT NULL, embedding vector(384) NOT NULL, "
+            "gop_id text, created_at timestamptz)"
+        ),
+        (
+            "CREATE INDEX frame_vectors_1_hnsw ON frame_vectors_1 USING hnsw "
+            "(embedding vector_cosine_ops)"
+        ),
+        (
+            "INSERT INTO frame_vectors_1(frame_id, mind_id, embedding, gop_id) "
+            "VALUES (:id, :mind_id, CAST(:vec AS vector), :gop_id)"
+        ),
     ),
 }
 

@@ -94,7 +94,7 @@ def _note_wal_reset(info: EngineInfo, version: str) -> None:
     """Record the WAL-reset note for ``health()`` on every engine, warn once per process, at
     the application's frame."""
     global _warned
-    major, minor, patch = (int(p) for p in (version.split(".") + ["0", "0"])[:3])
+    major, minor, patch = (int(p) for p in [*version.split("."), "0", "0"][:3])
     if not sqlite_wal_reset_affected((major, minor, patch)):
         return
     note = (
@@ -116,7 +116,8 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
             f"got {config.sqlite_synchronous!r}"
         )
     module, label, no_extensions = _sqlite_driver()
-    options = {"schema_translate_map": schema_translate_map(None), **kwargs.pop("execution_options", {})}
+    options = {"schema_translate_map": schema_translate_map(None),
+               **kwargs.pop("execution_options", {})}
     engine = sa.create_engine(url, module=module, execution_options=options, **kwargs)
     info = engine_info(engine)
     info.driver = label

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 
-from alembic import context
 from host_app.db import make_engine, waggle_schema
 from host_app.models import HostBase
+
+from alembic import context
 from waggle_store import migrate
 
 ORDER = os.environ.get("HOST_WAGGLE_ORDER", "before")  # or "after" the host's own migrations
