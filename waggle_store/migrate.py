@@ -211,6 +211,8 @@ def run_in_context(context: Any, connection: sa.Connection, schema: str | None) 
         compare_type=True,
     )
     with context.begin_transaction():
+        if spec.write_lock is not None:
+            spec.write_lock(connection)
         ops = spec.schemas
         if ops is None or schema is None:
             context.run_migrations()

@@ -49,6 +49,37 @@ def test_eight_processes_open_a_fresh_store_at_once(target: Target) -> None:
     assert migrate.current(target.url, schema=target.schema) == migrate.head()
 
 
+def _first_migrate_plain(url: str, barrier: Any, out: Any) -> None:
+    barrier.wait()
+    engine = sa.create_engine(url, connect_args={"timeout": 120})  # a host's plain engine
+    try:
+        with engine.connect() as conn:
+            migrate.upgrade(conn)
+            conn.commit()
+        out.put("ok")
+    except Exception as exc:  # noqa: BLE001 - every failure is reported to the parent
+        out.put(f"{type(exc).__name__}: {exc}")
+    finally:
+        engine.dispose()
+
+
+@only_sqlite
+def test_eight_host_connections_migrate_a_fresh_sqlite_file_at_once(target: Target) -> None:
+    """A host's own pysqlite connections begin lazily; the migration takes the write lock first
+    (BEGIN IMMEDIATE), so concurrent migrators queue and the later ones find the schema done."""
+    ctx = mp.get_context("spawn")
+    barrier, out = ctx.Barrier(8), ctx.Queue()
+    procs = [ctx.Process(target=_first_migrate_plain, args=(target.url, barrier, out))
+             for _ in range(8)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert results == ["ok"] * 8
+    assert migrate.check(target.url) == []
+
+
 @pytest.fixture
 def blackhole() -> Iterator[int]:
     """A port that accepts TCP connections (the kernel's backlog) and never answers."""

@@ -8,6 +8,7 @@ The registrations below are the whole list of supported backends; anything else 
 from __future__ import annotations
 
 from waggle_store.dialects.base import Capabilities, LaneHit, SearchAdapter, vector_table_name
+from waggle_store.dialects.host import sqlite_write_lock
 from waggle_store.dialects.postgres import PostgresAdapter
 from waggle_store.dialects.postgres_engine import (
     create_postgres_engine,
@@ -34,6 +35,7 @@ from waggle_store.dialects.sqlite_engine import create_sqlite_engine
 register_dialect("sqlite", DialectSpec(
     adapter=SQLiteAdapter, create_engine=create_sqlite_engine, batch_alter=True,
     example_url="sqlite:///path/to/store.db", drivers=("pysqlite",), extra="sqlite",
+    write_lock=sqlite_write_lock,
 ))
 register_dialect("postgresql", DialectSpec(
     adapter=PostgresAdapter, create_engine=create_postgres_engine,

@@ -53,6 +53,13 @@ def begin_host_transaction(conn: Connection, *, schema: str | None) -> None:
             ops.enter(conn, schema)
 
 
+def sqlite_write_lock(conn: Connection) -> None:
+    """``BEGIN IMMEDIATE`` unless the driver has begun a transaction already (waggle_store's
+    engines begin every write that way; a host's pysqlite begins lazily, at its first write)."""
+    if not _sqlite_in_transaction(conn):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def _sqlite_in_transaction(conn: Connection) -> bool:
     return bool(getattr(conn.connection.dbapi_connection, "in_transaction", False))
 

@@ -70,6 +70,10 @@ class DialectSpec:
     drivers: tuple[str, ...] = ()
     #: The extra that installs the driver: ``pip install 'waggle-store[<extra>]'``.
     extra: str | None = None
+    #: Take the database's write lock at the start of a migration's transaction when the
+    #: connection has not (SQLite: ``BEGIN IMMEDIATE`` on a host's connection whose driver
+    #: begins lazily), so concurrent migrators queue instead of racing on the version.
+    write_lock: Callable[[Connection], None] | None = None
 
     @property
     def has_schemas(self) -> bool:
