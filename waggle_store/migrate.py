@@ -16,8 +16,9 @@ Host safety (issue 11):
   back with the host's); otherwise it begins and commits its own.
 * On PostgreSQL it takes an advisory lock on the schema for the transaction (concurrent first
   starts serialise), and the ``search_path`` it sets for the migration is put back afterwards.
-  On SQLite the store's engines begin every write ``BEGIN IMMEDIATE``: the write lock is taken
-  before the version is read.
+  On SQLite the write lock is taken first (``BEGIN IMMEDIATE``; waggle_store's engines begin
+  every write that way, a host's lazily-beginning connection gets it explicitly), before the
+  version is read: concurrent first starts queue on the lock.
 * :func:`include_name` / :func:`include_object` are the filters a host passes to its own
   ``context.configure`` so that its autogenerate (``alembic check``) ignores every waggle_store
   object; :func:`check` in turn ignores every table that is not waggle_store's.
