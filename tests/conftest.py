@@ -209,7 +209,8 @@ _KEYWORD_INDEX_SQL = {
         drop="DROP TABLE waggle_memory_frames_fts",
     ),
     "postgresql": _KeywordIndexSQL(
-        find="SELECT id FROM waggle_memory_frames WHERE content_tsv @@ plainto_tsquery('english', :q)",
+        find="SELECT id FROM waggle_memory_frames"
+        " WHERE content_tsv @@ plainto_tsquery('english', :q)",
         orphans=None,  # a generated column cannot outlive its row
         drop="ALTER TABLE waggle_memory_frames DROP COLUMN content_tsv",
     ),

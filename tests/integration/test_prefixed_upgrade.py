@@ -40,7 +40,8 @@ _VECTOR_SQL = {
     "postgresql": (
         (
             "CREATE TABLE frame_vectors_1 (frame_id bigint PRIMARY KEY "
-            "REFERENCES memory_frames(id) ON DELETE CASCADE, mind_id bigint NOT NULL, embedding vector(384) NOT NULL, "
+            "REFERENCES memory_frames(id) ON DELETE CASCADE, mind_id bigint NOT NULL, "
+            "embedding vector(384) NOT NULL, "
             "gop_id text, created_at timestamptz)"
         ),
         (

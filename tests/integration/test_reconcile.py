@@ -86,7 +86,8 @@ def test_sqlite_fts_repair_and_orphans(store: ws.Store) -> None:
     embed_frames(store.context, [f1.id, f2.id, f3.id])
     with store.write() as s:
         s.execute(
-            text("DELETE FROM waggle_memory_frames_fts WHERE rowid IN (:a, :b)"), {"a": f1.id, "b": f3.id}
+            text("DELETE FROM waggle_memory_frames_fts WHERE rowid IN (:a, :b)"),
+            {"a": f1.id, "b": f3.id},
         )
     assert mind.search("quantum", lanes=("keyword",)) == []
     assert store.reconcile() == ws.ReconcileReport(2, 0, 0)

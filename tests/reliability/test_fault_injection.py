@@ -16,8 +16,8 @@ from sqlalchemy import event
 
 import waggle_store as ws
 
-_TABLES = ("waggle_memory_frames", "waggle_knowledge_entities", "waggle_knowledge_relations", "waggle_entity_mentions",
-           "waggle_frame_embeddings", "waggle_sessions")
+_TABLES = ("waggle_memory_frames", "waggle_knowledge_entities", "waggle_knowledge_relations",
+           "waggle_entity_mentions", "waggle_frame_embeddings", "waggle_sessions")
 _MAX_STATEMENTS = 300
 
 
@@ -97,7 +97,8 @@ def test_cognify_batch_fault_at_every_statement(store: ws.Store) -> None:
         stored = [fid for fid in result.frame_ids if fid is not None]
         failed = {index for index, _ in result.failures}
         assert set(range(4)) == failed | {i for i, f in enumerate(result.frame_ids) if f}
-        assert _counts(store)["waggle_memory_frames"] == before["waggle_memory_frames"] + len(stored)
+        frames = "waggle_memory_frames"
+        assert _counts(store)[frames] == before[frames] + len(stored)
         for index, frame_id in enumerate(result.frame_ids):
             if frame_id is not None:
                 frame = mind.frames.get(frame_id)
