@@ -85,6 +85,9 @@ def test_host_alembic_migrates_both_schemas_and_checks_clean(target: Target,
     check = _alembic(host_env, "check")
     assert check.returncode == 0, check.stdout + check.stderr
     assert "No new upgrade operations detected" in check.stdout + check.stderr
+    # Every schema compared (PostgreSQL's include_schemas): waggle_store's schema is skipped.
+    every = _alembic({**host_env, "HOST_INCLUDE_SCHEMAS": "1"}, "check")
+    assert every.returncode == 0, every.stdout + every.stderr
     # waggle_store's own check ignores the host's tables.
     assert migrate.check(target.url, schema=target.schema) == []
 

@@ -18,6 +18,8 @@ from alembic import context
 from waggle_store import migrate
 
 ORDER = os.environ.get("HOST_WAGGLE_ORDER", "before")  # or "after" the host's own migrations
+#: Compare every schema of the database (PostgreSQL): the filters skip waggle_store's.
+INCLUDE_SCHEMAS = os.environ.get("HOST_INCLUDE_SCHEMAS") == "1"
 
 
 def run() -> None:
@@ -29,6 +31,7 @@ def run() -> None:
                 target_metadata=HostBase.metadata,
                 include_object=migrate.include_object,
                 include_name=migrate.include_name,
+                include_schemas=INCLUDE_SCHEMAS,
             )
             with context.begin_transaction():
                 if ORDER == "before":
