@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 from waggle_store.context import MindContext
 from waggle_store.records import Session
 from waggle_store.repositories.sessions import SessionRepository

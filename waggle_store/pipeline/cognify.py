@@ -26,7 +26,6 @@ from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.knowledge.extract import extract_entities, extract_relations
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS, FrameEmbeddingRow, FrameRow
-from waggle_store.pipeline.linker import MemoryLinker
 from waggle_store.records import (
     BatchResult,
     CognifyResult,
@@ -54,6 +53,7 @@ from waggle_store.repositories.vectors import (
     register_model,
     store_vectors,
 )
+from waggle_store.pipeline.linker import MemoryLinker
 from waggle_store.search.engine import HybridSearch
 from waggle_store.timeutil import optional_utc
 
