@@ -208,18 +208,19 @@ class _KeywordIndexSQL:
 # Per ``Target.dialect``. The package's own dialect SQL lives in waggle_store/dialects/.
 _KEYWORD_INDEX_SQL = {
     "sqlite": _KeywordIndexSQL(
-        find="SELECT rowid FROM memory_frames_fts WHERE memory_frames_fts MATCH :q",
-        orphans="SELECT count(*) FROM memory_frames_fts"
-        " WHERE rowid NOT IN (SELECT id FROM memory_frames)",
-        drop="DROP TABLE memory_frames_fts",
-        drop_part="DROP TRIGGER memory_frames_fts_ai",
+        find="SELECT rowid FROM waggle_memory_frames_fts WHERE waggle_memory_frames_fts MATCH :q",
+        orphans="SELECT count(*) FROM waggle_memory_frames_fts"
+        " WHERE rowid NOT IN (SELECT id FROM waggle_memory_frames)",
+        drop="DROP TABLE waggle_memory_frames_fts",
+        drop_part="DROP TRIGGER waggle_memory_frames_fts_ai",
         drop_vector_part="DROP TRIGGER {table}_ad",
     ),
     "postgresql": _KeywordIndexSQL(
-        find="SELECT id FROM memory_frames WHERE content_tsv @@ plainto_tsquery('english', :q)",
+        find="SELECT id FROM waggle_memory_frames"
+        " WHERE content_tsv @@ plainto_tsquery('english', :q)",
         orphans=None,  # a generated column cannot outlive its row
-        drop="ALTER TABLE memory_frames DROP COLUMN content_tsv",
-        drop_part="DROP INDEX ix_memory_frames_content_tsv",
+        drop="ALTER TABLE waggle_memory_frames DROP COLUMN content_tsv",
+        drop_part="DROP INDEX ix_waggle_memory_frames_content_tsv",
         drop_vector_part="DROP INDEX {table}_hnsw",
     ),
 }

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 DEFAULT_URL = "sqlite:///./waggle.db"
 DEFAULT_PG_SCHEMA = "waggle"
 SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
+DEFAULT_CONNECT_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,9 @@ class StoreConfig:
     schema: str = DEFAULT_PG_SCHEMA  # Postgres only; SQLite has no schemas.
     sqlite_synchronous: str = "NORMAL"
     sqlite_busy_timeout_ms: int = 30_000
+    #: Seconds a new server connection may take (PostgreSQL's ``connect_timeout``): a port that
+    #: accepts and never answers must fail ``open_store``, not hang it.
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
 
     @classmethod
     def from_env(cls, url: str | None = None, schema: str | None = None) -> StoreConfig:
@@ -24,4 +28,7 @@ class StoreConfig:
             schema=schema or os.environ.get("WAGGLE_PG_SCHEMA") or DEFAULT_PG_SCHEMA,
             sqlite_synchronous=os.environ.get("WAGGLE_SQLITE_SYNCHRONOUS", "NORMAL").upper(),
             sqlite_busy_timeout_ms=int(os.environ.get("WAGGLE_SQLITE_BUSY_TIMEOUT_MS", "30000")),
+            connect_timeout=float(
+                os.environ.get("WAGGLE_CONNECT_TIMEOUT") or DEFAULT_CONNECT_TIMEOUT
+            ),
         )

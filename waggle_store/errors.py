@@ -6,6 +6,10 @@ sqlite3 or psycopg just to catch what a memory store raised.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 
 class WaggleStoreError(Exception):
     """Root of every error raised on purpose by waggle_store."""
@@ -26,6 +30,20 @@ class UnsupportedDialectError(InvalidInputError):
 
 class WaggleStoreWarning(UserWarning):
     """Something works, but not the way it should (an affected SQLite, a fallback embedder)."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def warn_at_caller(message: str, category: type[Warning] = WaggleStoreWarning) -> None:
+    """``warnings.warn`` attributed to the first frame outside waggle_store (the application's
+    ``open_store`` call), whatever depth of the package it is raised from."""
+    level = 2  # stacklevel 2 is the frame that called this function
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        level += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    warnings.warn(message, category, stacklevel=level)
 
 
 class NotFoundError(WaggleStoreError, LookupError):
@@ -136,6 +154,7 @@ class BudgetExceededError(WaggleStoreError):
 __all__ = [
     "BudgetExceededError",
     "ConflictError",
+    "DatabaseUnavailableError",
     "DimensionMismatchError",
     "EmbeddingProviderError",
     "EmbeddingQuotaExceededError",

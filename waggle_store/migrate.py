@@ -1,15 +1,35 @@
-"""Run, inspect and check waggle_store's Alembic migrations from code.
+"""Run, inspect and check waggle_store's Alembic migrations from code, including from a host
+application's own Alembic ``env.py``.
 
-Works on a URL, an Engine, or a caller's Connection (a host app that keeps waggle_store's schema
-changes inside its own transaction). The scripts are found inside the installed package
-(``waggle_store/_alembic``, copied there when the wheel is built) or, in a source checkout, in the
-repo's ``alembic/`` folder.
+Works on a URL, an Engine, or a caller's Connection. The scripts are found inside the installed
+package (``waggle_store/_alembic``, copied there when the wheel is built) or, in a source
+checkout, in the repo's ``alembic/`` folder.
+
+Host safety (issue 11):
+
+* :func:`upgrade` never runs ``env.py`` and never leaves Alembic's module proxies
+  (``alembic.context``, ``alembic.op``) changed: it drives an
+  :class:`~alembic.runtime.environment.EnvironmentContext` directly and puts back whatever
+  proxies the caller had, so a host may call it from its ``env.py`` before or after its own
+  ``context.run_migrations()``.
+* On a Connection already in a transaction it runs inside that transaction (it commits or rolls
+  back with the host's); otherwise it begins and commits its own.
+* On PostgreSQL it takes an advisory lock on the schema for the transaction (concurrent first
+  starts serialise), and the ``search_path`` it sets for the migration is put back afterwards.
+  On SQLite the write lock is taken first (``BEGIN IMMEDIATE``; waggle_store's engines begin
+  every write that way, a host's lazily-beginning connection gets it explicitly), before the
+  version is read: concurrent first starts queue on the lock.
+* :func:`include_name` / :func:`include_object` are the filters a host passes to its own
+  ``context.configure`` so that its autogenerate (``alembic check``) ignores every waggle_store
+  object; :func:`check` in turn ignores every table that is not waggle_store's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -17,36 +37,114 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
+from alembic.operations import Operations
+from alembic.runtime.environment import EnvironmentContext
 from alembic.script import ScriptDirectory
 
-from alembic import command
-from waggle_store.config import StoreConfig
+from waggle_store.config import DEFAULT_PG_SCHEMA, StoreConfig
 from waggle_store.dialects import get_adapter, spec_of
-from waggle_store.errors import MigrationError, UnsupportedDialectError
+from waggle_store.engine import parse_url, unavailable_error
+from waggle_store.errors import (
+    DatabaseUnavailableError,
+    InvalidInputError,
+    MigrationError,
+    MissingExtensionError,
+)
+from waggle_store.models.base import TABLE_PREFIX
+from waggle_store.unitofwork import storage_cause
 
 VERSION_TABLE = "waggle_alembic_version"
 
 # Derived-index objects the dialect adapters own, which autogenerate must not try to "fix".
-_DERIVED_TABLE_PREFIXES = ("memory_frames_fts", "frame_vectors")
-_DERIVED_COLUMNS = {("memory_frames", "content_tsv")}
-_DERIVED_INDEXES = {"ix_memory_frames_content_tsv"}
+_DERIVED_TABLE_PREFIXES = (TABLE_PREFIX + "memory_frames_fts", TABLE_PREFIX + "frame_vectors")
+_DERIVED_COLUMNS = {(TABLE_PREFIX + "memory_frames", "content_tsv")}
+_DERIVED_INDEXES = {f"ix_{TABLE_PREFIX}memory_frames_content_tsv"}
 
 Bind = str | sa.URL | sa.Engine | sa.Connection
 
 
-def include_name(name: str | None, type_: str, parent_names: Mapping[Any, Any]) -> bool:
-    if type_ == "table" and name is not None:
-        return name != VERSION_TABLE and not name.startswith(_DERIVED_TABLE_PREFIXES)
+# -- filters for a host's autogenerate -----------------------------------------------------------
+
+def _waggle_schemas() -> set[str]:
+    return {DEFAULT_PG_SCHEMA, os.environ.get("WAGGLE_PG_SCHEMA") or DEFAULT_PG_SCHEMA}
+
+
+def _is_waggle_table(name: object, schema: object = None) -> bool:
+    return (isinstance(name, str) and name.startswith(TABLE_PREFIX)) or schema in _waggle_schemas()
+
+
+def include_name(name: str | None, type_: str, parent_names: Mapping[str, Any]) -> bool:
+    """For a host's ``context.configure(include_name=...)``: False for waggle_store's objects.
+
+    Those are its schema (``waggle``, or ``WAGGLE_PG_SCHEMA``), every table named ``waggle_*``
+    (its tables, its version table, the FTS5 and sqlite-vec virtual tables and their shadow
+    tables: they are never reflected, so a host without sqlite-vec never meets ``vec0``) and
+    every index or constraint of those tables. True for everything else.
+    """
+    if type_ == "schema":
+        return name not in _waggle_schemas()
+    if type_ == "table":
+        return not _is_waggle_table(name, parent_names.get("schema_name"))
+    return not _is_waggle_table(parent_names.get("table_name"), parent_names.get("schema_name"))
+
+
+def include_object(obj: Any, name: str | None, type_: str, reflected: bool,
+                   compare_to: Any) -> bool:
+    """For a host's ``context.configure(include_object=...)``: False for waggle_store's objects
+    (see :func:`include_name`) and for a host's foreign keys *to* them: SQLite cannot declare a
+    foreign key across schemas, so SQLAlchemy leaves it out of the DDL there and autogenerate
+    would propose it on every run."""
+    if type_ == "table":
+        return not _is_waggle_table(name, getattr(obj, "schema", None))
+    table = getattr(obj, "table", None)
+    if table is not None and _is_waggle_table(table.name, table.schema):
+        return False
+    if type_ == "foreign_key_constraint":
+        referred = getattr(obj, "referred_table", None)
+        if referred is not None and _is_waggle_table(referred.name, referred.schema):
+            return False
+    return True
+
+
+# -- filters for waggle_store's own autogenerate / check -----------------------------------------
+
+def _own_tables() -> set[str]:
+    from waggle_store.models import Base
+
+    return {t.name for t in Base.metadata.tables.values()}
+
+
+def _own_include_name(name: str | None, type_: str, parent_names: Mapping[str, Any]) -> bool:
+    if type_ == "table":
+        return name in _own_tables()
     return not (type_ == "index" and name in _DERIVED_INDEXES)
 
 
-def include_object(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+def _own_include_object(obj: Any, name: str | None, type_: str, reflected: bool,
+                        compare_to: Any) -> bool:
     if type_ == "column" and (getattr(obj.table, "name", None), name) in _DERIVED_COLUMNS:
         return False
     if type_ == "index" and name in _DERIVED_INDEXES:
         return False
-    return not (type_ == "table" and name is not None and name.startswith(_DERIVED_TABLE_PREFIXES))
+    return not (type_ == "table" and (name not in _own_tables()
+                                      or str(name).startswith(_DERIVED_TABLE_PREFIXES)))
 
+
+@lru_cache(maxsize=1)
+def compare_metadata_target() -> sa.MetaData:
+    """The models' tables without a schema: migrations and checks run with the store's schema
+    first on the ``search_path`` (PostgreSQL) or in a file without schemas (SQLite)."""
+    from waggle_store.models import Base
+
+    target = sa.MetaData(naming_convention=Base.metadata.naming_convention)
+    for table in Base.metadata.sorted_tables:
+        # schema=None: the target's (none); SQLAlchemy's stub types only str | RETAIN_SCHEMA.
+        table.to_metadata(target, schema=None,  # type: ignore[arg-type]
+                          referred_schema_fn=lambda *_: None)
+    return target
+
+
+# -- running Alembic -----------------------------------------------------------------------------
 
 def script_location() -> Path:
     package_dir = Path(__file__).resolve().parent
@@ -59,13 +157,87 @@ def script_location() -> Path:
     )
 
 
-def _config(connection: sa.Connection, schema: str | None) -> Config:
+def _alembic_config() -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(script_location()))
-    cfg.attributes["connection"] = connection
-    if schema:
-        cfg.attributes["schema"] = schema
     return cfg
+
+
+@contextmanager
+def _alembic_proxies_kept() -> Iterator[None]:
+    """Put ``alembic.context`` and ``alembic.op`` back as they were: entering an
+    EnvironmentContext installs it as the module proxy and leaving removes it, which took a
+    host's own context away in the middle of its ``env.py`` (``KeyError: 'config'``)."""
+    saved: list[tuple[MutableMapping[str, Any], dict[str, Any], set[str]]] = []
+    for cls in (EnvironmentContext, Operations):
+        attr_names, modules = cls._setups[cls]
+        keys = {*attr_names, "_proxy"}
+        for globals_, _locals in modules:
+            saved.append((globals_, {k: globals_[k] for k in keys if k in globals_}, keys))
+    try:
+        yield
+    finally:
+        for globals_, values, keys in saved:
+            for key in keys:
+                if key in values:
+                    globals_[key] = values[key]
+                else:
+                    globals_.pop(key, None)
+
+
+def store_schema(connection: sa.Connection, schema: str | None) -> str | None:
+    """The schema waggle_store's objects live in on this backend, ``None`` where there are none."""
+    return (schema or StoreConfig.from_env().schema) if spec_of(connection).has_schemas else None
+
+
+def run_in_context(context: Any, connection: sa.Connection, schema: str | None) -> None:
+    """Configure ``context`` (the ``alembic.context`` module in ``env.py``, or an
+    EnvironmentContext) on ``connection`` and run its migrations: lock, schema, ``search_path``
+    entered and put back. The one body behind ``env.py`` and :func:`upgrade`/:func:`downgrade`.
+
+    No SQL runs before ``context.begin_transaction()``: SQL issued earlier opens an implicit
+    transaction that Alembic then takes for the caller's and never commits (a silent no-op).
+    """
+    spec = spec_of(connection)  # an unsupported backend fails here, before any SQL
+    schema = store_schema(connection, schema)
+    context.configure(
+        connection=connection,
+        target_metadata=compare_metadata_target(),
+        version_table=VERSION_TABLE,
+        version_table_schema=schema,
+        include_name=_own_include_name,
+        include_object=_own_include_object,
+        render_as_batch=spec.batch_alter,
+        transactional_ddl=True,
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        if spec.write_lock is not None:
+            spec.write_lock(connection)
+        ops = spec.schemas
+        if ops is None or schema is None:
+            context.run_migrations()
+            return
+        ops.lock(connection, schema)
+        ops.create(connection, schema)
+        previous = ops.enter(connection, schema)
+        context.run_migrations()
+        ops.leave(connection, previous)
+
+
+def _migrate(connection: sa.Connection, schema: str | None, destination: str, *, up: bool) -> None:
+    cfg = _alembic_config()
+    script = ScriptDirectory.from_config(cfg)
+
+    def steps(rev: Any, _context: Any) -> Any:
+        if up:
+            return script._upgrade_revs(destination, rev)
+        return script._downgrade_revs(destination, rev)
+
+    with _alembic_proxies_kept(), EnvironmentContext(
+        cfg, script, fn=steps, destination_rev=destination
+    ) as env:
+        run_in_context(env, connection, schema)
 
 
 @contextmanager
@@ -81,7 +253,7 @@ def _connection(bind: Bind, schema: str | None) -> Iterator[sa.Connection]:
         return
     from waggle_store.engine import create_engine
 
-    engine = create_engine(bind, config=StoreConfig.from_env(str(bind), schema))
+    engine = create_engine(bind, config=StoreConfig.from_env(None, schema))
     try:
         with engine.connect() as conn:
             yield conn
@@ -95,23 +267,27 @@ def _run(what: str, bind: Bind, schema: str | None, fn: Any) -> Any:
     try:
         with _connection(bind, schema) as conn:
             return fn(conn)
-    except (MigrationError, UnsupportedDialectError):
+    except (MigrationError, InvalidInputError, MissingExtensionError, DatabaseUnavailableError):
         raise
     except Exception as exc:
+        found = storage_cause(exc)
+        if found is not None and found[0] is DatabaseUnavailableError:
+            url = (bind.engine.url if isinstance(bind, sa.Connection)
+                   else bind.url if isinstance(bind, sa.Engine) else parse_url(bind))
+            raise unavailable_error(url, exc) from exc
         raise MigrationError(f"migration {what} failed: {exc}") from exc
 
 
 def upgrade(bind: Bind, revision: str = "head", *, schema: str | None = None) -> None:
-    _run("upgrade", bind, schema, lambda c: command.upgrade(_config(c, schema), revision))
+    """Upgrade waggle_store's schema to ``revision``. ``bind``: a URL, an Engine, or a
+    Connection (a host's, in its own transaction or not: see the module docstring)."""
+    _run("upgrade", bind, schema, lambda c: _migrate(c, schema, revision, up=True))
 
 
-def downgrade(bind: Bind, revision: str = "base", *, schema: str | None = None) -> None:
-    _run("downgrade", bind, schema, lambda c: command.downgrade(_config(c, schema), revision))
-
-
-def _schema_of(conn: sa.Connection, schema: str | None) -> str | None:
-    """The schema waggle_store's objects live in on this backend, ``None`` where there are none."""
-    return (schema or StoreConfig.from_env().schema) if spec_of(conn).has_schemas else None
+def downgrade(bind: Bind, revision: str, *, schema: str | None = None) -> None:
+    """Downgrade to ``revision`` (``"base"`` drops every waggle_store table: it must be asked
+    for by name, there is no default)."""
+    _run("downgrade", bind, schema, lambda c: _migrate(c, schema, revision, up=False))
 
 
 def _migration_context(conn: sa.Connection, schema: str | None) -> MigrationContext:
@@ -119,9 +295,9 @@ def _migration_context(conn: sa.Connection, schema: str | None) -> MigrationCont
         conn,
         opts={
             "version_table": VERSION_TABLE,
-            "version_table_schema": _schema_of(conn, schema),
-            "include_name": include_name,
-            "include_object": include_object,
+            "version_table_schema": store_schema(conn, schema),
+            "include_name": _own_include_name,
+            "include_object": _own_include_object,
             "compare_type": True,
             "target_metadata": None,
         },
@@ -130,13 +306,12 @@ def _migration_context(conn: sa.Connection, schema: str | None) -> MigrationCont
 
 def current(bind: Bind, *, schema: str | None = None) -> str | None:
     """The revision the database is at, or None for an empty (never migrated) database."""
-    return _run("current", bind, schema, lambda c: _migration_context(c, schema).get_current_revision())  # type: ignore[no-any-return]
+    return _run("current", bind, schema,  # type: ignore[no-any-return]
+                lambda c: _migration_context(c, schema).get_current_revision())
 
 
 def head() -> str:
-    cfg = Config()
-    cfg.set_main_option("script_location", str(script_location()))
-    heads = ScriptDirectory.from_config(cfg).get_heads()
+    heads = ScriptDirectory.from_config(_alembic_config()).get_heads()
     if len(heads) != 1:
         raise MigrationError(f"expected exactly one migration head, found {heads}")
     return heads[0]
@@ -145,21 +320,30 @@ def head() -> str:
 def check(bind: Bind, *, schema: str | None = None) -> list[Any]:
     """Differences between the models and the migrated schema; an empty list means none.
 
+    Tables that are not waggle_store's (a host's, in the same file or schema) are ignored.
     Besides Alembic's diffs (tuples such as ``("add_table", table)``) it lists each missing or
     broken derived object (FTS5 table and triggers, tsvector column and GIN index, vector tables
     and their index/trigger), which autogenerate cannot see, as
     ``("broken_derived_object", name, problem)``; ``store.reconcile(repair=True)`` recreates them.
     """
-    from waggle_store.models import Base
 
     def _diff(conn: sa.Connection) -> list[Any]:
-        ops, in_schema = spec_of(conn).schemas, _schema_of(conn, schema)
+        ops, in_schema = spec_of(conn).schemas, store_schema(conn, schema)
+        begun = None if conn.in_transaction() else conn.begin()
+        previous = None
         if ops is not None and in_schema is not None:
-            ops.enter(conn, in_schema)  # reflect waggle_store's schema, for this transaction only
-        diffs: list[Any] = list(compare_metadata(_migration_context(conn, schema), Base.metadata))
-        if current(conn, schema=schema) is not None:  # an empty database has nothing derived yet
-            problems = get_adapter(conn.engine).verify_derived(conn)
-            diffs.extend(("broken_derived_object", p.name, str(p)) for p in problems)
-        return diffs
+            previous = ops.enter(conn, in_schema)  # reflect waggle_store's schema, then put back
+        try:
+            diffs: list[Any] = list(compare_metadata(_migration_context(conn, schema),
+                                                     compare_metadata_target()))
+            if current(conn, schema=schema) is not None:  # an empty database has nothing derived
+                problems = get_adapter(conn.engine).verify_derived(conn)
+                diffs.extend(("broken_derived_object", p.name, str(p)) for p in problems)
+            return diffs
+        finally:
+            if ops is not None and previous is not None:
+                ops.leave(conn, previous)
+            if begun is not None:
+                begun.rollback()
 
     return _run("check", bind, schema, _diff)  # type: ignore[no-any-return]

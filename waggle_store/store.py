@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version
 
@@ -20,16 +21,18 @@ from waggle_store import migrate
 from waggle_store.config import StoreConfig
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.dialects import SearchAdapter, get_adapter, spec_of
+from waggle_store.dialects.host import waggle_engine
 from waggle_store.embeddings.base import Embedder
 from waggle_store.embeddings.chain import resolve_embedder
 from waggle_store.embeddings.metered import MeteredEmbedder, QuotaMeter
 from waggle_store.embeddings.quota import quota_status
 from waggle_store.embeddings.tiers import TierPolicy
-from waggle_store.engine import create_engine, engine_info, read_only
-from waggle_store.errors import MigrationError, NotFoundError
+from waggle_store.engine import connect, create_engine, engine_info, read_only
+from waggle_store.errors import InvalidInputError, MigrationError, NotFoundError
 from waggle_store.facade.usage import UsageAPI
 from waggle_store.mind import Mind
 from waggle_store.models import MindRow
+from waggle_store.models.base import schema_translate_map
 from waggle_store.pipeline.reconcile import reconcile
 from waggle_store.records import (
     EmbedderStatus,
@@ -44,7 +47,7 @@ from waggle_store.repositories.minds import MindRepository, check_mind_kind, che
 from waggle_store.repositories.vectors import model_key
 from waggle_store.search.engine import HybridSearch
 from waggle_store.store_transfer import TransferMixin
-from waggle_store.unitofwork import Database
+from waggle_store.unitofwork import Database, JoinedDatabase
 
 
 def _package_version() -> str:
@@ -76,9 +79,12 @@ class Store(TransferMixin):
         self.engine = engine
         spec = spec_of(engine)  # an Engine of an unsupported backend fails here, first
         adapter = get_adapter(engine)
-        self.db = Database(engine, read_only(engine))
-        self.context = StoreContext(self.db, adapter, embedder,
-                                    schema=schema if spec.has_schemas else None)
+        in_schema = (schema or StoreConfig.from_env().schema) if spec.has_schemas else None
+        # The models name schema "waggle"; this engine (a copy sharing the pool) puts them in
+        # the store's schema, and prepares a host's engine per transaction (dialects/host.py).
+        runner = waggle_engine(engine, in_schema)
+        self.db = Database(runner, read_only(runner))
+        self.context = StoreContext(self.db, adapter, embedder, schema=in_schema)
         self.tier = tier
         self.user_id = user_id
         self.tier_policy = tier_policy
@@ -105,6 +111,36 @@ class Store(TransferMixin):
     def usage(self) -> UsageAPI:
         """The LLM/embedding usage log of every mind, its totals and monthly budgets."""
         return UsageAPI(self.context)
+
+    # -- a host's transaction ---------------------------------------------------------------------
+
+    def within(self, connection_or_session: sa.Connection | OrmSession) -> Store:
+        """A view of this store whose operations run inside the host's open transaction on
+        ``connection_or_session`` (each in a SAVEPOINT): they commit or roll back with it.
+
+        No embedding provider is called while the host holds its transaction: the view has no
+        embedder, so frames written through it are stored with a ``pending`` vector and
+        searches through it run without the vector lane. After the host commits, call
+        ``store.reconcile()`` (on this store, outside the host's transaction) to embed them.
+        Closing the view closes nothing of the host's.
+        """
+        conn = connection_or_session
+        if isinstance(conn, OrmSession):
+            conn = conn.connection()
+        if not isinstance(conn, sa.Connection):
+            raise InvalidInputError(
+                "store.within() takes a SQLAlchemy Connection or Session the host owns, "
+                f"got {type(connection_or_session).__name__}"
+            )
+        spec_of(conn)  # a connection of another backend fails here
+        view = Store.__new__(Store)
+        view.engine = self.engine
+        view.db = JoinedDatabase(conn, self.schema, schema_translate_map(self.schema))
+        view.context = StoreContext(view.db, self.adapter, None, schema=self.schema)
+        view.tier, view.user_id, view.tier_policy = self.tier, self.user_id, self.tier_policy
+        view._owns_engine = False
+        view.searcher = HybridSearch(view.context)
+        return view
 
     # -- unit of work (see waggle_store.unitofwork) ---------------------------------------------
 
@@ -245,7 +281,7 @@ class Store(TransferMixin):
 
 
 def open_store(
-    url: str | sa.URL | None = None,
+    url: str | sa.URL | sa.Engine | None = None,
     *,
     embedder: str | Embedder | None = "auto",
     schema: str | None = None,
@@ -253,11 +289,26 @@ def open_store(
     tier: str | None = None,
     user_id: str = "local",
     tier_policy: TierPolicy | None = None,
+    connect_timeout: float | None = None,
 ) -> Store:
-    """Open (and by default migrate) a store; see API.md for every argument."""
-    config = StoreConfig.from_env(str(url) if url is not None else None, schema)
-    engine = create_engine(config.url, config=config)
+    """Open (and by default migrate) a store; see ``docs/api.md`` for every argument.
+
+    ``url``: a URL (string or ``sqlalchemy.URL``; default ``WAGGLE_DATABASE_URL``, then
+    ``./waggle.db``) or a host's Engine, used as is and never disposed by ``close()``.
+    ``connect_timeout``: seconds a server connection may take (default 10,
+    ``WAGGLE_CONNECT_TIMEOUT``).
+    """
+    config = StoreConfig.from_env(None, schema)
+    if connect_timeout is not None:
+        config = replace(config, connect_timeout=float(connect_timeout))
+    owns_engine = not isinstance(url, sa.Engine)
+    if isinstance(url, sa.Engine):
+        engine = url
+        spec_of(engine)  # an Engine of another backend: UnsupportedDialectError
+    else:
+        engine = create_engine(url if url is not None else config.url, config=config)
     try:
+        connect(engine).close()  # unreachable: DatabaseUnavailableError naming host and port
         if upgrade:
             migrate.upgrade(engine, schema=config.schema)
         else:
@@ -270,10 +321,11 @@ def open_store(
         resolved = (None if embedder is None
                     else resolve_embedder(embedder, tier=tier, tier_policy=tier_policy))
     except BaseException:
-        engine.dispose()
+        if owns_engine:
+            engine.dispose()
         raise
     store = Store(engine, embedder=resolved, tier=tier, user_id=user_id, tier_policy=tier_policy,
-                  schema=config.schema)
+                  schema=config.schema, owns_engine=owns_engine)
     if tier is not None and resolved is not None:
         meter = QuotaMeter(store.db, user_id=user_id, tier=tier, policy=tier_policy)
         store.embedder = MeteredEmbedder(resolved, meter)

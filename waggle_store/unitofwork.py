@@ -31,7 +31,7 @@ from waggle_store.errors import (
     WaggleStoreError,
 )
 
-__all__ = ["Database", "raise_translated", "storage_cause", "translate_error"]
+__all__ = ["Database", "JoinedDatabase", "raise_translated", "storage_cause", "translate_error"]
 
 
 class Database:
@@ -97,6 +97,77 @@ class Database:
             raise_translated(exc)
         finally:
             session.close()
+
+
+class JoinedDatabase(Database):
+    """The unit of work of ``store.within(connection)``: every operation runs in a SAVEPOINT
+    inside the host's open transaction on ``connection``, so it commits or rolls back with the
+    host's (and a failed operation rolls back only itself: the host's transaction stays usable).
+
+    The connection gets the store's ``schema_translate_map`` (and on PostgreSQL the store's
+    schema first on the ``search_path``) for the operation only; both are put back after it.
+    """
+
+    def __init__(self, connection: sa.Connection, schema: str | None,
+                 translate: dict[str | None, str | None]) -> None:
+        super().__init__(connection.engine, connection.engine)
+        self.connection = connection
+        self._schema = schema
+        self._translate = translate
+
+    @contextmanager
+    def _joined(self) -> Iterator[sa.Connection]:
+        from waggle_store.dialects.host import (
+            join_transaction,
+            leave_transaction,
+            open_host_transaction,
+        )
+
+        self._require_open()
+        conn = self.connection
+        before = conn.get_execution_options().get("schema_translate_map")
+        conn.execution_options(schema_translate_map=self._translate)
+        try:
+            open_host_transaction(conn)
+            nested = conn.begin_nested()
+            try:
+                previous = join_transaction(conn, self._schema)
+                yield conn
+                leave_transaction(conn, previous)
+                nested.commit()
+            except BaseException as exc:
+                if nested.is_active:
+                    nested.rollback()
+                raise_translated(exc)
+        finally:
+            conn.execution_options(schema_translate_map=before)
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        with self._joined() as conn:
+            session = Session(bind=conn, expire_on_commit=False, autoflush=True,
+                              join_transaction_mode="rollback_only")
+            try:
+                yield session
+                session.flush()
+            finally:
+                session.close()
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with self._joined() as conn:
+            session = _ReadSession(bind=conn, expire_on_commit=False, autoflush=True,
+                                   join_transaction_mode="rollback_only")
+            try:
+                yield session
+                session.flush()
+            finally:
+                session.close()
+
+    @contextmanager
+    def read_connection(self) -> Iterator[sa.Connection]:
+        with self._joined() as conn:
+            yield conn
 
 
 class _ReadSession(Session):

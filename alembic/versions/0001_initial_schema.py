@@ -13,7 +13,6 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from alembic import op
-from waggle_store.dialects.derived import FTS5_DDL, FTS5_TRIGGERS, TSVECTOR_DDL
 from waggle_store.errors import MigrationError
 
 revision: str = '0001'
@@ -300,10 +299,26 @@ def _create_keyword_index(dialect: str) -> None:
 
 
 def _create_fts5_index() -> None:
-    # The FTS table and its triggers: the statements live in waggle_store.dialects.derived, which
-    # health() checks against and reconcile(repair=True) re-runs, so the three cannot drift.
-    for statement in FTS5_DDL:
-        op.execute(statement)
+    # The FTS table keeps its own copy of the text (like the seed's, reference §1) so that
+    # reconcile can compare it with memory_frames; triggers keep it in step in the same
+    # transaction as every write.
+    op.execute(
+        "CREATE VIRTUAL TABLE memory_frames_fts USING fts5("
+        "content, tokenize='porter unicode61')"
+    )
+    op.execute(
+        "CREATE TRIGGER memory_frames_fts_ai AFTER INSERT ON memory_frames BEGIN "
+        "INSERT INTO memory_frames_fts(rowid, content) VALUES (new.id, new.content); END"
+    )
+    op.execute(
+        "CREATE TRIGGER memory_frames_fts_ad AFTER DELETE ON memory_frames BEGIN "
+        "DELETE FROM memory_frames_fts WHERE rowid = old.id; END"
+    )
+    op.execute(
+        "CREATE TRIGGER memory_frames_fts_au AFTER UPDATE OF content ON memory_frames BEGIN "
+        "DELETE FROM memory_frames_fts WHERE rowid = old.id; "
+        "INSERT INTO memory_frames_fts(rowid, content) VALUES (new.id, new.content); END"
+    )
 
 
 def _create_tsvector_index() -> None:
@@ -318,9 +333,11 @@ def _create_tsvector_index() -> None:
         if not installed:
             with bind.begin_nested():
                 bind.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
-    # The generated column and its GIN index: see _create_fts5_index for why the DDL is shared.
-    for statement in TSVECTOR_DDL:
-        op.execute(statement)
+    op.execute(
+        "ALTER TABLE memory_frames ADD COLUMN content_tsv tsvector "
+        "GENERATED ALWAYS AS (to_tsvector('english', content)) STORED"
+    )
+    op.execute("CREATE INDEX ix_memory_frames_content_tsv ON memory_frames USING gin (content_tsv)")
 
 
 def _drop_derived_indexes(dialect: str) -> None:
@@ -339,7 +356,7 @@ def _drop_derived_indexes(dialect: str) -> None:
         ]
         for name in names:
             op.execute(f'DROP TABLE IF EXISTS "{name}"')
-        for trigger in FTS5_TRIGGERS:
+        for trigger in ("memory_frames_fts_ai", "memory_frames_fts_ad", "memory_frames_fts_au"):
             op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
         op.execute("DROP TABLE IF EXISTS memory_frames_fts")
     elif dialect == "postgresql":

@@ -66,14 +66,14 @@ def upgrade() -> None:
             name=op.f('fk_frame_embedding_staging_model_id_embedding_models'), ondelete='CASCADE'),
         sa.PrimaryKeyConstraint('frame_id', 'model_id', name=op.f('pk_frame_embedding_staging')),
     )
-    # Existing stores: the store-wide active model becomes the active model of every mind that
-    # has vectors ready in it.
+    # Existing stores: the store-wide active model (until now exactly one row of
+    # embedding_models was 'active', the others 'retired') becomes the active model of every
+    # mind that has vectors ready in it.
     op.execute(sa.text(
         "INSERT INTO mind_embedding_models (mind_id, model_id, status, updated_at) "
         "SELECT DISTINCT f.mind_id, e.model_id, 'active', CURRENT_TIMESTAMP "
         "FROM frame_embeddings e JOIN memory_frames f ON f.id = e.frame_id "
-        "JOIN store_meta m ON m.key = 'active_embedding_model' "
-        "AND CAST(m.value AS INTEGER) = e.model_id "
+        "JOIN embedding_models m ON m.id = e.model_id AND m.status = 'active' "
         "WHERE e.status = 'ready'"
     ))
     # Every registered model can serve some mind now: "active" on embedding_models only means

@@ -29,7 +29,7 @@ def test_failed_sqlite_migration_leaves_nothing(tmp_path: Path) -> None:
     db = tmp_path / "broken.db"
     conn = sqlite3.connect(db)
     # A table the migration will try to create, late in its run: the CREATE fails there.
-    conn.execute("CREATE TABLE entity_mentions (x INTEGER)")
+    conn.execute("CREATE TABLE waggle_entity_mentions (x INTEGER)")
     conn.commit()
     conn.close()
     with pytest.raises(ws.MigrationError):
@@ -37,9 +37,9 @@ def test_failed_sqlite_migration_leaves_nothing(tmp_path: Path) -> None:
     conn = sqlite3.connect(db)
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     conn.close()
-    assert "minds" not in names
-    assert "memory_frames" not in names
-    assert names <= {"entity_mentions", "waggle_alembic_version"}
+    assert "waggle_minds" not in names
+    assert "waggle_memory_frames" not in names
+    assert names <= {"waggle_entity_mentions", "waggle_alembic_version"}
     assert migrate.current(f"sqlite:///{db}") is None
 
 

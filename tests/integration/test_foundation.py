@@ -41,7 +41,7 @@ def test_alembic_cli_upgrade_downgrade_upgrade(target) -> None:
     engine = sa.create_engine(target.url)
     try:
         tables = _tables(engine, target.schema)
-        assert set(Base.metadata.tables) <= tables
+        assert {t.name for t in Base.metadata.tables.values()} <= tables
         check = _alembic(target, "check")
         assert check.returncode == 0, check.stderr
         assert "No new upgrade operations detected" in check.stdout + check.stderr
@@ -51,7 +51,7 @@ def test_alembic_cli_upgrade_downgrade_upgrade(target) -> None:
         assert left == set()
         again = _alembic(target, "upgrade", "head")
         assert again.returncode == 0, again.stderr
-        assert set(Base.metadata.tables) <= _tables(engine, target.schema)
+        assert {t.name for t in Base.metadata.tables.values()} <= _tables(engine, target.schema)
     finally:
         engine.dispose()
     # The keyword index the migration built (FTS5 table or tsvector column) serves a search by
@@ -70,7 +70,7 @@ def test_check_reports_no_difference(engine, target) -> None:
 
 
 def test_exactly_one_head() -> None:
-    assert migrate.head() == "0003"
+    assert migrate.head() == "0004"
 
 
 def _fill_every_table(engine: sa.Engine) -> dict[str, int]:

@@ -97,7 +97,7 @@ def test_search_entities_escapes_like_metacharacters(mind: ws.Mind) -> None:
     assert [e.name for e in k.search_entities("a_b")] == ["a_b"]
     assert [e.name for e in k.search_entities("\\")] == ["back\\slash"]
     assert [e.name for e in k.search_entities("k\\s")] == ["back\\slash"]
-    assert k.search_entities("'; DROP TABLE knowledge_entities; --") == []
+    assert k.search_entities("'; DROP TABLE waggle_knowledge_entities; --") == []
     assert len(k.search_entities("")) == 6
 
 

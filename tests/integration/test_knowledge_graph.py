@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -399,6 +400,7 @@ def test_graph_lock_is_retaken_after_a_rolled_back_savepoint(
                 raise Abort
             kg(session, mind.id).entities.upsert("person", "B")
             kg(session, mind.id).entities.upsert("person", "C")  # lock held at top level now
-        locks = [s for s in seen if "FROM minds" in s]
+        # Schema-qualified as the store's engine renders it (main. on SQLite, the schema on PG).
+        locks = [s for s in seen if re.search(r"FROM (\S+\.)?waggle_minds\b", s)]
     assert len(locks) == 2
     assert mind.knowledge.entity_type_counts() == {"person": 2}

@@ -186,6 +186,9 @@ def test_schema_rules_behind_the_api(
     with sa.orm.Session(engine) as s:
         assert s.scalar(select(func.count()).select_from(FrameRow)) == 1
     names = {
-        ix["name"] for ix in sa.inspect(engine).get_indexes("memory_frames", schema=store.schema)
+        ix["name"]
+        for ix in sa.inspect(engine).get_indexes("waggle_memory_frames", schema=store.schema)
     }
-    assert {"ix_memory_frames_mind_id_content_hash", "ix_memory_frames_base_frame_id"} <= names
+    assert {
+        "ix_waggle_memory_frames_mind_id_content_hash", "ix_waggle_memory_frames_base_frame_id"
+    } <= names

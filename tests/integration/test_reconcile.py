@@ -86,16 +86,17 @@ def test_sqlite_fts_repair_and_orphans(store: ws.Store) -> None:
     embed_frames(store.context, [f1.id, f2.id, f3.id])
     with store.write() as s:
         s.execute(
-            text("DELETE FROM memory_frames_fts WHERE rowid IN (:a, :b)"), {"a": f1.id, "b": f3.id}
+            text("DELETE FROM waggle_memory_frames_fts WHERE rowid IN (:a, :b)"),
+            {"a": f1.id, "b": f3.id},
         )
     assert mind.search("quantum", lanes=("keyword",)) == []
     assert store.reconcile() == ws.ReconcileReport(2, 0, 0)
     assert {r.frame.id for r in mind.search("quantum", lanes=("keyword",))} == {f1.id, f3.id}
     # Stale text in the index (a write that bypassed the triggers) is re-indexed too.
     with store.write() as s:
-        s.execute(text("DELETE FROM memory_frames_fts WHERE rowid = :a"), {"a": f2.id})
+        s.execute(text("DELETE FROM waggle_memory_frames_fts WHERE rowid = :a"), {"a": f2.id})
         s.execute(
-            text("INSERT INTO memory_frames_fts(rowid, content) VALUES (:a, 'wrong words')"),
+            text("INSERT INTO waggle_memory_frames_fts(rowid, content) VALUES (:a, 'wrong words')"),
             {"a": f2.id},
         )
     assert store.reconcile().fts_fixed == 1
@@ -103,20 +104,20 @@ def test_sqlite_fts_repair_and_orphans(store: ws.Store) -> None:
     # Orphans: index rows whose frame is gone (a delete with the triggers bypassed).
     with store.write() as s:
         model_id = register_model(s, store.adapter, model_key(store.embedder))
-        s.execute(text("DROP TRIGGER memory_frames_fts_ad"))
+        s.execute(text("DROP TRIGGER waggle_memory_frames_fts_ad"))
         s.execute(text(f"DROP TRIGGER {vector_table_name(model_id or 0)}_ad"))
-        s.execute(text("DELETE FROM memory_frames WHERE id = :a"), {"a": f1.id})
+        s.execute(text("DELETE FROM waggle_memory_frames WHERE id = :a"), {"a": f1.id})
     report = store.reconcile()
     assert report.orphans_removed == 2
     assert report.fts_fixed == 0
     # The dropped FTS trigger stays reported until a repair recreates it (the store's own
     # model's vector trigger is ensured by every reconcile).
     assert store.reconcile().problems == [
-        "keyword index: memory_frames_fts_ad (trigger) is missing: "
+        "keyword index: waggle_memory_frames_fts_ad (trigger) is missing: "
         "deleted frames stay in the keyword index"
     ]
     assert store.reconcile(repair=True).repaired != []
     assert store.reconcile() == ws.ReconcileReport(0, 0, 0)
     with store.read() as s:
-        assert s.execute(text("SELECT count(*) FROM memory_frames_fts")).scalar_one() == 2
+        assert s.execute(text("SELECT count(*) FROM waggle_memory_frames_fts")).scalar_one() == 2
     assert _vector_count(store) == 2

@@ -14,8 +14,9 @@ HOSTILE_QUERIES = [
     '"', '""', '"unterminated', "say \"hello world", "((", "())", "(a OR b", "AND", "OR", "NOT",
     "AND OR NOT", "NEAR", "NEAR(alpha beta, 2)", "alpha NEAR/3 beta", "*", "alpha*", "*alpha",
     "col:alpha", "content:alpha", ":", "^alpha", "^", "-", "--alpha", "-alpha -beta", "\\",
-    "\\\\alpha\\", "alpha\\\"beta", "🚀🔥 emoji only 😀", "😀", "'; DROP TABLE memory_frames; --",
-    "1' OR '1'='1", "alpha UNION SELECT * FROM minds", "x" * 10_000, " ".join(["alpha"] * 2000),
+    "\\\\alpha\\", "alpha\\\"beta", "🚀🔥 emoji only 😀", "😀",
+    "'; DROP TABLE waggle_memory_frames; --", "1' OR '1'='1",
+    "alpha UNION SELECT * FROM waggle_minds", "x" * 10_000, " ".join(["alpha"] * 2000),
     "", "   ", "the a an is are was of to in for on with", "what's it", "\x00alpha\x00",
     "alpha & beta | !gamma <-> delta", "{alpha} [beta] <gamma>", "%_%", "naïve café Zürich",
 ]
@@ -316,7 +317,7 @@ def test_stale_vectors_do_not_shorten_the_vector_lane(
     with store.write() as s:
         s.execute(
             text(
-                "UPDATE frame_embeddings SET content_hash = 'stale' WHERE frame_id IN :ids"
+                "UPDATE waggle_frame_embeddings SET content_hash = 'stale' WHERE frame_id IN :ids"
             ).bindparams(bindparam("ids", expanding=True)),
             {"ids": near},
         )

@@ -76,7 +76,7 @@ def test_repeated_searches_run_prepared_statements(store: ws.Store, mind: ws.Min
             conn.exec_driver_sql("SELECT statement FROM pg_prepared_statements").scalars().all()
         )
     assert any("plainto_tsquery" in s for s in prepared)
-    assert any("frame_vectors_" in s for s in prepared)
+    assert any("waggle_frame_vectors_" in s for s in prepared)
 
 
 @only_postgres  # FTS5 keeps its own counts for bm25; the reuse is the Postgres lane's

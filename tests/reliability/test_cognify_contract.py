@@ -76,8 +76,8 @@ def test_quota_of_40_gives_exactly_40_vectors_for_60_memories(
         t.join()
     assert errors == []
     assert len(results) == 60
-    assert _count(store, "SELECT count(*) FROM memory_frames") == 60
-    ready = _count(store, "SELECT count(*) FROM frame_embeddings WHERE status = 'ready'")
+    assert _count(store, "SELECT count(*) FROM waggle_memory_frames") == 60
+    ready = _count(store, "SELECT count(*) FROM waggle_frame_embeddings WHERE status = 'ready'")
     assert ready == 40
     assert sum(r.vector_status == "ready" for r in results) == 40
     assert store.quota_status().used == 40

@@ -58,10 +58,12 @@ def test_mixed_writers_on_one_mind(target: Target) -> None:
         assert len(active) == 1
         with store.read() as s:
             rows = s.execute(sa.text(
-                "SELECT f.gop_id, f.t FROM memory_frames f JOIN minds m ON m.id = f.mind_id"
+                "SELECT f.gop_id, f.t FROM waggle_memory_frames f"
+                " JOIN waggle_minds m ON m.id = f.mind_id"
                 " WHERE m.name = 'contended' ORDER BY f.gop_id, f.t")).all()
             shared = s.execute(sa.text(
-                "SELECT content, count(*) FROM memory_frames WHERE content LIKE 'shared note %'"
+                "SELECT content, count(*) FROM waggle_memory_frames"
+                " WHERE content LIKE 'shared note %'"
                 " GROUP BY content HAVING count(*) > 1")).all()
         by_gop: dict[str, list[int]] = {}
         for gop, t in rows:
@@ -97,8 +99,10 @@ def test_same_text_from_eight_sessions_at_once_is_stored_once(store: ws.Store) -
         for t in threads:
             t.join()
         with store.read() as s:
-            copies = s.execute(sa.text("SELECT count(*) FROM memory_frames WHERE content = :c"),
-                               {"c": text}).scalar_one()
+            copies = s.execute(
+                sa.text("SELECT count(*) FROM waggle_memory_frames WHERE content = :c"),
+                {"c": text},
+            ).scalar_one()
         assert copies == 1, f"round {round_}: {copies} copies of one I-frame"
     assert errors == []
 

@@ -16,8 +16,8 @@ from sqlalchemy import event
 
 import waggle_store as ws
 
-_TABLES = ("memory_frames", "knowledge_entities", "knowledge_relations", "entity_mentions",
-           "frame_embeddings", "sessions")
+_TABLES = ("waggle_memory_frames", "waggle_knowledge_entities", "waggle_knowledge_relations",
+           "waggle_entity_mentions", "waggle_frame_embeddings", "waggle_sessions")
 _MAX_STATEMENTS = 300
 
 
@@ -71,7 +71,7 @@ def test_cognify_fault_at_every_statement(store: ws.Store) -> None:
         frame = mind.frames.get(result.frame_id)
         assert frame is not None, f"fault #{n}"
         assert frame.content == _text(n), f"fault #{n}"
-        assert _counts(store)["memory_frames"] == before["memory_frames"] + 1
+        assert _counts(store)["waggle_memory_frames"] == before["waggle_memory_frames"] + 1
         # A fault that fired without failing the call hit the post-commit linking: its search
         # degraded (LIKE fallback, a lane off) or the link failed and says so.
         if not fault.fired:
@@ -97,7 +97,8 @@ def test_cognify_batch_fault_at_every_statement(store: ws.Store) -> None:
         stored = [fid for fid in result.frame_ids if fid is not None]
         failed = {index for index, _ in result.failures}
         assert set(range(4)) == failed | {i for i, f in enumerate(result.frame_ids) if f}
-        assert _counts(store)["memory_frames"] == before["memory_frames"] + len(stored)
+        frames = "waggle_memory_frames"
+        assert _counts(store)[frames] == before[frames] + len(stored)
         for index, frame_id in enumerate(result.frame_ids):
             if frame_id is not None:
                 frame = mind.frames.get(frame_id)

@@ -28,7 +28,7 @@ CYCLES = 5 if os.environ.get("WAGGLE_RELIABILITY_LONG") else 1
 def _pending(store: ws.Store) -> int:
     with store.read() as s:
         return int(s.scalar(sa.text(
-            "SELECT count(*) FROM frame_embeddings WHERE status <> 'ready'")) or 0)
+            "SELECT count(*) FROM waggle_frame_embeddings WHERE status <> 'ready'")) or 0)
 
 
 def test_outage_then_recovery(target: Target, embedding_server: EmbeddingServer) -> None:

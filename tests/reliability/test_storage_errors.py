@@ -24,7 +24,7 @@ def _page_count(store: ws.Store) -> int:
 
 def _frames(store: ws.Store) -> int:
     with store.read() as s:
-        return int(s.execute(sa.text("SELECT count(*) FROM memory_frames")).scalar_one())
+        return int(s.execute(sa.text("SELECT count(*) FROM waggle_memory_frames")).scalar_one())
 
 
 def _cap_pages(store: ws.Store, pages: int) -> None:

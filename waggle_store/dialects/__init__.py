@@ -8,16 +8,20 @@ The registrations below are the whole list of supported backends; anything else 
 from __future__ import annotations
 
 from waggle_store.dialects.base import Capabilities, LaneHit, SearchAdapter, vector_table_name
+from waggle_store.dialects.host import sqlite_write_lock
 from waggle_store.dialects.postgres import PostgresAdapter
 from waggle_store.dialects.postgres_engine import (
     create_postgres_engine,
     create_schema,
     enter_schema,
+    leave_schema,
+    lock_schema,
 )
 from waggle_store.dialects.registry import (
     DialectSpec,
     EngineFactory,
     SchemaOps,
+    check_driver,
     dialect_spec,
     get_adapter,
     register_dialect,
@@ -30,12 +34,14 @@ from waggle_store.dialects.sqlite_engine import create_sqlite_engine
 
 register_dialect("sqlite", DialectSpec(
     adapter=SQLiteAdapter, create_engine=create_sqlite_engine, batch_alter=True,
-    example_url="sqlite:///path/to/store.db",
+    example_url="sqlite:///path/to/store.db", drivers=("pysqlite",), extra="sqlite",
+    write_lock=sqlite_write_lock,
 ))
 register_dialect("postgresql", DialectSpec(
     adapter=PostgresAdapter, create_engine=create_postgres_engine,
-    schemas=SchemaOps(create=create_schema, enter=enter_schema), url_aliases=("postgres",),
-    example_url="postgresql+psycopg://user@host/db",
+    schemas=SchemaOps(create=create_schema, enter=enter_schema, leave=leave_schema,
+                      lock=lock_schema), url_aliases=("postgres",),
+    example_url="postgresql+psycopg://user@host/db", drivers=("psycopg",), extra="postgres",
 ))
 
 __all__ = [
@@ -45,6 +51,7 @@ __all__ = [
     "LaneHit",
     "SchemaOps",
     "SearchAdapter",
+    "check_driver",
     "dialect_spec",
     "get_adapter",
     "register_dialect",

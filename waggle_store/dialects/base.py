@@ -1,8 +1,12 @@
 """The protocol every dialect adapter implements; all dialect-specific SQL lives behind it.
 
-Naming contract shared with the migrations: the keyword index is ``memory_frames_fts`` (SQLite FTS5)
-or the generated column ``memory_frames.content_tsv`` (Postgres); the vector index of embedding
-model N is the table ``frame_vectors_N``.
+Naming contract shared with the migrations: every table name comes from
+:func:`waggle_store.models.base.table_name` (``waggle_`` + its short name; the constants below).
+The keyword index is ``waggle_memory_frames_fts`` (SQLite FTS5) or the generated column
+``waggle_memory_frames.content_tsv`` (Postgres); the vector index of embedding model N is the
+table ``waggle_frame_vectors_N``. Raw SQL names tables unqualified: on PostgreSQL the store's
+schema is first on the ``search_path`` of every transaction waggle_store runs (see
+``waggle_store.dialects.postgres_engine``).
 
 Lane contract: every filter (minds, session, since/until, and for the vector lane "the manifest
 says ready for this model") is applied *inside* the lane, so a lane returns ``limit`` hits whenever
@@ -15,19 +19,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Final, Literal, Protocol, TypeAlias
 
 from sqlalchemy import ColumnElement, Connection, event
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
+
+from waggle_store.models.base import table_name
 
 #: What the read-side methods run on: searches use a bare Core connection (cheaper per search than
 #: an ORM Session); maintenance runs inside a write Session.
 Executor: TypeAlias = Session | Connection
 
 
+T_FRAMES: Final = table_name("memory_frames")
+T_FTS: Final = table_name("memory_frames_fts")
+T_EMBEDDINGS: Final = table_name("frame_embeddings")
+T_MODELS: Final = table_name("embedding_models")
+T_MENTIONS: Final = table_name("entity_mentions")
+T_MIND_MODELS: Final = table_name("mind_embedding_models")
+
+
 def vector_table_name(model_id: int) -> str:
-    return f"frame_vectors_{int(model_id)}"
+    return table_name(f"frame_vectors_{int(model_id)}")
 
 
 @dataclass

@@ -18,7 +18,16 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects.base import Executor, LaneFilter, LaneHit, ModelNotActiveError
+from waggle_store.dialects.base import (
+    T_EMBEDDINGS,
+    T_FRAMES,
+    T_MENTIONS,
+    T_MIND_MODELS,
+    Executor,
+    LaneFilter,
+    LaneHit,
+    ModelNotActiveError,
+)
 from waggle_store.models.base import UTCDateTime
 from waggle_store.records import Frame
 from waggle_store.textinput import scrub
@@ -69,7 +78,7 @@ def frame_select(alias: str = "f") -> str:
     frame mentions any entity (an index probe per hit; the search skips its graph-distance query
     when no candidate does)."""
     columns = ", ".join(f"{alias}.{name}" for name in FRAME_COLUMNS)
-    return f"{columns}, EXISTS (SELECT 1 FROM entity_mentions m WHERE m.frame_id = {alias}.id) AS mentions"
+    return f"{columns}, EXISTS (SELECT 1 FROM {T_MENTIONS} m WHERE m.frame_id = {alias}.id) AS mentions"
 
 
 #: Where ``frame_select()`` puts the two times and the mention flag, after ``id, score``.
@@ -111,12 +120,12 @@ def checked_knn(source: str, key: str, distance: str) -> str:
     """
     return (
         f"SELECT c.{key}, c.{distance}, {frame_select()}, f.id IS NOT NULL, "
-        "EXISTS (SELECT 1 FROM mind_embedding_models WHERE mind_id = :check_mind "
+        f"EXISTS (SELECT 1 FROM {T_MIND_MODELS} WHERE mind_id = :check_mind "
         "AND model_id = :model_id AND status = 'active') "
         f"FROM {source} "
-        f"LEFT JOIN frame_embeddings e ON e.frame_id = c.{key} AND e.status = 'ready' "
+        f"LEFT JOIN {T_EMBEDDINGS} e ON e.frame_id = c.{key} AND e.status = 'ready' "
         "AND e.model_id = :model_id "
-        f"LEFT JOIN memory_frames f ON f.id = c.{key} AND f.content_hash = e.content_hash"
+        f"LEFT JOIN {T_FRAMES} f ON f.id = c.{key} AND f.content_hash = e.content_hash"
     )
 
 
@@ -230,7 +239,7 @@ def like_search(session: Executor, *, operator: str, patterns: Sequence[str], wh
     filters = frame_filters(where, params)
     rows = run_lane(
         session,
-        f"SELECT f.id, 0.0 AS score, {frame_select()} FROM memory_frames f "
+        f"SELECT f.id, 0.0 AS score, {frame_select()} FROM {T_FRAMES} f "
         f"WHERE {filters} AND ({' OR '.join(likes)}) "
         "ORDER BY f.created_at DESC, f.id DESC LIMIT :limit",
         params,
@@ -249,7 +258,7 @@ def frames_missing_vectors(session: Session, table: str, key: str, model_id: int
         mind = "AND f.mind_id = :mind_id"
     rows = session.execute(
         text(
-            "SELECT f.id FROM memory_frames f JOIN frame_embeddings e ON e.frame_id = f.id "
+            f"SELECT f.id FROM {T_FRAMES} f JOIN {T_EMBEDDINGS} e ON e.frame_id = f.id "
             f"WHERE e.status = 'ready' AND e.model_id = :model_id {mind} AND NOT EXISTS "
             f"(SELECT 1 FROM {table} v WHERE v.{key} = f.id)"
         ),

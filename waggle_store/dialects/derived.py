@@ -14,10 +14,10 @@ cannot see them and a dropped one used to be noticed by nothing (issue 12, findi
   (SQLite: the ``vec0`` table and its delete trigger; Postgres: the table, its HNSW and ``mind_id``
   indexes). Their DDL stays in the adapters' ``ensure_vector_table``, which repair re-runs.
 
-Migration 0001 creates the keyword objects with the very statements below (:data:`FTS5_DDL`,
-:data:`TSVECTOR_DDL`) and repair re-runs them, so the two cannot drift. The consequence: these
-statements are part of the migration's history. Changing one means a new migration that applies
-the change (and the check then expects the new form).
+The migrations create the same objects (0001 under the unprefixed names, 0004 renames them to
+``waggle_*``); the migrations keep their own frozen statements, as migrations must, and the
+tests check that a freshly migrated and an upgraded store report no problem here. Changing a
+statement below means a new migration that applies the change.
 
 The checks only read catalogues (``sqlite_master``, ``pg_attribute``, ``pg_index``): cheap enough
 for every ``health()`` call.
@@ -31,9 +31,18 @@ from typing import Final, Literal
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects.base import DerivedProblem, Executor, SearchAdapter, vector_table_name
+from waggle_store.dialects.base import (
+    T_EMBEDDINGS,
+    T_FRAMES,
+    T_FTS,
+    T_MODELS,
+    DerivedProblem,
+    Executor,
+    SearchAdapter,
+    vector_table_name,
+)
 
-FTS_TABLE: Final = "memory_frames_fts"
+FTS_TABLE: Final = T_FTS
 
 #: The FTS5 table keeps its own copy of the text so that reconcile can compare it with
 #: ``memory_frames``; the triggers keep it in step in the same transaction as every write.
@@ -42,34 +51,34 @@ FTS5_TABLE_DDL: Final = (
     "USING fts5(content, tokenize='porter unicode61')"
 )
 FTS5_TRIGGERS: Final[dict[str, str]] = {
-    "memory_frames_fts_ai": (
-        "CREATE TRIGGER IF NOT EXISTS memory_frames_fts_ai AFTER INSERT ON memory_frames BEGIN "
+    f"{T_FTS}_ai": (
+        f"CREATE TRIGGER IF NOT EXISTS {T_FTS}_ai AFTER INSERT ON {T_FRAMES} BEGIN "
         f"INSERT INTO {FTS_TABLE}(rowid, content) VALUES (new.id, new.content); END"
     ),
-    "memory_frames_fts_ad": (
-        "CREATE TRIGGER IF NOT EXISTS memory_frames_fts_ad AFTER DELETE ON memory_frames BEGIN "
+    f"{T_FTS}_ad": (
+        f"CREATE TRIGGER IF NOT EXISTS {T_FTS}_ad AFTER DELETE ON {T_FRAMES} BEGIN "
         f"DELETE FROM {FTS_TABLE} WHERE rowid = old.id; END"
     ),
-    "memory_frames_fts_au": (
-        "CREATE TRIGGER IF NOT EXISTS memory_frames_fts_au "
-        "AFTER UPDATE OF content ON memory_frames "
+    f"{T_FTS}_au": (
+        f"CREATE TRIGGER IF NOT EXISTS {T_FTS}_au "
+        f"AFTER UPDATE OF content ON {T_FRAMES} "
         f"BEGIN DELETE FROM {FTS_TABLE} WHERE rowid = old.id; "
         f"INSERT INTO {FTS_TABLE}(rowid, content) VALUES (new.id, new.content); END"
     ),
 }
-#: Every statement that builds SQLite's keyword index, in order (migration 0001 runs these).
+#: Every statement that builds SQLite's keyword index, in order (repair runs these).
 FTS5_DDL: Final = (FTS5_TABLE_DDL, *FTS5_TRIGGERS.values())
 
 TSV_COLUMN: Final = "content_tsv"
-GIN_INDEX: Final = "ix_memory_frames_content_tsv"
+GIN_INDEX: Final = f"ix_{T_FRAMES}_content_tsv"
 TSVECTOR_COLUMN_DDL: Final = (
-    f"ALTER TABLE memory_frames ADD COLUMN IF NOT EXISTS {TSV_COLUMN} tsvector "
+    f"ALTER TABLE {T_FRAMES} ADD COLUMN IF NOT EXISTS {TSV_COLUMN} tsvector "
     "GENERATED ALWAYS AS (to_tsvector('english', content)) STORED"
 )
 GIN_INDEX_DDL: Final = (
-    f"CREATE INDEX IF NOT EXISTS {GIN_INDEX} ON memory_frames USING gin ({TSV_COLUMN})"
+    f"CREATE INDEX IF NOT EXISTS {GIN_INDEX} ON {T_FRAMES} USING gin ({TSV_COLUMN})"
 )
-#: Every statement that builds Postgres's keyword index, in order (migration 0001 runs these).
+#: Every statement that builds Postgres's keyword index, in order (repair runs these).
 TSVECTOR_DDL: Final = (TSVECTOR_COLUMN_DDL, GIN_INDEX_DDL)
 
 Lane = Literal["keyword", "vector"]
@@ -92,8 +101,8 @@ def live_models(session: Executor) -> list[tuple[int, int]]:
     registered one with nothing embedded yet, needs none."""
     rows = session.execute(
         text(
-            "SELECT m.id, m.dimensions FROM embedding_models m WHERE m.status = 'active' "
-            "OR (m.status <> 'retired' AND EXISTS (SELECT 1 FROM frame_embeddings e "
+            f"SELECT m.id, m.dimensions FROM {T_MODELS} m WHERE m.status = 'active' "
+            f"OR (m.status <> 'retired' AND EXISTS (SELECT 1 FROM {T_EMBEDDINGS} e "
             "WHERE e.model_id = m.id AND e.status = 'ready')) ORDER BY m.id"
         )
     ).all()
@@ -105,9 +114,9 @@ def live_models(session: Executor) -> list[tuple[int, int]]:
 
 #: What goes wrong while each FTS5 trigger is missing (the health() reason says it).
 _FTS5_TRIGGER_EFFECTS: Final = {
-    "memory_frames_fts_ai": "new frames are not keyword-searchable",
-    "memory_frames_fts_ad": "deleted frames stay in the keyword index",
-    "memory_frames_fts_au": "edited frames are found by their old text",
+    f"{T_FTS}_ai": "new frames are not keyword-searchable",
+    f"{T_FTS}_ad": "deleted frames stay in the keyword index",
+    f"{T_FTS}_au": "edited frames are found by their old text",
 }
 assert set(_FTS5_TRIGGER_EFFECTS) == set(FTS5_TRIGGERS)
 
@@ -130,7 +139,7 @@ def sqlite_problems(session: Executor, *, vectors: bool) -> list[DerivedProblem]
     problems.extend(
         DerivedProblem("keyword", name, f"(trigger) is missing: {effect}")
         for name, effect in _FTS5_TRIGGER_EFFECTS.items()
-        if objects.get(name) != ("trigger", "memory_frames")
+        if objects.get(name) != ("trigger", T_FRAMES)
     )
     if vectors:
         for model_id, _dims in live_models(session):
@@ -138,7 +147,7 @@ def sqlite_problems(session: Executor, *, vectors: bool) -> list[DerivedProblem]
             if objects.get(table, ("", ""))[0] != "table":
                 problems.append(
                     DerivedProblem("vector", table, "(vector table) is missing", model_id))
-            if objects.get(f"{table}_ad") != ("trigger", "memory_frames"):
+            if objects.get(f"{table}_ad") != ("trigger", T_FRAMES):
                 problems.append(DerivedProblem(
                     "vector", f"{table}_ad",
                     "(trigger) is missing: deleted frames keep their vectors", model_id))
@@ -187,7 +196,7 @@ def _pg_generated(session: Executor) -> str | None:
     value = session.execute(
         text(
             "SELECT attgenerated FROM pg_attribute WHERE attrelid = "
-            "to_regclass(quote_ident(current_schema()) || '.memory_frames') "
+            f"to_regclass(quote_ident(current_schema()) || '.{T_FRAMES}') "
             "AND attname = :name AND NOT attisdropped"
         ),
         {"name": TSV_COLUMN},
@@ -202,10 +211,10 @@ def postgres_problems(session: Executor, *, vectors: bool) -> list[DerivedProble
     generated = _pg_generated(session)
     if generated is None:
         problems.append(
-            DerivedProblem("keyword", f"memory_frames.{TSV_COLUMN}", "(column) is missing"))
+            DerivedProblem("keyword", f"{T_FRAMES}.{TSV_COLUMN}", "(column) is missing"))
     elif generated != "s":
         problems.append(DerivedProblem(
-            "keyword", f"memory_frames.{TSV_COLUMN}",
+            "keyword", f"{T_FRAMES}.{TSV_COLUMN}",
             "(column) is not generated from content: it does not follow writes"))
     gin = _pg_index_problem(session, GIN_INDEX, "keyword", f"USING gin ({TSV_COLUMN})")
     if gin is not None:
@@ -235,9 +244,9 @@ def postgres_repair_keyword(session: Executor, problems: Sequence[DerivedProblem
     Both rewrite or scan the whole table under a lock that blocks writes: that is why reconcile
     only does it when asked (``repair=True``)."""
     names = {p.name for p in problems if p.lane == "keyword"}
-    column = f"memory_frames.{TSV_COLUMN}"
+    column = f"{T_FRAMES}.{TSV_COLUMN}"
     if column in names:
-        session.execute(text(f"ALTER TABLE memory_frames DROP COLUMN IF EXISTS {TSV_COLUMN}"))
+        session.execute(text(f"ALTER TABLE {T_FRAMES} DROP COLUMN IF EXISTS {TSV_COLUMN}"))
         names.add(GIN_INDEX)
     if GIN_INDEX in names:
         session.execute(text(f"DROP INDEX IF EXISTS {GIN_INDEX}"))

@@ -23,6 +23,9 @@ class EngineInfo:
     vector_extension: bool | None = None  # None = not probed yet
     vector_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
+    #: True for an engine one of waggle_store's factories built (its connect/begin hooks do
+    #: what waggle_store needs); False for a host's own engine, configured per transaction.
+    configured: bool = False
 
 
 #: Weak keys: an engine the caller dropped takes its info with it.

@@ -1,6 +1,6 @@
 """Postgres adapter: generated tsvector + GIN for keywords, pgvector (HNSW) for vectors.
 
-Vector tables are ``frame_vectors_N(frame_id → memory_frames ON DELETE CASCADE, mind_id,
+Vector tables are ``waggle_frame_vectors_N(frame_id → waggle_memory_frames ON DELETE CASCADE, mind_id,
 embedding vector(d), gop_id, created_at)`` with an HNSW index (``vector_cosine_ops``; above 2,000
 dimensions, which HNSW cannot index as ``vector``, an expression index over ``halfvec(d)``).
 Vectors travel as text literals cast to ``vector`` so no pgvector adapter has to be registered on
@@ -31,6 +31,8 @@ from sqlalchemy.types import TypeEngine
 
 from waggle_store.dialects import derived
 from waggle_store.dialects.base import (
+    T_EMBEDDINGS,
+    T_FRAMES,
     Capabilities,
     DerivedProblem,
     Executor,
@@ -190,7 +192,7 @@ class PostgresAdapter:
             params["n"] = known[0]
             total = "GREATEST(:n, count(*))"
         else:
-            total = f"(SELECT count(*) FROM memory_frames f WHERE {minds})"
+            total = f"(SELECT count(*) FROM {T_FRAMES} f WHERE {minds})"
         score = " + ".join(f"CASE WHEN c.h{i} THEN w.w{i} ELSE 0 END" for i in n)
         # MATERIALIZED: q is evaluated once and feeds the GIN scan; w is one row, computed once
         # (inlined, the planner re-ran the aggregate for every candidate).
@@ -199,13 +201,13 @@ class PostgresAdapter:
             session,
             f"WITH q AS MATERIALIZED (SELECT {queries}), "
             f"c AS MATERIALIZED (SELECT f.id, f.mind_id, f.gop_id, f.created_at, "
-            f"length(f.content) AS len, {matched} FROM memory_frames f, q "
+            f"length(f.content) AS len, {matched} FROM {T_FRAMES} f, q "
             f"WHERE f.content_tsv @@ ({' || '.join(f'q.q{i}' for i in n)}) AND {minds}), "
             f"w AS MATERIALIZED (SELECT s.n, {idf} FROM (SELECT {total}::float8 AS n, {counts} "
             "FROM c) s) "
             f"SELECT h.id, h.score, {frame_select()}, h.n FROM (SELECT c.id, {score} AS score, "
             f"c.len, w.n FROM c, w WHERE {filters} ORDER BY score DESC, c.len, c.id LIMIT :limit) h "
-            "JOIN memory_frames f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id",
+            f"JOIN {T_FRAMES} f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id",
             params,
         )
         if rows and "n" not in params and rows[0][-1] >= FRAME_COUNT_EXACT_BELOW:
@@ -267,8 +269,8 @@ class PostgresAdapter:
         rows = run_lane(
             session,
             f"SELECT v.frame_id, {distance} AS d, {frame_select()} FROM {table} v "
-            "JOIN memory_frames f ON f.id = v.frame_id "
-            "JOIN frame_embeddings e ON e.frame_id = v.frame_id "
+            f"JOIN {T_FRAMES} f ON f.id = v.frame_id "
+            f"JOIN {T_EMBEDDINGS} e ON e.frame_id = v.frame_id "
             f"WHERE {filters} AND e.status = 'ready' "
             "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
             f"ORDER BY {distance} + 0, v.frame_id LIMIT :k",
@@ -305,7 +307,7 @@ class PostgresAdapter:
         session.execute(
             text(
                 f"CREATE TABLE IF NOT EXISTS {table} ("
-                "frame_id bigint PRIMARY KEY REFERENCES memory_frames(id) ON DELETE CASCADE, "
+                f"frame_id bigint PRIMARY KEY REFERENCES {T_FRAMES}(id) ON DELETE CASCADE, "
                 f"mind_id bigint NOT NULL, embedding vector({dims}) NOT NULL, "
                 "gop_id text, created_at timestamptz)"
             )
@@ -318,7 +320,7 @@ class PostgresAdapter:
             )
             session.execute(
                 text(f"UPDATE {table} v SET gop_id = f.gop_id, created_at = f.created_at "
-                     "FROM memory_frames f WHERE f.id = v.frame_id")
+                     f"FROM {T_FRAMES} f WHERE f.id = v.frame_id")
             )
             self._filter_columns.add(model_id)
         session.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_mind_id ON {table} (mind_id)"))
@@ -388,7 +390,7 @@ class PostgresAdapter:
         result = session.execute(
             text(
                 f"DELETE FROM {vector_table_name(model_id)} v WHERE NOT EXISTS "
-                "(SELECT 1 FROM memory_frames f WHERE f.id = v.frame_id)"
+                f"(SELECT 1 FROM {T_FRAMES} f WHERE f.id = v.frame_id)"
             )
         )
         return rowcount(result)

@@ -7,6 +7,7 @@ first on the ``search_path`` of its connections so unqualified names resolve the
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Final
 
@@ -17,6 +18,7 @@ from sqlalchemy.engine import Engine
 from waggle_store.config import StoreConfig
 from waggle_store.dialects.info import engine_info
 from waggle_store.errors import InvalidInputError
+from waggle_store.models.base import schema_translate_map
 
 #: A plain lower-case identifier: it is written into ``options`` and DDL, never bound.
 SCHEMA_RE: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -34,10 +36,17 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
     connect_args["options"] = (
         f"{connect_args.get('options', '')} -c search_path={config.schema},public".strip()
     )
-    engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args, **kwargs)
+    # libpq counts whole seconds and treats less than 2 as 2.
+    connect_args.setdefault("connect_timeout", max(2, math.ceil(config.connect_timeout)))
+    # The models' tables (schema "waggle") land in this engine's schema, for a host's ORM too.
+    options = {"schema_translate_map": schema_translate_map(config.schema),
+               **kwargs.pop("execution_options", {})}
+    engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args,
+                              execution_options=options, **kwargs)
     info = engine_info(engine)
     info.driver = engine.dialect.driver
     info.schema = config.schema
+    info.configured = True
     return engine
 
 
@@ -45,6 +54,25 @@ def create_schema(connection: Connection, schema: str) -> None:
     connection.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
 
 
-def enter_schema(connection: Connection, schema: str) -> None:
-    """``SET LOCAL``: the setting ends with the transaction, the pooled connection keeps its own."""
+def lock_schema(connection: Connection, schema: str) -> None:
+    """Serialise migrations of one schema across processes until the transaction ends:
+    ``CREATE SCHEMA IF NOT EXISTS`` and the first ``CREATE TABLE`` race otherwise (unique
+    violations on ``pg_namespace``), and a second migrator must see the first one's version."""
+    connection.execute(
+        sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"waggle_store:{schema}"}
+    )
+
+
+def enter_schema(connection: Connection, schema: str) -> str:
+    """Put ``schema`` first on the ``search_path`` for the current transaction only and return
+    the previous ``search_path``, which :func:`leave_schema` puts back: a caller's transaction
+    (a host's Alembic run) must not keep waggle_store's schema as its default."""
+    previous = str(connection.exec_driver_sql("SELECT current_setting('search_path')").scalar())
     connection.exec_driver_sql(f'SET LOCAL search_path TO "{schema}", public')
+    return previous
+
+
+def leave_schema(connection: Connection, previous: str) -> None:
+    """Restore the ``search_path`` :func:`enter_schema` returned (for the rest of the
+    transaction; the session's own value comes back at its end in any case)."""
+    connection.execute(sa.text("SELECT set_config('search_path', :p, true)"), {"p": previous})

@@ -39,8 +39,13 @@ class SchemaOps:
     #: Create the schema if missing (migrations only: it is a write).
     create: Callable[[Connection, str], None]
     #: Make the schema the connection's default for the current transaction only, so unqualified
-    #: names in the migrations resolve there and nothing leaks to the pooled connection's next user.
-    enter: Callable[[Connection, str], None]
+    #: names in the migrations resolve there and nothing leaks to the pooled connection's next user;
+    #: returns the previous default for :attr:`leave`.
+    enter: Callable[[Connection, str], str]
+    #: Put back what :attr:`enter` returned, so a caller's transaction keeps its own default.
+    leave: Callable[[Connection, str], None]
+    #: Serialise migrations of a schema across processes until the transaction ends.
+    lock: Callable[[Connection, str], None]
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,15 @@ class DialectSpec:
     batch_alter: bool = False
     #: Other backend names of URLs that mean this dialect (``postgres://``).
     url_aliases: tuple[str, ...] = ()
+    #: The DBAPI drivers waggle_store runs on (``postgresql+<driver>://``); a URL without one
+    #: gets the first. Any other is refused with the fix in the message.
+    drivers: tuple[str, ...] = ()
+    #: The extra that installs the driver: ``pip install 'waggle-store[<extra>]'``.
+    extra: str | None = None
+    #: Take the database's write lock at the start of a migration's transaction when the
+    #: connection has not (SQLite: ``BEGIN IMMEDIATE`` on a host's connection whose driver
+    #: begins lazily), so concurrent migrators queue instead of racing on the version.
+    write_lock: Callable[[Connection], None] | None = None
 
     @property
     def has_schemas(self) -> bool:
@@ -113,6 +127,20 @@ def spec_for_url(url: URL) -> DialectSpec:
     if name is None:
         raise _unsupported(f"{url.drivername!r} URLs")
     return _SPECS[name]
+
+
+def check_driver(url: URL) -> None:
+    """Refuse a driver waggle_store does not run on (``postgresql+psycopg2://``), naming the one
+    it does and how to install it; the message never repeats the URL (it may hold a password)."""
+    spec = spec_for_url(url)
+    driver = url.get_driver_name()
+    if spec.drivers and "+" in url.drivername and driver not in spec.drivers:
+        backend = url.get_backend_name()
+        install = f" (pip install 'waggle-store[{spec.extra}]')" if spec.extra else ""
+        raise UnsupportedDialectError(
+            f"waggle_store does not support the {driver!r} driver for {backend}: use "
+            f"{backend}+{spec.drivers[0]}:// (or plain {backend}://){install}"
+        )
 
 
 def spec_of(bind: Engine | Connection) -> DialectSpec:

@@ -23,6 +23,9 @@ from sqlalchemy.types import TypeEngine
 
 from waggle_store.dialects import derived
 from waggle_store.dialects.base import (
+    T_EMBEDDINGS,
+    T_FRAMES,
+    T_FTS,
     Capabilities,
     DerivedProblem,
     Executor,
@@ -115,11 +118,11 @@ class SQLiteAdapter:
         rows = run_lane(
             session,
             f"SELECT h.id, h.score, {frame_select()} FROM ("
-            "SELECT f.id, bm25(memory_frames_fts) AS score FROM memory_frames_fts "
-            "JOIN memory_frames f ON f.id = memory_frames_fts.rowid "
-            f"WHERE memory_frames_fts MATCH :q AND {filters} "
+            f"SELECT f.id, bm25({T_FTS}) AS score FROM {T_FTS} "
+            f"JOIN {T_FRAMES} f ON f.id = {T_FTS}.rowid "
+            f"WHERE {T_FTS} MATCH :q AND {filters} "
             "ORDER BY score, f.id LIMIT :limit) h "
-            "JOIN memory_frames f ON f.id = h.id ORDER BY h.score, h.id",
+            f"JOIN {T_FRAMES} f ON f.id = h.id ORDER BY h.score, h.id",
             params,
         )
         return frame_hits(session, rows)
@@ -194,8 +197,8 @@ class SQLiteAdapter:
         rows = run_lane(
             session,
             f"SELECT f.id, vec_distance_cosine(v.embedding, :q) AS d, {frame_select()} "
-            "FROM memory_frames f "
-            "JOIN frame_embeddings e ON e.frame_id = f.id AND e.status = 'ready' "
+            f"FROM {T_FRAMES} f "
+            f"JOIN {T_EMBEDDINGS} e ON e.frame_id = f.id AND e.status = 'ready' "
             "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
             f"JOIN {vector_table_name(model_id)} v ON v.rowid = f.id "
             f"WHERE {filters} ORDER BY d, f.id LIMIT :limit",
@@ -222,7 +225,7 @@ class SQLiteAdapter:
         # drop_mind's cascade): vec0 cannot take a foreign key.
         session.execute(
             text(
-                f"CREATE TRIGGER IF NOT EXISTS {table}_ad AFTER DELETE ON memory_frames BEGIN "
+                f"CREATE TRIGGER IF NOT EXISTS {table}_ad AFTER DELETE ON {T_FRAMES} BEGIN "
                 f"DELETE FROM {table} WHERE rowid = old.id; END"
             )
         )
@@ -295,7 +298,7 @@ class SQLiteAdapter:
             for r in session.execute(
                 text(
                     f"SELECT v.rowid FROM {table} v WHERE NOT EXISTS "
-                    "(SELECT 1 FROM memory_frames f WHERE f.id = v.rowid)"
+                    f"(SELECT 1 FROM {T_FRAMES} f WHERE f.id = v.rowid)"
                 )
             ).all()
         ]
@@ -307,7 +310,8 @@ class SQLiteAdapter:
     def _has_fts_table(self, session: Session) -> bool:
         """A dropped FTS5 table has no rows to fix (``verify_derived`` reports it)."""
         return session.execute(
-            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_frames_fts'")
+            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
+            {"name": T_FTS},
         ).scalar() is not None
 
     def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
@@ -323,18 +327,18 @@ class SQLiteAdapter:
             int(r[0])
             for r in session.execute(
                 text(
-                    "SELECT f.id FROM memory_frames f LEFT JOIN memory_frames_fts x "
+                    f"SELECT f.id FROM {T_FRAMES} f LEFT JOIN {T_FTS} x "
                     f"ON x.rowid = f.id WHERE (x.rowid IS NULL OR x.content IS NOT f.content) {mind}"
                 ),
                 params,
             ).all()
         ]
         for frame_id in stale:
-            session.execute(text("DELETE FROM memory_frames_fts WHERE rowid = :id"), {"id": frame_id})
+            session.execute(text(f"DELETE FROM {T_FTS} WHERE rowid = :id"), {"id": frame_id})
             session.execute(
                 text(
-                    "INSERT INTO memory_frames_fts(rowid, content) "
-                    "SELECT id, content FROM memory_frames WHERE id = :id"
+                    f"INSERT INTO {T_FTS}(rowid, content) "
+                    f"SELECT id, content FROM {T_FRAMES} WHERE id = :id"
                 ),
                 {"id": frame_id},
             )
@@ -345,7 +349,7 @@ class SQLiteAdapter:
             return 0
         result = session.execute(
             text(
-                "DELETE FROM memory_frames_fts WHERE rowid NOT IN (SELECT id FROM memory_frames)"
+                f"DELETE FROM {T_FTS} WHERE rowid NOT IN (SELECT id FROM {T_FRAMES})"
             )
         )
         return rowcount(result)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import sqlite3
-import warnings
 from types import ModuleType
 from typing import Any
 
@@ -21,7 +20,13 @@ from sqlalchemy.engine import Engine
 
 from waggle_store.config import SYNCHRONOUS_MODES, StoreConfig
 from waggle_store.dialects.info import EngineInfo, engine_info
-from waggle_store.errors import InvalidInputError, MissingExtensionError, WaggleStoreWarning
+from waggle_store.errors import (
+    InvalidInputError,
+    MissingExtensionError,
+    WaggleStoreWarning,
+    warn_at_caller,
+)
+from waggle_store.models.base import schema_translate_map
 
 
 def _can_load_extensions(module: ModuleType) -> bool:
@@ -72,7 +77,35 @@ def sqlite_wal_reset_affected(version: tuple[int, int, int]) -> bool:
     return (3, 7, 0) <= version <= (3, 51, 2)
 
 
-_warned_versions: set[str] = set()
+_warned = False
+
+
+def _sqlite_driver() -> tuple[ModuleType, str, str | None]:
+    """The capable driver, else the stdlib's with the reason vector search is off: FTS5
+    keyword search works without extensions, so a store still opens (keyword-only)."""
+    try:
+        module, label = pick_sqlite_driver()
+    except MissingExtensionError as exc:
+        return sqlite3, "sqlite3", str(exc)
+    return module, label, None
+
+
+def _note_wal_reset(info: EngineInfo, version: str) -> None:
+    """Record the WAL-reset note for ``health()`` on every engine, warn once per process, at
+    the application's frame."""
+    global _warned
+    major, minor, patch = (int(p) for p in [*version.split("."), "0", "0"][:3])
+    if not sqlite_wal_reset_affected((major, minor, patch)):
+        return
+    note = (
+        f"SQLite {version} is affected by the WAL-reset bug "
+        "(fixed in 3.51.3, backported to 3.44.6 and 3.50.7): upgrade the SQLite library "
+        "if several processes write to one store"
+    )
+    info.warnings.append(note)
+    if not _warned:
+        _warned = True
+        warn_at_caller(note, WaggleStoreWarning)
 
 
 def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> Engine:
@@ -82,28 +115,24 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
             f"sqlite synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, "
             f"got {config.sqlite_synchronous!r}"
         )
-    module, label = pick_sqlite_driver()
-    engine = sa.create_engine(url, module=module, **kwargs)
+    module, label, no_extensions = _sqlite_driver()
+    options = {"schema_translate_map": schema_translate_map(None),
+               **kwargs.pop("execution_options", {})}
+    engine = sa.create_engine(url, module=module, execution_options=options, **kwargs)
     info = engine_info(engine)
     info.driver = label
+    info.configured = True
     info.sqlite_version = module.sqlite_version
-    major, minor, patch = (int(p) for p in (module.sqlite_version.split(".") + ["0", "0"])[:3])
-    if sqlite_wal_reset_affected((major, minor, patch)):
-        note = (
-            f"SQLite {module.sqlite_version} is affected by the WAL-reset bug "
-            "(fixed in 3.51.3, backported to 3.44.6 and 3.50.7): upgrade the SQLite library "
-            "if several processes write to one store"
-        )
-        info.warnings.append(note)
-        if module.sqlite_version not in _warned_versions:
-            _warned_versions.add(module.sqlite_version)
-            # The caller of waggle_store.engine.create_engine (through the registry's factory).
-            warnings.warn(note, WaggleStoreWarning, stacklevel=3)
+    _note_wal_reset(info, module.sqlite_version)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None
-        _load_sqlite_vec(dbapi_conn, info)
+        if no_extensions is None:
+            _load_sqlite_vec(dbapi_conn, info)
+        else:
+            info.vector_extension = False
+            info.vector_reason = no_extensions
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout = {int(config.sqlite_busy_timeout_ms)}")
         cur.execute("PRAGMA foreign_keys = ON")

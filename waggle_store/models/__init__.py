@@ -1,7 +1,14 @@
 """ORM models, importable by host apps that want to join against waggle_store tables."""
 
 from waggle_store.models.awareness import AWARENESS_CATEGORIES, AwarenessRow
-from waggle_store.models.base import Base, UTCDateTime
+from waggle_store.models.base import (
+    SCHEMA,
+    TABLE_PREFIX,
+    Base,
+    UTCDateTime,
+    schema_translate_map,
+    table_name,
+)
 from waggle_store.models.embeddings import (
     EmbeddingModelRow,
     EmbeddingStagingRow,
@@ -22,7 +29,9 @@ __all__ = [
     "FRAME_TYPES",
     "IMPORTANCE_LEVELS",
     "MIND_KINDS",
+    "SCHEMA",
     "SESSION_STATUSES",
+    "TABLE_PREFIX",
     "AwarenessRow",
     "Base",
     "EmbeddingModelRow",
@@ -42,4 +51,6 @@ __all__ = [
     "StoreMeta",
     "UTCDateTime",
     "UsageLogRow",
+    "schema_translate_map",
+    "table_name",
 ]

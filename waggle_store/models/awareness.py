@@ -15,14 +15,14 @@ AWARENESS_CATEGORIES = ("task", "action", "pending", "flag")
 
 
 class AwarenessRow(Base):
-    __tablename__ = "awareness"
+    __tablename__ = "waggle_awareness"
     __table_args__ = (
         CheckConstraint("category IN ('task', 'action', 'pending', 'flag')", name="category"),
-        Index("ix_awareness_mind_id_priority", "mind_id", "priority"),
+        Index("ix_waggle_awareness_mind_id_priority", "mind_id", "priority"),
     )
 
     id: Mapped[int] = mapped_column(PK, primary_key=True)
-    mind_id: Mapped[int] = mapped_column(ForeignKey("minds.id", ondelete="CASCADE"))
+    mind_id: Mapped[int] = mapped_column(ForeignKey("waggle_minds.id", ondelete="CASCADE"))
     category: Mapped[str] = mapped_column(String(20))
     content: Mapped[str] = mapped_column(Text)
     priority: Mapped[int] = mapped_column(Integer, default=0)

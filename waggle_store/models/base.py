@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import JSON, BigInteger, DateTime, Integer, MetaData
 from sqlalchemy.dialects import postgresql
@@ -11,12 +11,51 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
 
-NAMING_CONVENTION = {
+#: Every waggle_store table is called ``waggle_<name>``: on SQLite the store may share one file
+#: (one namespace) with a host application's tables, so the prefix is what keeps a host's
+#: ``sessions`` or ``users`` table from colliding with ours. The prefix is reserved: the exported
+#: Alembic filters (``waggle_store.migrate.include_name``) treat every ``waggle_*`` table as ours.
+TABLE_PREFIX: Final = "waggle_"
+#: The schema named on every model's table (``MindRow.__table__.schema``), so a host's foreign
+#: key to ``waggle.waggle_minds`` resolves on PostgreSQL. A store kept in another schema, and
+#: every SQLite store (no schemas), is reached through :func:`schema_translate_map`.
+SCHEMA: Final = "waggle"
+
+
+def table_name(short: str) -> str:
+    """The real name of waggle_store's table ``short`` (``memory_frames`` ->
+    ``waggle_memory_frames``): the one function raw SQL builds table names with."""
+    return short if short.startswith(TABLE_PREFIX) else TABLE_PREFIX + short
+
+
+def schema_translate_map(schema: str | None) -> dict[str | None, str | None]:
+    """The ``schema_translate_map`` execution option that puts the models' tables (schema
+    :data:`SCHEMA`) where a store keeps them: ``schema`` on PostgreSQL, ``None`` (no schema)
+    on SQLite."""
+    return {SCHEMA: schema}
+
+
+def _short_table(constraint: Any, table: Any) -> str:
+    return str(table.name).removeprefix(TABLE_PREFIX)
+
+
+def _short_referred(constraint: Any, table: Any) -> str:
+    target = constraint.elements[0].target_fullname.split(".")
+    return str(target[-2]).removeprefix(TABLE_PREFIX)
+
+
+# Constraint names keep the short table name: they are local to their table on SQLite and to
+# the store's schema on PostgreSQL, so they cannot collide with a host's, and they are the names
+# revision 0001 created (renaming a constraint on SQLite means rebuilding its table). Index
+# names are global in a SQLite file, so they carry the prefixed table name.
+NAMING_CONVENTION: dict[str, Any] = {
+    "short_table": _short_table,
+    "short_referred": _short_referred,
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
+    "uq": "uq_%(short_table)s_%(column_0_N_name)s",
+    "ck": "ck_%(short_table)s_%(constraint_name)s",
+    "fk": "fk_%(short_table)s_%(column_0_N_name)s_%(short_referred)s",
+    "pk": "pk_%(short_table)s",
 }
 
 
@@ -56,5 +95,5 @@ JSONType = JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 
 class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    metadata = MetaData(schema=SCHEMA, naming_convention=NAMING_CONVENTION)
     type_annotation_map: dict[Any, Any] = {datetime: UTCDateTime()}

@@ -26,7 +26,7 @@ VECTOR_STATUSES = ("pending", "ready", "failed")
 class EmbeddingModelRow(Base):
     """A registered (provider, model, dimensions) triple; each gets its own vector index."""
 
-    __tablename__ = "embedding_models"
+    __tablename__ = "waggle_embedding_models"
     __table_args__ = (
         CheckConstraint("status IN ('building', 'active', 'retired')", name="status"),
         UniqueConstraint("provider", "model", "dimensions"),
@@ -44,17 +44,17 @@ class EmbeddingModelRow(Base):
 class FrameEmbeddingRow(Base):
     """The manifest: whether a frame has a current vector, in which model, for which content."""
 
-    __tablename__ = "frame_embeddings"
+    __tablename__ = "waggle_frame_embeddings"
     __table_args__ = (
         CheckConstraint("status IN ('pending', 'ready', 'failed')", name="status"),
-        Index("ix_frame_embeddings_status_model_id", "status", "model_id"),
+        Index("ix_waggle_frame_embeddings_status_model_id", "status", "model_id"),
     )
 
     frame_id: Mapped[int] = mapped_column(
-        ForeignKey("memory_frames.id", ondelete="CASCADE"), primary_key=True
+        ForeignKey("waggle_memory_frames.id", ondelete="CASCADE"), primary_key=True
     )
     model_id: Mapped[int | None] = mapped_column(
-        ForeignKey("embedding_models.id", ondelete="SET NULL"), default=None
+        ForeignKey("waggle_embedding_models.id", ondelete="SET NULL"), default=None
     )
     content_hash: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(10), default="pending")
@@ -65,7 +65,7 @@ class FrameEmbeddingRow(Base):
 class EmbeddingUsage(Base):
     """Real embeddings counted per user per UTC month (quota enforcement)."""
 
-    __tablename__ = "embedding_usage"
+    __tablename__ = "waggle_embedding_usage"
     __table_args__ = (UniqueConstraint("user_id", "year_month"),)
 
     id: Mapped[int] = mapped_column(PK, primary_key=True)
@@ -88,21 +88,21 @@ class MindEmbeddingModelRow(Base):
     them atomically and leaves the old one ``retired``.
     """
 
-    __tablename__ = "mind_embedding_models"
+    __tablename__ = "waggle_mind_embedding_models"
     __table_args__ = (
         CheckConstraint("status IN ('active', 'switching', 'retired')", name="status"),
-        Index("uq_mind_embedding_models_active", "mind_id", unique=True,
+        Index("uq_waggle_mind_embedding_models_active", "mind_id", unique=True,
               sqlite_where=text("status = 'active'"), postgresql_where=text("status = 'active'")),
-        Index("uq_mind_embedding_models_switching", "mind_id", unique=True,
+        Index("uq_waggle_mind_embedding_models_switching", "mind_id", unique=True,
               sqlite_where=text("status = 'switching'"),
               postgresql_where=text("status = 'switching'")),
     )
 
     mind_id: Mapped[int] = mapped_column(
-        ForeignKey("minds.id", ondelete="CASCADE"), primary_key=True
+        ForeignKey("waggle_minds.id", ondelete="CASCADE"), primary_key=True
     )
     model_id: Mapped[int] = mapped_column(
-        ForeignKey("embedding_models.id", ondelete="CASCADE"), primary_key=True
+        ForeignKey("waggle_embedding_models.id", ondelete="CASCADE"), primary_key=True
     )
     status: Mapped[str] = mapped_column(String(10))
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -113,13 +113,13 @@ class EmbeddingStagingRow(Base):
     ``content_hash`` in model ``model_id``'s table, not yet serving. The switch resumes from
     these rows after a crash and turns them into manifest rows when it flips."""
 
-    __tablename__ = "frame_embedding_staging"
+    __tablename__ = "waggle_frame_embedding_staging"
 
     frame_id: Mapped[int] = mapped_column(
-        ForeignKey("memory_frames.id", ondelete="CASCADE"), primary_key=True
+        ForeignKey("waggle_memory_frames.id", ondelete="CASCADE"), primary_key=True
     )
     model_id: Mapped[int] = mapped_column(
-        ForeignKey("embedding_models.id", ondelete="CASCADE"), primary_key=True
+        ForeignKey("waggle_embedding_models.id", ondelete="CASCADE"), primary_key=True
     )
     content_hash: Mapped[str] = mapped_column(String(64))
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)

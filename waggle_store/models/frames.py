@@ -26,7 +26,7 @@ FRAME_SOURCES = ("user_stated", "tool_verified", "agent_inferred", "import", "sy
 
 
 class FrameRow(Base):
-    __tablename__ = "memory_frames"
+    __tablename__ = "waggle_memory_frames"
     __table_args__ = (
         CheckConstraint("frame_type IN ('I', 'P', 'B')", name="frame_type"),
         CheckConstraint(
@@ -39,26 +39,26 @@ class FrameRow(Base):
         ),
         ForeignKeyConstraint(
             ["mind_id", "gop_id"],
-            ["sessions.mind_id", "sessions.gop_id"],
+            ["waggle_sessions.mind_id", "waggle_sessions.gop_id"],
             ondelete="CASCADE",
             name="fk_memory_frames_mind_id_gop_id_sessions",
         ),
         UniqueConstraint("mind_id", "gop_id", "t"),
-        Index("ix_memory_frames_mind_id_content_hash", "mind_id", "content_hash"),
-        Index("ix_memory_frames_mind_id_created_at", "mind_id", "created_at"),
-        Index("ix_memory_frames_base_frame_id", "base_frame_id"),
+        Index("ix_waggle_memory_frames_mind_id_content_hash", "mind_id", "content_hash"),
+        Index("ix_waggle_memory_frames_mind_id_created_at", "mind_id", "created_at"),
+        Index("ix_waggle_memory_frames_base_frame_id", "base_frame_id"),
         # AUTOINCREMENT: a deleted frame's id is never reused, so a stale index row can never
         # attach itself to a newer frame.
         {"sqlite_autoincrement": True},
     )
 
     id: Mapped[int] = mapped_column(PK, primary_key=True)
-    mind_id: Mapped[int] = mapped_column(ForeignKey("minds.id", ondelete="CASCADE"))
+    mind_id: Mapped[int] = mapped_column(ForeignKey("waggle_minds.id", ondelete="CASCADE"))
     frame_type: Mapped[str] = mapped_column(String(1))
     gop_id: Mapped[str] = mapped_column(String(255))
     t: Mapped[int] = mapped_column(Integer)
     base_frame_id: Mapped[int | None] = mapped_column(
-        ForeignKey("memory_frames.id", ondelete="SET NULL"), default=None
+        ForeignKey("waggle_memory_frames.id", ondelete="SET NULL"), default=None
     )
     content: Mapped[str] = mapped_column(Text)
     content_hash: Mapped[str] = mapped_column(String(64))

@@ -15,14 +15,14 @@ from waggle_store.timeutil import utcnow
 class EntityRow(Base):
     """An entity; ``name_key`` is the case-folded name that upserts match on (no window)."""
 
-    __tablename__ = "knowledge_entities"
+    __tablename__ = "waggle_knowledge_entities"
     __table_args__ = (
-        Index("ix_knowledge_entities_mind_id_entity_type_name_key", "mind_id", "entity_type", "name_key"),
-        Index("ix_knowledge_entities_mind_id_name", "mind_id", "name"),
+        Index("ix_waggle_knowledge_entities_mind_id_entity_type_name_key", "mind_id", "entity_type", "name_key"),
+        Index("ix_waggle_knowledge_entities_mind_id_name", "mind_id", "name"),
     )
 
     id: Mapped[int] = mapped_column(PK, primary_key=True)
-    mind_id: Mapped[int] = mapped_column(ForeignKey("minds.id", ondelete="CASCADE"))
+    mind_id: Mapped[int] = mapped_column(ForeignKey("waggle_minds.id", ondelete="CASCADE"))
     entity_type: Mapped[str] = mapped_column(String(100))
     name: Mapped[str] = mapped_column(Text)
     name_key: Mapped[str] = mapped_column(Text)
@@ -33,17 +33,17 @@ class EntityRow(Base):
 
 
 class RelationRow(Base):
-    __tablename__ = "knowledge_relations"
+    __tablename__ = "waggle_knowledge_relations"
     __table_args__ = (
-        Index("ix_knowledge_relations_source_id_relation_type", "source_id", "relation_type"),
-        Index("ix_knowledge_relations_target_id_relation_type", "target_id", "relation_type"),
-        Index("ix_knowledge_relations_mind_id", "mind_id"),
+        Index("ix_waggle_knowledge_relations_source_id_relation_type", "source_id", "relation_type"),
+        Index("ix_waggle_knowledge_relations_target_id_relation_type", "target_id", "relation_type"),
+        Index("ix_waggle_knowledge_relations_mind_id", "mind_id"),
     )
 
     id: Mapped[int] = mapped_column(PK, primary_key=True)
-    mind_id: Mapped[int] = mapped_column(ForeignKey("minds.id", ondelete="CASCADE"))
-    source_id: Mapped[int] = mapped_column(ForeignKey("knowledge_entities.id", ondelete="CASCADE"))
-    target_id: Mapped[int] = mapped_column(ForeignKey("knowledge_entities.id", ondelete="CASCADE"))
+    mind_id: Mapped[int] = mapped_column(ForeignKey("waggle_minds.id", ondelete="CASCADE"))
+    source_id: Mapped[int] = mapped_column(ForeignKey("waggle_knowledge_entities.id", ondelete="CASCADE"))
+    target_id: Mapped[int] = mapped_column(ForeignKey("waggle_knowledge_entities.id", ondelete="CASCADE"))
     relation_type: Mapped[str] = mapped_column(String(100))
     confidence: Mapped[float] = mapped_column(Float, default=1.0)
     properties: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
@@ -55,12 +55,12 @@ class RelationRow(Base):
 class EntityMentionRow(Base):
     """Which frames mention which entity; feeds the contextual (graph-distance) score."""
 
-    __tablename__ = "entity_mentions"
-    __table_args__ = (Index("ix_entity_mentions_frame_id", "frame_id"),)
+    __tablename__ = "waggle_entity_mentions"
+    __table_args__ = (Index("ix_waggle_entity_mentions_frame_id", "frame_id"),)
 
     entity_id: Mapped[int] = mapped_column(
-        ForeignKey("knowledge_entities.id", ondelete="CASCADE"), primary_key=True
+        ForeignKey("waggle_knowledge_entities.id", ondelete="CASCADE"), primary_key=True
     )
     frame_id: Mapped[int] = mapped_column(
-        ForeignKey("memory_frames.id", ondelete="CASCADE"), primary_key=True
+        ForeignKey("waggle_memory_frames.id", ondelete="CASCADE"), primary_key=True
     )

@@ -15,7 +15,7 @@ MIND_KINDS = ("workspace", "personal")
 
 
 class MindRow(Base):
-    __tablename__ = "minds"
+    __tablename__ = "waggle_minds"
     __table_args__ = (CheckConstraint("kind IN ('workspace', 'personal')", name="kind"),)
 
     id: Mapped[int] = mapped_column(PK, primary_key=True)
@@ -28,7 +28,7 @@ class MindRow(Base):
 class StoreMeta(Base):
     """Facts about the store that Alembic does not own (e.g. the active embedding model)."""
 
-    __tablename__ = "store_meta"
+    __tablename__ = "waggle_store_meta"
 
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     value: Mapped[str] = mapped_column(Text)

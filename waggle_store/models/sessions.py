@@ -34,16 +34,16 @@ class SessionRow(Base):
     without one seeing the other's.
     """
 
-    __tablename__ = "sessions"
+    __tablename__ = "waggle_sessions"
     __table_args__ = (
         CheckConstraint("status IN ('active', 'closed', 'archived')", name="status"),
         CheckConstraint("kind IN ('auto', 'named')", name="kind"),
         UniqueConstraint("mind_id", "gop_id"),
-        Index("ix_sessions_mind_id_project_id_started_at", "mind_id", "project_id", "started_at"),
+        Index("ix_waggle_sessions_mind_id_project_id_started_at", "mind_id", "project_id", "started_at"),
         # "One active auto session per (mind, project)" is a database fact, so two processes
         # racing in ensure_active cannot both create one. coalesce() because NULLs are distinct.
         Index(
-            "uq_sessions_one_active",
+            "uq_waggle_sessions_one_active",
             "mind_id",
             func.coalesce(text("project_id"), ""),
             unique=True,
@@ -53,7 +53,7 @@ class SessionRow(Base):
     )
 
     id: Mapped[int] = mapped_column(PK, primary_key=True)
-    mind_id: Mapped[int] = mapped_column(ForeignKey("minds.id", ondelete="CASCADE"))
+    mind_id: Mapped[int] = mapped_column(ForeignKey("waggle_minds.id", ondelete="CASCADE"))
     gop_id: Mapped[str] = mapped_column(String(255))
     project_id: Mapped[str | None] = mapped_column(String(255), default=None)
     kind: Mapped[str] = mapped_column(String(10), default="auto")

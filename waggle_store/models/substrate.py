@@ -13,20 +13,20 @@ from waggle_store.timeutil import utcnow
 
 
 class KVRow(Base):
-    __tablename__ = "kv_store"
+    __tablename__ = "waggle_kv_store"
 
-    mind_id: Mapped[int] = mapped_column(ForeignKey("minds.id", ondelete="CASCADE"), primary_key=True)
+    mind_id: Mapped[int] = mapped_column(ForeignKey("waggle_minds.id", ondelete="CASCADE"), primary_key=True)
     key: Mapped[str] = mapped_column(String(500), primary_key=True)
     value: Mapped[Any] = mapped_column(JSONType)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class UsageLogRow(Base):
-    __tablename__ = "usage_log"
-    __table_args__ = (Index("ix_usage_log_mind_id_created_at", "mind_id", "created_at"),)
+    __tablename__ = "waggle_usage_log"
+    __table_args__ = (Index("ix_waggle_usage_log_mind_id_created_at", "mind_id", "created_at"),)
 
     id: Mapped[int] = mapped_column(PK, primary_key=True)
-    mind_id: Mapped[int] = mapped_column(ForeignKey("minds.id", ondelete="CASCADE"))
+    mind_id: Mapped[int] = mapped_column(ForeignKey("waggle_minds.id", ondelete="CASCADE"))
     model: Mapped[str] = mapped_column(String(255))
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
@@ -36,11 +36,11 @@ class UsageLogRow(Base):
 
 
 class HarvestSourceRow(Base):
-    __tablename__ = "harvest_sources"
+    __tablename__ = "waggle_harvest_sources"
     __table_args__ = (UniqueConstraint("mind_id", "source"),)
 
     id: Mapped[int] = mapped_column(PK, primary_key=True)
-    mind_id: Mapped[int] = mapped_column(ForeignKey("minds.id", ondelete="CASCADE"))
+    mind_id: Mapped[int] = mapped_column(ForeignKey("waggle_minds.id", ondelete="CASCADE"))
     source: Mapped[str] = mapped_column(String(255))
     #: The adapter that reads it (chatgpt, claude, markdown, jsonl); NULL in seed-imported rows.
     kind: Mapped[str | None] = mapped_column(String(20), default=None)
