@@ -2,7 +2,8 @@
 
     python benchmarks/transfer_memory.py                     # 100,000 frames on SQLite
     python benchmarks/transfer_memory.py --frames 20000 --only postgres
-    WAGGLE_BENCH_PG_URL=postgresql+psycopg://... python benchmarks/transfer_memory.py --only postgres
+    WAGGLE_BENCH_PG_URL=postgresql+psycopg://... \
+        python benchmarks/transfer_memory.py --only postgres
 
 Builds a mind of N frames (I-frames each followed by P-frames on it, every 50th a B-frame, in
 sessions of 500) with an entity per 20 frames, relations and mentions, written with Core bulk
@@ -55,7 +56,28 @@ from waggle_store.testing import embedded_postgres
 
 warnings.filterwarnings("ignore", category=WaggleStoreWarning)
 
-WORDS = ["apollo", "hermes", "launch", "budget", "review", "postgres", "sqlite", "latency", "design", "customer", "meeting", "roadmap", "release", "checklist", "migration", "incident", "retro", "pricing", "contract", "hiring"]
+WORDS = [
+    "apollo",
+    "hermes",
+    "launch",
+    "budget",
+    "review",
+    "postgres",
+    "sqlite",
+    "latency",
+    "design",
+    "customer",
+    "meeting",
+    "roadmap",
+    "release",
+    "checklist",
+    "migration",
+    "incident",
+    "retro",
+    "pricing",
+    "contract",
+    "hiring",
+]
 SESSION_SIZE = 500
 CHUNK = 2000
 
@@ -93,8 +115,11 @@ class Peak:
             self.peak = max(self.peak, self.process.memory_info().rss)
             _, traced_peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
-            print(f"  {label:<8} tracemalloc peak growth {(traced_peak - start_traced) / 2**20:7.1f} MB   "
-                  f"RSS peak growth {(self.peak - self.base) / 2**20:7.1f} MB   ({elapsed:.1f} s)")
+            print(
+                f"  {label:<8} tracemalloc peak growth "
+                f"{(traced_peak - start_traced) / 2**20:7.1f} MB   "
+                f"RSS peak growth {(self.peak - self.base) / 2**20:7.1f} MB   ({elapsed:.1f} s)"
+            )
 
 
 def _text(rng: random.Random, n: int) -> str:
@@ -108,23 +133,44 @@ def build(store: ws.Store, frames: int) -> None:
     start = datetime(2025, 1, 1, tzinfo=UTC)
     made = 0
     with store.write() as session:
-        sessions = [{"mind_id": mind.id, "gop_id": f"g{i}", "kind": "named", "status": "closed",
-                     "started_at": start + timedelta(hours=i), "project_id": None}
-                    for i in range((frames + SESSION_SIZE - 1) // SESSION_SIZE)]
+        sessions = [
+            {
+                "mind_id": mind.id,
+                "gop_id": f"g{i}",
+                "kind": "named",
+                "status": "closed",
+                "started_at": start + timedelta(hours=i),
+                "project_id": None,
+            }
+            for i in range((frames + SESSION_SIZE - 1) // SESSION_SIZE)
+        ]
         session.execute(sa.insert(SessionRow), sessions)
     while made < frames:
         with store.write() as session:
-            rows: list[dict[str, Any]] = []
-            for n in range(made, min(frames, made + CHUNK)):
-                rows.append({"mind_id": mind.id, "frame_type": "I", "gop_id": f"g{n // SESSION_SIZE}",
-                             "t": n % SESSION_SIZE, "base_frame_id": None, "content": _text(rng, n),
-                             "importance": "normal", "source": "user_stated", "access_count": n % 7,
-                             "created_at": start + timedelta(minutes=n),
-                             "last_accessed": start + timedelta(minutes=n + 5)})
+            rows: list[dict[str, Any]] = [
+                {
+                    "mind_id": mind.id,
+                    "frame_type": "I",
+                    "gop_id": f"g{n // SESSION_SIZE}",
+                    "t": n % SESSION_SIZE,
+                    "base_frame_id": None,
+                    "content": _text(rng, n),
+                    "importance": "normal",
+                    "source": "user_stated",
+                    "access_count": n % 7,
+                    "created_at": start + timedelta(minutes=n),
+                    "last_accessed": start + timedelta(minutes=n + 5),
+                }
+                for n in range(made, min(frames, made + CHUNK))
+            ]
             for row in rows:
                 row["content_hash"] = content_hash(row["content"])
             table = FrameRow.__table__
-            ids = list(session.scalars(sa.insert(table).returning(table.c.id, sort_by_parameter_order=True), rows))
+            ids = list(
+                session.scalars(
+                    sa.insert(table).returning(table.c.id, sort_by_parameter_order=True), rows
+                )
+            )
             # Every frame after a session's first is a P-frame on it; every 50th a B-frame.
             first = {}
             updates = []
@@ -132,28 +178,82 @@ def build(store: ws.Store, frames: int) -> None:
                 head = first.setdefault(row["gop_id"], fid)
                 if fid != head:
                     kind = "B" if row["t"] % 50 == 0 else "P"
-                    content = (f'{{"description":"link {row["t"]}","references":[{head},{fid - 1}]}}'
-                               if kind == "B" else row["content"])
-                    updates.append({"b_id": fid, "b_type": kind, "b_base": head, "b_content": content,
-                                    "b_hash": content_hash(content)})
+                    content = (
+                        f'{{"description":"link {row["t"]}","references":[{head},{fid - 1}]}}'
+                        if kind == "B"
+                        else row["content"]
+                    )
+                    updates.append(
+                        {
+                            "b_id": fid,
+                            "b_type": kind,
+                            "b_base": head,
+                            "b_content": content,
+                            "b_hash": content_hash(content),
+                        }
+                    )
             if updates:
-                session.execute(sa.update(table).where(table.c.id == sa.bindparam("b_id")).values(
-                    frame_type=sa.bindparam("b_type"), base_frame_id=sa.bindparam("b_base"),
-                    content=sa.bindparam("b_content"), content_hash=sa.bindparam("b_hash")), updates)
-            session.execute(sa.insert(FrameEmbeddingRow), [
-                {"frame_id": fid, "content_hash": content_hash(row["content"]), "status": "pending"}
-                for fid, row in zip(ids, rows, strict=True)])
-            entities = list(session.scalars(sa.insert(EntityRow.__table__).returning(
-                EntityRow.__table__.c.id, sort_by_parameter_order=True), [
-                {"mind_id": mind.id, "entity_type": "concept", "name": f"Topic {made + i}",
-                 "name_key": f"topic {made + i}", "properties": {"n": i}, "valid_from": start,
-                 "recorded_at": start} for i in range(0, len(ids), 20)]))
-            session.execute(sa.insert(RelationRow), [
-                {"mind_id": mind.id, "source_id": a, "target_id": b, "relation_type": "related_to",
-                 "confidence": 0.5, "properties": {}, "valid_from": start, "recorded_at": start}
-                for a, b in itertools.pairwise(entities)])
-            session.execute(sa.insert(EntityMentionRow), [
-                {"entity_id": entities[i // 20], "frame_id": fid} for i, fid in enumerate(ids)])
+                session.execute(
+                    sa.update(table)
+                    .where(table.c.id == sa.bindparam("b_id"))
+                    .values(
+                        frame_type=sa.bindparam("b_type"),
+                        base_frame_id=sa.bindparam("b_base"),
+                        content=sa.bindparam("b_content"),
+                        content_hash=sa.bindparam("b_hash"),
+                    ),
+                    updates,
+                )
+            session.execute(
+                sa.insert(FrameEmbeddingRow),
+                [
+                    {
+                        "frame_id": fid,
+                        "content_hash": content_hash(row["content"]),
+                        "status": "pending",
+                    }
+                    for fid, row in zip(ids, rows, strict=True)
+                ],
+            )
+            entities = list(
+                session.scalars(
+                    sa.insert(EntityRow.__table__).returning(
+                        EntityRow.__table__.c.id, sort_by_parameter_order=True
+                    ),
+                    [
+                        {
+                            "mind_id": mind.id,
+                            "entity_type": "concept",
+                            "name": f"Topic {made + i}",
+                            "name_key": f"topic {made + i}",
+                            "properties": {"n": i},
+                            "valid_from": start,
+                            "recorded_at": start,
+                        }
+                        for i in range(0, len(ids), 20)
+                    ],
+                )
+            )
+            session.execute(
+                sa.insert(RelationRow),
+                [
+                    {
+                        "mind_id": mind.id,
+                        "source_id": a,
+                        "target_id": b,
+                        "relation_type": "related_to",
+                        "confidence": 0.5,
+                        "properties": {},
+                        "valid_from": start,
+                        "recorded_at": start,
+                    }
+                    for a, b in itertools.pairwise(entities)
+                ],
+            )
+            session.execute(
+                sa.insert(EntityMentionRow),
+                [{"entity_id": entities[i // 20], "frame_id": fid} for i, fid in enumerate(ids)],
+            )
         made += len(ids)
 
 
@@ -168,13 +268,18 @@ def run(label: str, open_store: Callable[[str], ws.Store], frames: int, workdir:
         peak = Peak()
         with peak.measure("export"):
             report = source.export_mind("big", path)
-        print(f"  export: {report.records:,} lines, {path.stat().st_size / 2**20:.1f} MB file, "
-              f"{report.frames:,} frames, {report.entities:,} entities, {report.mentions:,} mentions")
+        print(
+            f"  export: {report.records:,} lines, {path.stat().st_size / 2**20:.1f} MB file, "
+            f"{report.frames:,} frames, {report.entities:,} entities, {report.mentions:,} mentions"
+        )
         with peak.measure("import"):
             imported = target.import_mind(path)
-        print(f"  import: {imported.frames_imported:,} frames, {imported.entities_imported:,} entities, "
-              f"{imported.relations_imported:,} relations, {imported.mentions_imported:,} mentions, "
-              f"problems={imported.problems}")
+        print(
+            f"  import: {imported.frames_imported:,} frames, "
+            f"{imported.entities_imported:,} entities, "
+            f"{imported.relations_imported:,} relations, {imported.mentions_imported:,} mentions, "
+            f"problems={imported.problems}"
+        )
     finally:
         source.close()
         target.close()
@@ -189,8 +294,12 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="waggle-transfer-"))
     try:
         if args.only == "sqlite":
-            run("sqlite", lambda name: ws.open_store(f"sqlite:///{workdir / name}.db", embedder=None),
-                args.frames, workdir)
+            run(
+                "sqlite",
+                lambda name: ws.open_store(f"sqlite:///{workdir / name}.db", embedder=None),
+                args.frames,
+                workdir,
+            )
             return
         url, stop = (args.pg_url, None) if args.pg_url else embedded_postgres()
         schemas: list[str] = []
@@ -198,6 +307,7 @@ def main() -> None:
         def pg(name: str) -> ws.Store:
             schemas.append(f"bench_{name}_{uuid.uuid4().hex[:8]}")
             return ws.open_store(url, schema=schemas[-1], embedder=None)
+
         try:
             run("postgres", pg, args.frames, workdir)
         finally:

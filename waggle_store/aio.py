@@ -265,7 +265,8 @@ def _wrap(store: AsyncStore, target: object, name: str, *, layers: bool) -> Any:
     if not callable(attribute):
         if layers:
             return AsyncLayer(store, attribute)
-        # AttributeError, not TypeError: __getattr__ must keep hasattr() and getattr(x, n, d) working
+        # AttributeError, not TypeError: __getattr__ must keep hasattr() and getattr(x, n, d)
+        # working
         raise AttributeError(f"{type(target).__name__}.{name} is not a method")
 
     @functools.wraps(attribute)
@@ -311,15 +312,29 @@ class _Opener:
             await self._store.aclose()
 
 
-def open_store(url: str | sa.URL | sa.Engine | None = None, *, embedder: Any = "auto",
-               schema: str | None = None, upgrade: bool = True, tier: str | None = None,
-               user_id: str = "local", tier_policy: Any = None,
-               max_workers: int = DEFAULT_MAX_WORKERS, **kwargs: Any) -> _Opener:
+def open_store(
+    url: str | sa.URL | sa.Engine | None = None,
+    *,
+    embedder: Any = "auto",
+    schema: str | None = None,
+    upgrade: bool = True,
+    tier: str | None = None,
+    user_id: str = "local",
+    tier_policy: Any = None,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+    **kwargs: Any,
+) -> _Opener:
     """Open a store for async code: the arguments of :func:`waggle_store.open_store` (any it
     gains later pass through ``kwargs``), plus ``max_workers``, the size of the store's worker
     pool (its bound on concurrent calls)."""
-    kwargs.update(embedder=embedder, schema=schema, upgrade=upgrade, tier=tier, user_id=user_id,
-                  tier_policy=tier_policy)
+    kwargs.update(
+        embedder=embedder,
+        schema=schema,
+        upgrade=upgrade,
+        tier=tier,
+        user_id=user_id,
+        tier_policy=tier_policy,
+    )
     return _Opener((url,), kwargs, max_workers)
 
 

@@ -53,11 +53,36 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     ctx: typer.Context,
-    url: Annotated[str, typer.Option(envvar="WAGGLE_DATABASE_URL", help="Store URL: sqlite:///path or postgresql+psycopg://...")] = DEFAULT_URL,
-    schema: Annotated[str | None, typer.Option(envvar="WAGGLE_PG_SCHEMA", help="PostgreSQL schema of the store (default: waggle).")] = None,
-    mind: Annotated[str | None, typer.Option(envvar="WAGGLE_MIND", help="Mind (workspace) to use (default: 'default').")] = None,
-    embedder: Annotated[str, typer.Option(envvar="WAGGLE_EMBEDDER", help="auto, a provider name (local, ollama, openai, voyage, hashing) or none.")] = "auto",
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    url: Annotated[
+        str,
+        typer.Option(
+            envvar="WAGGLE_DATABASE_URL",
+            help="Store URL: sqlite:///path or postgresql+psycopg://...",
+        ),
+    ] = DEFAULT_URL,
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            envvar="WAGGLE_PG_SCHEMA", help="PostgreSQL schema of the store (default: waggle)."
+        ),
+    ] = None,
+    mind: Annotated[
+        str | None,
+        typer.Option(envvar="WAGGLE_MIND", help="Mind (workspace) to use (default: 'default')."),
+    ] = None,
+    embedder: Annotated[
+        str,
+        typer.Option(
+            envvar="WAGGLE_EMBEDDER",
+            help="auto, a provider name (local, ollama, openai, voyage, hashing) or none.",
+        ),
+    ] = "auto",
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     ctx.obj = Options(url=url, schema=schema, mind=mind, embedder=embedder)
 
@@ -68,53 +93,87 @@ def _frame_row(frame: ws.Frame) -> list[Any]:
 
 # -- memories ------------------------------------------------------------------------------------
 
+
 @app.command()
-def save(ctx: typer.Context, text: Annotated[str, typer.Argument(help="The memory to store.")],
-         importance: Annotated[str, typer.Option(help="critical, important, normal, temporary or deprecated.")] = "normal",
-         as_json: JsonOpt = False) -> None:
+def save(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="The memory to store.")],
+    importance: Annotated[
+        str, typer.Option(help="critical, important, normal, temporary or deprecated.")
+    ] = "normal",
+    as_json: JsonOpt = False,
+) -> None:
     """Save a memory (cognify: stored, indexed, its entities linked)."""
     with opts(ctx).open_mind() as mind:
         result = mind.cognify(text, importance=importance)
     if as_json:
         emit_json(result)
     else:
-        typer.echo(f"saved #{result.frame_id} ({result.entities_extracted} entities, "
-                   f"{result.relations_created} relations, vector {result.vector_status})")
+        typer.echo(
+            f"saved #{result.frame_id} ({result.entities_extracted} entities, "
+            f"{result.relations_created} relations, vector {result.vector_status})"
+        )
 
 
 @app.command()
-def search(ctx: typer.Context, query: str,
-           limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N results.")] = 10,
-           profile: Annotated[str, typer.Option(help="balanced, recent, important or connected.")] = "balanced",
-           as_json: JsonOpt = False) -> None:
+def search(
+    ctx: typer.Context,
+    query: str,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N results.")] = 10,
+    profile: Annotated[
+        str, typer.Option(help="balanced, recent, important or connected.")
+    ] = "balanced",
+    as_json: JsonOpt = False,
+) -> None:
     """Search memories (keyword + vector), best first."""
     with opts(ctx).open_mind() as mind:
         hits = mind.search(query, limit=limit, profile=profile)
     if as_json:
-        emit_json([{"frame_id": h.frame.id, "content": h.frame.content, "score": h.final_score,
-                "importance": h.frame.importance, "created_at": h.frame.created_at} for h in hits])
+        emit_json(
+            [
+                {
+                    "frame_id": h.frame.id,
+                    "content": h.frame.content,
+                    "score": h.final_score,
+                    "importance": h.frame.importance,
+                    "created_at": h.frame.created_at,
+                }
+                for h in hits
+            ]
+        )
         return
-    table(f"'{query}'", ["id", "score", "importance", "content"],
-           [[h.frame.id, f"{h.final_score:.3f}", h.frame.importance, h.frame.content] for h in hits])
+    table(
+        f"'{query}'",
+        ["id", "score", "importance", "content"],
+        [[h.frame.id, f"{h.final_score:.3f}", h.frame.importance, h.frame.content] for h in hits],
+    )
 
 
 @app.command()
-def recent(ctx: typer.Context,
-           limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 20,
-           as_json: JsonOpt = False) -> None:
+def recent(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 20,
+    as_json: JsonOpt = False,
+) -> None:
     """The latest memories, newest first."""
     with opts(ctx).open_mind(embed=False) as mind:
         frames = mind.frames.recent(limit)
     if as_json:
         emit_json(frames)
     else:
-        table("recent memories", ["id", "created", "importance", "content"],
-               [_frame_row(f) for f in frames])
+        table(
+            "recent memories",
+            ["id", "created", "importance", "content"],
+            [_frame_row(f) for f in frames],
+        )
 
 
 @app.command()
-def show(ctx: typer.Context, frame_id: Annotated[int, typer.Argument(metavar="ID")],
-         as_json: JsonOpt = False) -> None:
+def show(
+    ctx: typer.Context,
+    frame_id: Annotated[int, typer.Argument(metavar="ID")],
+    as_json: JsonOpt = False,
+) -> None:
     """One memory, with its metadata."""
     with opts(ctx).open_mind(embed=False) as mind:
         frame = mind.frames.get(frame_id)
@@ -138,6 +197,7 @@ def forget(ctx: typer.Context, frame_id: Annotated[int, typer.Argument(metavar="
 
 # -- minds ---------------------------------------------------------------------------------------
 
+
 @minds_app.command("list")
 def minds_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Every mind of the store."""
@@ -146,13 +206,19 @@ def minds_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if as_json:
         emit_json(infos)
     else:
-        table("minds", ["name", "kind", "created"],
-               [[i.name, i.kind, i.created_at.strftime("%Y-%m-%d %H:%M")] for i in infos])
+        table(
+            "minds",
+            ["name", "kind", "created"],
+            [[i.name, i.kind, i.created_at.strftime("%Y-%m-%d %H:%M")] for i in infos],
+        )
 
 
 @minds_app.command("create")
-def minds_create(ctx: typer.Context, name: str,
-                 kind: Annotated[str, typer.Option(help="workspace or personal.")] = "workspace") -> None:
+def minds_create(
+    ctx: typer.Context,
+    name: str,
+    kind: Annotated[str, typer.Option(help="workspace or personal.")] = "workspace",
+) -> None:
     """Create a mind (creating an existing one is a no-op)."""
     with opts(ctx).store(embed=False) as store:
         mind = store.mind(name, kind=kind)
@@ -172,19 +238,31 @@ def minds_drop(ctx: typer.Context, name: str, yes: YesOpt = False) -> None:
 
 # -- identity, awareness, knowledge, stats -------------------------------------------------------
 
+
 @app.command()
-def identity(ctx: typer.Context,
-             name: Annotated[str | None, typer.Option(help="The agent's name.")] = None,
-             role: Annotated[str | None, typer.Option()] = None,
-             department: Annotated[str | None, typer.Option()] = None,
-             personality: Annotated[str | None, typer.Option()] = None,
-             capabilities: Annotated[str | None, typer.Option()] = None,
-             system_prompt: Annotated[str | None, typer.Option()] = None,
-             as_json: JsonOpt = False) -> None:
+def identity(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Option(help="The agent's name.")] = None,
+    role: Annotated[str | None, typer.Option()] = None,
+    department: Annotated[str | None, typer.Option()] = None,
+    personality: Annotated[str | None, typer.Option()] = None,
+    capabilities: Annotated[str | None, typer.Option()] = None,
+    system_prompt: Annotated[str | None, typer.Option()] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Show the mind's identity; the options change only the fields given."""
-    given = {k: v for k, v in {"name": name, "role": role, "department": department,
-                               "personality": personality, "capabilities": capabilities,
-                               "system_prompt": system_prompt}.items() if v is not None}
+    given = {
+        k: v
+        for k, v in {
+            "name": name,
+            "role": role,
+            "department": department,
+            "personality": personality,
+            "capabilities": capabilities,
+            "system_prompt": system_prompt,
+        }.items()
+        if v is not None
+    }
     with opts(ctx).open_mind(embed=False) as mind:
         current = mind.identity.get()
         if given and current is not None:
@@ -202,12 +280,14 @@ def identity(ctx: typer.Context,
 
 
 @app.command()
-def awareness(ctx: typer.Context,
-              add: Annotated[str | None, typer.Option(help="Add this item to awareness.")] = None,
-              category: Annotated[str, typer.Option(help="task, action, pending or flag.")] = "task",
-              priority: Annotated[int, typer.Option(help="Priority of the added item.")] = 0,
-              clear: Annotated[bool, typer.Option("--clear", help="Remove every item.")] = False,
-              as_json: JsonOpt = False) -> None:
+def awareness(
+    ctx: typer.Context,
+    add: Annotated[str | None, typer.Option(help="Add this item to awareness.")] = None,
+    category: Annotated[str, typer.Option(help="task, action, pending or flag.")] = "task",
+    priority: Annotated[int, typer.Option(help="Priority of the added item.")] = 0,
+    clear: Annotated[bool, typer.Option("--clear", help="Remove every item.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
     """Show the mind's active awareness items; --add or --clear change them."""
     with opts(ctx).open_mind(embed=False) as mind:
         if clear:
@@ -218,15 +298,20 @@ def awareness(ctx: typer.Context,
     if as_json:
         emit_json(items)
     else:
-        table("awareness", ["id", "category", "priority", "content"],
-               [[i.id, i.category, i.priority, i.content] for i in items])
+        table(
+            "awareness",
+            ["id", "category", "priority", "content"],
+            [[i.id, i.category, i.priority, i.content] for i in items],
+        )
 
 
 @app.command()
-def entities(ctx: typer.Context,
-             query: Annotated[str, typer.Argument(help="Part of a name; empty for all.")] = "",
-             limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 50,
-             as_json: JsonOpt = False) -> None:
+def entities(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="Part of a name; empty for all.")] = "",
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1)] = 50,
+    as_json: JsonOpt = False,
+) -> None:
     """Active entities of the knowledge graph whose name contains QUERY."""
     with opts(ctx).open_mind(embed=False) as mind:
         found = mind.knowledge.search_entities(query, limit=limit)
@@ -262,14 +347,17 @@ def reconcile(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if as_json:
         emit_json(report)
     else:
-        typer.echo(f"fts fixed {report.fts_fixed}, vectors fixed {report.vectors_fixed}, "
-                   f"orphans removed {report.orphans_removed}")
+        typer.echo(
+            f"fts fixed {report.fts_fixed}, vectors fixed {report.vectors_fixed}, "
+            f"orphans removed {report.orphans_removed}"
+        )
 
 
 cli_ops.register(app)
 
 
 # -- entry point ---------------------------------------------------------------------------------
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 failure, 2 usage)."""
@@ -300,8 +388,14 @@ def main(argv: list[str] | None = None) -> int:
 _warned: set[str] = set()
 
 
-def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                  file: Any = None, line: str | None = None) -> None:
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
     """Warnings (an old SQLite, a skipped index) as one line each, once, not a source excerpt."""
     text = str(message)
     if text not in _warned:

@@ -117,8 +117,13 @@ def migrate_downgrade(ctx: typer.Context,
 
 
 @ops_app.command()
-def mcp(ctx: typer.Context,
-        http: Annotated[str | None, typer.Option(metavar="HOST:PORT", help="Serve streamable HTTP here instead of stdio.")] = None) -> None:
+def mcp(
+    ctx: typer.Context,
+    http: Annotated[
+        str | None,
+        typer.Option(metavar="HOST:PORT", help="Serve streamable HTTP here instead of stdio."),
+    ] = None,
+) -> None:
     """Run the MCP server (stdio, or streamable HTTP with --http)."""
     from waggle_store.mcp import parse_http
 
@@ -132,14 +137,23 @@ def mcp(ctx: typer.Context,
     from waggle_store.mcp import serve
 
     options = opts(ctx)
-    serve(options.url, schema=options.schema, mind=options.mind_name, http=http,
-          embedder=embedder_spec(options.embedder))
+    serve(
+        options.url,
+        schema=options.schema,
+        mind=options.mind_name,
+        http=http,
+        embedder=embedder_spec(options.embedder),
+    )
 
 
 @ops_app.command()
-def demo(db: Annotated[str, typer.Option(help="SQLite file to (re)create.")] = "waggle-demo.db",
-         embedder: Annotated[str, typer.Option(help="auto (best available) or a provider name.")] = "auto",
-         keep: Annotated[bool, typer.Option("--keep", help="Keep an existing demo database.")] = False) -> None:
+def demo(
+    db: Annotated[str, typer.Option(help="SQLite file to (re)create.")] = "waggle-demo.db",
+    embedder: Annotated[
+        str, typer.Option(help="auto (best available) or a provider name.")
+    ] = "auto",
+    keep: Annotated[bool, typer.Option("--keep", help="Keep an existing demo database.")] = False,
+) -> None:
     """Cognify a sample conversation into a demo store and recall from it."""
     from waggle_store.demo_data import SAMPLE_CONVERSATION, SAMPLE_QUERIES
 
@@ -149,25 +163,33 @@ def demo(db: Annotated[str, typer.Option(help="SQLite file to (re)create.")] = "
             Path(f"{path}{suffix}").unlink(missing_ok=True)
     with ws.open_store(f"sqlite:///{path}", embedder=embedder_spec(embedder)) as store:
         report = store.health()
-        typer.echo(f"store: {path} ({report.dialect} via {report.driver}); keyword search "
-                   f"{'on' if report.keyword_search else 'off'}, vector search "
-                   f"{'on' if report.vector_search else 'off'}")
+        typer.echo(
+            f"store: {path} ({report.dialect} via {report.driver}); keyword search "
+            f"{'on' if report.keyword_search else 'off'}, vector search "
+            f"{'on' if report.vector_search else 'off'}"
+        )
         status = report.embedder
         if status is not None:
-            typer.echo(f"embedder: {status.active_provider} / {status.model} "
-                       f"({status.dimensions} dims)"
-                       + (f" — {status.last_error}" if status.last_error else ""))
+            typer.echo(
+                f"embedder: {status.active_provider} / {status.model} "
+                f"({status.dimensions} dims)"
+                + (f" — {status.last_error}" if status.last_error else "")
+            )
         for reason in report.reasons:
             typer.echo(f"  note: {reason}")
         mind = store.mind("demo")
         with progress("cognify") as update:
             result = mind.cognify_batch(list(SAMPLE_CONVERSATION), progress=update)
         stored = sum(1 for f in result.frame_ids if f is not None)
-        typer.echo(f"\ncognified {stored}/{len(SAMPLE_CONVERSATION)} turns"
-                   + (f", {len(result.failures)} failed: {result.failures}" if result.failures else ""))
+        typer.echo(
+            f"\ncognified {stored}/{len(SAMPLE_CONVERSATION)} turns"
+            + (f", {len(result.failures)} failed: {result.failures}" if result.failures else "")
+        )
         counts = mind.knowledge.entity_type_counts()
-        typer.echo("knowledge graph: "
-                   + (", ".join(f"{n} {t}" for t, n in sorted(counts.items())) or "empty"))
+        typer.echo(
+            "knowledge graph: "
+            + (", ".join(f"{n} {t}" for t, n in sorted(counts.items())) or "empty")
+        )
         for query in SAMPLE_QUERIES:
             typer.echo(f"\n? {query}")
             for hit in mind.recall(query, limit=3):

@@ -5,7 +5,8 @@ from __future__ import annotations
 SAMPLE_CONVERSATION: tuple[str, ...] = (
     "Kickoff: Sarah Chen leads Project Apollo, our new on-device search feature.",
     "Marcus Webb joined the Apollo team as the backend engineer; he prefers PostgreSQL over MySQL.",
-    "Decision: Apollo will ship on SQLite first and move to PostgreSQL when a customer outgrows one machine.",
+    ("Decision: Apollo will ship on SQLite first and move to PostgreSQL when a customer outgrows "
+     "one machine."),
     "The user prefers TypeScript over JavaScript for the desktop client.",
     "Priya Nair manages the design system and reviews every Apollo screen.",
     "The Q2 launch for Apollo is planned for May 14 in Zürich, at the partner conference.",

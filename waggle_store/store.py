@@ -242,12 +242,19 @@ class Store(TransferMixin):
     def quota_status(self, user_id: str | None = None) -> QuotaStatus:
         with self.read() as session:
             return quota_status(
-                session, user_id or self.user_id, self.tier, self.tier_policy or TierPolicy.default()
+                session,
+                user_id or self.user_id,
+                self.tier,
+                self.tier_policy or TierPolicy.default(),
             )
 
-    def reconcile(self, *, mind: str | Mind | None = None,
-                  progress: Callable[[int, int], None] | None = None,
-                  repair: bool = False) -> ReconcileReport:
+    def reconcile(
+        self,
+        *,
+        mind: str | Mind | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        repair: bool = False,
+    ) -> ReconcileReport:
         """Repair the keyword and vector indexes of one mind (or all); see
         :mod:`waggle_store.pipeline.reconcile`. ``repair=True`` first recreates missing or
         broken derived objects (``health().reasons`` lists them); off by default because on
@@ -277,7 +284,8 @@ class Store(TransferMixin):
         self.close()
 
     def __repr__(self) -> str:
-        return f"<Store {self.engine.dialect.name} {self.engine.url.render_as_string(hide_password=True)}>"
+        url = self.engine.url.render_as_string(hide_password=True)
+        return f"<Store {self.engine.dialect.name} {url}>"
 
 
 def open_store(
@@ -318,14 +326,24 @@ def open_store(
                     f"the database schema is at revision {at}, the code needs {head}: "
                     "run `alembic upgrade head` or open_store(..., upgrade=True)"
                 )
-        resolved = (None if embedder is None
-                    else resolve_embedder(embedder, tier=tier, tier_policy=tier_policy))
+        resolved = (
+            None
+            if embedder is None
+            else resolve_embedder(embedder, tier=tier, tier_policy=tier_policy)
+        )
     except BaseException:
         if owns_engine:
             engine.dispose()
         raise
-    store = Store(engine, embedder=resolved, tier=tier, user_id=user_id, tier_policy=tier_policy,
-                  schema=config.schema, owns_engine=owns_engine)
+    store = Store(
+        engine,
+        embedder=resolved,
+        tier=tier,
+        user_id=user_id,
+        tier_policy=tier_policy,
+        schema=config.schema,
+        owns_engine=owns_engine,
+    )
     if tier is not None and resolved is not None:
         meter = QuotaMeter(store.db, user_id=user_id, tier=tier, policy=tier_policy)
         store.embedder = MeteredEmbedder(resolved, meter)

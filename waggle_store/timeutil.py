@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 
 from waggle_store.errors import InvalidInputError
 
-# Strict ISO-8601 with a zone (reference §6.1): uppercase T, seconds, optional fraction, Z or ±HH[:]MM.
+# Strict ISO-8601 with a zone (reference §6.1): uppercase T, seconds, optional fraction, Z or
+# ±HH[:]MM.
 _ISO_RE = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})$"
 )
@@ -48,7 +49,9 @@ def ensure_utc(value: datetime | str, *, name: str = "time") -> datetime:
     if isinstance(value, str):
         return parse_iso(value, name=name)
     if not isinstance(value, datetime):
-        raise InvalidInputError(f"{name} must be a datetime or ISO-8601 string, got {type(value).__name__}")
+        raise InvalidInputError(
+            f"{name} must be a datetime or ISO-8601 string, got {type(value).__name__}"
+        )
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         raise InvalidInputError(
             f"{name} must be timezone-aware (got a naive datetime {value.isoformat()}); "

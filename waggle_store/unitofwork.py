@@ -82,7 +82,7 @@ class Database:
                 yield conn
                 if conn.in_transaction():
                     conn.commit()
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - re-raised, translated
             raise_translated(exc)
 
     @contextmanager
@@ -92,7 +92,7 @@ class Database:
         try:
             yield session
             session.commit()
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - rolled back and re-raised
             session.rollback()
             raise_translated(exc)
         finally:
@@ -135,7 +135,7 @@ class JoinedDatabase(Database):
                 yield conn
                 leave_transaction(conn, previous)
                 nested.commit()
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - rolled back and re-raised
                 if nested.is_active:
                     nested.rollback()
                 raise_translated(exc)

@@ -113,8 +113,8 @@ def test_sqlite_fts_repair_and_orphans(store: ws.Store) -> None:
     # The dropped FTS trigger stays reported until a repair recreates it (the store's own
     # model's vector trigger is ensured by every reconcile).
     assert store.reconcile().problems == [
-        "keyword index: waggle_memory_frames_fts_ad (trigger) is missing: "
-        "deleted frames stay in the keyword index"
+        ("keyword index: waggle_memory_frames_fts_ad (trigger) is missing: "
+         "deleted frames stay in the keyword index")
     ]
     assert store.reconcile(repair=True).repaired != []
     assert store.reconcile() == ws.ReconcileReport(0, 0, 0)

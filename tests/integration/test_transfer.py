@@ -20,29 +20,49 @@ from waggle_store.demo_data import SAMPLE_CONVERSATION
 from waggle_store.models import KVRow
 
 #: 50 turns: the demo conversation, told over three days.
-TURNS = [f"Day {i // len(SAMPLE_CONVERSATION) + 1}: {SAMPLE_CONVERSATION[i % len(SAMPLE_CONVERSATION)]}"
-         for i in range(50)]
-QUERIES = ["Who leads Project Apollo?", "launch in Zürich", "Marcus PostgreSQL", "TypeScript",
-           "budget engineers", "design system Priya", "staging server down", "load test checklist"]
+TURNS = [
+    f"Day {i // len(SAMPLE_CONVERSATION) + 1}: {SAMPLE_CONVERSATION[i % len(SAMPLE_CONVERSATION)]}"
+    for i in range(50)
+]
+QUERIES = [
+    "Who leads Project Apollo?",
+    "launch in Zürich",
+    "Marcus PostgreSQL",
+    "TypeScript",
+    "budget engineers",
+    "design system Priya",
+    "staging server down",
+    "load test checklist",
+]
 
 
 def build_demo(store: ws.Store, name: str = "demo") -> ws.Mind:
     """The demo conversation through cognify_batch, plus one of every other kind of record."""
     mind = store.mind(name)
     start = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-    result = mind.cognify_batch([ws.MemoryInput(text, created_at=start + timedelta(minutes=7 * i))
-                                 for i, text in enumerate(TURNS)])
+    result = mind.cognify_batch(
+        [
+            ws.MemoryInput(text, created_at=start + timedelta(minutes=7 * i))
+            for i, text in enumerate(TURNS)
+        ]
+    )
     assert not result.failures
     mind.identity.set(name="Ava", role="project assistant", personality="brief")
-    mind.awareness.add("task", "prepare the Zürich launch", priority=3, metadata={"b": 1, "a": [1, 2]})
+    mind.awareness.add(
+        "task", "prepare the Zürich launch", priority=3, metadata={"b": 1, "a": [1, 2]}
+    )
     mind.awareness.add("flag", "staging is down", expires_at=start + timedelta(days=400))
     mind.kv.set("last_report", {"z": 1, "a": "2026-03-01", "nested": {"y": True, "x": None}})
     mind.kv.set("counter", 7)
     notes = mind.sessions.ensure("notes", project_id="apollo", summary="side notes")
-    base = mind.frames.create_i(notes.gop_id, "Notes keyframe about Apollo pricing", importance="important")
+    base = mind.frames.create_i(
+        notes.gop_id, "Notes keyframe about Apollo pricing", importance="important"
+    )
     delta = mind.frames.create_p(notes.gop_id, "Pricing moved to per-seat", base.id)
     ids = [i for i in result.frame_ids if i is not None]
-    mind.frames.create_b(notes.gop_id, "pricing relates to the kickoff", base.id, [delta.id, ids[0]])
+    mind.frames.create_b(
+        notes.gop_id, "pricing relates to the kickoff", base.id, [delta.id, ids[0]]
+    )
     for _ in range(3):
         mind.frames.touch(ids[5])
     mind.sessions.close(notes.gop_id)
@@ -83,11 +103,20 @@ def normalised(text: str) -> list[dict[str, Any]]:
                 rec["content"] = doc
         elif kind == "relation":
             rec["id"] = ref("relation", rec["id"], True)
-            rec["source_id"], rec["target_id"] = ref("entity", rec["source_id"]), ref("entity", rec["target_id"])
+            rec["source_id"], rec["target_id"] = (
+                ref("entity", rec["source_id"]),
+                ref("entity", rec["target_id"]),
+            )
         elif kind == "mention":
-            rec["entity_id"], rec["frame_id"] = ref("entity", rec["entity_id"]), ref("frame", rec["frame_id"])
+            rec["entity_id"], rec["frame_id"] = (
+                ref("entity", rec["entity_id"]),
+                ref("frame", rec["frame_id"]),
+            )
         elif kind == "vector":
-            rec["frame_id"], rec["model_id"] = ref("frame", rec["frame_id"]), ref("embedding_model", rec["model_id"])
+            rec["frame_id"], rec["model_id"] = (
+                ref("frame", rec["frame_id"]),
+                ref("embedding_model", rec["model_id"]),
+            )
         out.append(rec)
     return out
 
@@ -120,22 +149,34 @@ def _top10(mind: ws.Mind, query: str, lanes: tuple[str, ...] | None = None) -> l
     return [r.frame.content for r in mind.search(query, limit=10, lanes=lanes)]
 
 
-def test_round_trip_to_the_other_dialect_is_identical(store: ws.Store, other_store: ws.Store,
-                                                      tmp_path: Path) -> None:
+def test_round_trip_to_the_other_dialect_is_identical(
+    store: ws.Store, other_store: ws.Store, tmp_path: Path
+) -> None:
     build_demo(store)
     store.reconcile(mind="demo")  # embed the hand-made frames too: both sides search every frame
     first = tmp_path / "first.jsonl"
     calls: list[tuple[int, int]] = []
-    report = store.export_mind("demo", first, progress=lambda done, total: calls.append((done, total)))
-    assert report.frames == 53 and report.entities > 5 and report.relations > 0
+    report = store.export_mind(
+        "demo", first, progress=lambda done, total: calls.append((done, total))
+    )
+    assert report.frames == 53
+    assert report.entities > 5
+    assert report.relations > 0
     assert report.records == len(first.read_text().splitlines())
-    assert calls and calls[-1][0] == calls[-1][1] == report.records - 1
+    assert calls
+    assert calls[-1][0] == calls[-1][1] == report.records - 1
 
     imported = other_store.import_mind(first)
-    assert imported.mind == "demo" and imported.problems == []
-    assert (imported.frames_imported, imported.entities_imported, imported.relations_imported,
-            imported.sessions_imported) == (53, report.entities, report.relations, 2)
-    assert imported.duplicates_skipped == 0 and imported.vectors_pending == 53
+    assert imported.mind == "demo"
+    assert imported.problems == []
+    assert (
+        imported.frames_imported,
+        imported.entities_imported,
+        imported.relations_imported,
+        imported.sessions_imported,
+    ) == (53, report.entities, report.relations, 2)
+    assert imported.duplicates_skipped == 0
+    assert imported.vectors_pending == 53
 
     # The file held no vectors: the copy's frames are pending until reconcile embeds them (and
     # only then does the copy have an embedding model to list).
@@ -151,10 +192,13 @@ def test_round_trip_to_the_other_dialect_is_identical(store: ws.Store, other_sto
     # back into the first dialect, ranks exactly like the source.
     source, copy = store.mind("demo"), other_store.mind("demo")
     for query in QUERIES:
-        assert set(_top10(copy, query, ("vector",))) == set(_top10(source, query, ("vector",))), query
+        assert set(_top10(copy, query, ("vector",))) == set(_top10(source, query, ("vector",))), (
+            query
+        )
         assert _top10(copy, query)[0] == _top10(source, query)[0], query
     back = store.import_mind(io.StringIO(second.getvalue()), into="back")
-    assert back.frames_imported == 53 and back.problems == []
+    assert back.frames_imported == 53
+    assert back.problems == []
     store.reconcile(mind="back")
     for query in QUERIES:
         assert _top10(store.mind("back"), query) == _top10(source, query), query
@@ -166,13 +210,15 @@ def test_vectors_travel_with_the_file(store: ws.Store, tmp_path: Path) -> None:
     report = store.export_mind("demo", path, include_vectors=True)
     assert report.vectors == 50  # the cognified turns; the hand-made frames are still pending
     imported = store.import_mind(path, into="copy")
-    assert imported.vectors_imported == 50 and imported.vectors_pending == 3
+    assert imported.vectors_imported == 50
+    assert imported.vectors_pending == 3
     again = io.BytesIO()
     store.export_mind("copy", again, include_vectors=True)
     copied = [r for r in normalised(again.getvalue().decode()) if r["type"] == "vector"]
     original = [r for r in normalised(path.read_text()) if r["type"] == "vector"]
     assert [(r["frame_id"], r["content_hash"]) for r in copied] == [
-        (r["frame_id"], r["content_hash"]) for r in original]
+        (r["frame_id"], r["content_hash"]) for r in original
+    ]
     for a, b in zip(copied, original, strict=True):  # re-normalised on import: float32 precision
         assert max(abs(x - y) for x, y in zip(a["vector"], b["vector"], strict=True)) < 1e-6
     assert store.reconcile(mind="copy").vectors_fixed == 3
@@ -183,14 +229,18 @@ def _snapshot(store: ws.Store) -> dict[str, Any]:
     return {"minds": minds, **{m: store.mind(m).frames.stats() for m in minds}}
 
 
-@pytest.mark.parametrize("bad", [
-    '{"type": "frame", "id": 99999, "frame_type": "I"',                       # broken JSON
-    '{"type": "frame", "id": 99999, "frame_type": "X", "gop_id": "g"}',       # missing / bad fields
-    '{"type": "mention", "entity_id": 1, "frame_id": 424242}',                # unknown frame
-    '{"type": "planet", "name": "Mars"}',                                      # unknown type
-])
-def test_a_bad_line_names_its_number_and_imports_nothing(store: ws.Store, tmp_path: Path,
-                                                          bad: str) -> None:
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '{"type": "frame", "id": 99999, "frame_type": "I"',  # broken JSON
+        '{"type": "frame", "id": 99999, "frame_type": "X", "gop_id": "g"}',  # missing / bad fields
+        '{"type": "mention", "entity_id": 1, "frame_id": 424242}',  # unknown frame
+        '{"type": "planet", "name": "Mars"}',  # unknown type
+    ],
+)
+def test_a_bad_line_names_its_number_and_imports_nothing(
+    store: ws.Store, tmp_path: Path, bad: str
+) -> None:
     build_demo(store)
     lines = io.StringIO()
     store.export_mind("demo", lines)
@@ -209,8 +259,10 @@ def test_a_bad_line_names_its_number_and_imports_nothing(store: ws.Store, tmp_pa
 
 def test_header_is_checked(store: ws.Store, tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
-    path.write_text('{"type": "header", "format": "waggle-mind", "version": 2, "mind": "x", '
-                    '"exported_at": "2026-01-01T00:00:00Z"}\n')
+    path.write_text(
+        '{"type": "header", "format": "waggle-mind", "version": 2, "mind": "x", '
+        '"exported_at": "2026-01-01T00:00:00Z"}\n'
+    )
     with pytest.raises(ws.InvalidInputError, match="line 1: format version 2"):
         store.import_mind(path)
     path.write_text("")
@@ -229,35 +281,49 @@ def test_import_merges_into_a_non_empty_mind(store: ws.Store, tmp_path: Path) ->
     mine = target.frames.create_i(gop, "A memory only the target has")
 
     report = store.import_mind(path, into="target")
-    assert report.duplicates_skipped == 1 and report.frames_imported == 52
+    assert report.duplicates_skipped == 1
+    assert report.frames_imported == 52
     stats = target.frames.stats()
     assert stats.total == 54
     # The merged session keeps its own frames first; the imported ones follow.
     notes = target.frames.gop("notes")
     assert [f.t for f in notes] == sorted({f.t for f in notes})
-    assert notes[0].id == own.id and notes[1].id == mine.id
+    assert notes[0].id == own.id
+    assert notes[1].id == mine.id
     # The imported P-frame and B-frame point at the frame the target already had.
     delta = next(f for f in notes if f.content == "Pricing moved to per-seat")
     assert delta.base_frame_id == own.id
     bframe = next(f for f in notes if f.frame_type == "B")
     refs = json.loads(bframe.content)["references"]
-    assert refs[0] == delta.id and bframe.base_frame_id == own.id
+    assert refs[0] == delta.id
+    assert bframe.base_frame_id == own.id
     kickoff = target.frames.get(refs[1])
-    assert kickoff is not None and kickoff.content == TURNS[0]
+    assert kickoff is not None
+    assert kickoff.content == TURNS[0]
     # Counts and times kept as exported.
     touched = next(f for f in source.frames.recent(100) if f.access_count == 3)
     twin = next(f for f in target.frames.recent(100) if f.content == touched.content)
     assert (twin.access_count, twin.created_at, twin.last_accessed) == (
-        touched.access_count, touched.created_at, touched.last_accessed)
+        touched.access_count,
+        touched.created_at,
+        touched.last_accessed,
+    )
 
     again = store.import_mind(path, into="target")  # idempotent: everything is already there
-    assert (again.frames_imported, again.entities_imported, again.relations_imported,
-            again.mentions_imported, again.sessions_imported) == (0, 0, 0, 0, 0)
+    assert (
+        again.frames_imported,
+        again.entities_imported,
+        again.relations_imported,
+        again.mentions_imported,
+        again.sessions_imported,
+    ) == (0, 0, 0, 0, 0)
     assert again.duplicates_skipped == 53
     assert target.frames.stats().total == 54
 
 
-def test_every_exported_line_matches_the_shipped_json_schema(store: ws.Store, tmp_path: Path) -> None:
+def test_every_exported_line_matches_the_shipped_json_schema(
+    store: ws.Store, tmp_path: Path
+) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     from waggle_store.pipeline.transfer.format import SPECS, json_schema
 
@@ -273,8 +339,20 @@ def test_every_exported_line_matches_the_shipped_json_schema(store: ws.Store, tm
         record = json.loads(line)
         validator.validate(record)
         kinds.add(record["type"])
-    assert kinds >= {"header", "identity", "awareness", "session", "frame", "entity", "relation",
-                     "mention", "kv", "validation_schema", "embedding_model", "vector"}
+    assert kinds >= {
+        "header",
+        "identity",
+        "awareness",
+        "session",
+        "frame",
+        "entity",
+        "relation",
+        "mention",
+        "kv",
+        "validation_schema",
+        "embedding_model",
+        "vector",
+    }
 
 
 def test_import_reports_progress_and_reads_file_objects(store: ws.Store) -> None:
@@ -282,43 +360,103 @@ def test_import_reports_progress_and_reads_file_objects(store: ws.Store) -> None
     out = io.BytesIO()
     store.export_mind("demo", out)
     seen: list[tuple[int, int]] = []
-    report = store.import_mind(io.BytesIO(out.getvalue()), into="copy",
-                               progress=lambda done, total: seen.append((done, total)))
+    report = store.import_mind(
+        io.BytesIO(out.getvalue()),
+        into="copy",
+        progress=lambda done, total: seen.append((done, total)),
+    )
     assert report.frames_imported == 53
     lines = len(out.getvalue().splitlines())
-    assert seen and seen[-1] == (lines - 1, lines - 1) and all(b >= a for a, b in itertools.pairwise(seen))
+    assert seen
+    assert seen[-1] == (lines - 1, lines - 1)
+    assert all(b >= a for a, b in itertools.pairwise(seen))
 
 
 @pytest.mark.parametrize("chunk", [500, 1])
-def test_forward_and_dangling_frame_references(store: ws.Store, tmp_path: Path, chunk: int,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forward_and_dangling_frame_references(
+    store: ws.Store, tmp_path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Frame-to-frame references may point further down the file (in the same write chunk or a
     later one); ones to frames the file does not hold are dropped and reported, not refused."""
     from waggle_store.pipeline.transfer import writer
 
     monkeypatch.setattr(writer, "CHUNK", chunk)
     at = "2026-01-02T03:04:05+00:00"
-    frame = {"type": "frame", "gop_id": "g", "importance": "normal", "source": "import",
-             "access_count": 0, "created_at": at, "last_accessed": at}
+    frame = {
+        "type": "frame",
+        "gop_id": "g",
+        "importance": "normal",
+        "source": "import",
+        "access_count": 0,
+        "created_at": at,
+        "last_accessed": at,
+    }
     records = [
-        {"type": "header", "format": "waggle-mind", "version": 1, "mind": "hand", "exported_at": at},
-        {"type": "session", "id": 1, "gop_id": "g", "project_id": None, "status": "closed",
-         "kind": "named", "started_at": at, "ended_at": at, "summary": None},
-        {**frame, "id": 10, "frame_type": "B", "t": 0, "base_frame_id": 30,
-         "content": json.dumps({"description": "ahead", "references": [20, 99, 30]})},
-        {**frame, "id": 11, "frame_type": "P", "t": 1, "base_frame_id": 30, "content": "delta on a later keyframe"},
-        {**frame, "id": 20, "frame_type": "I", "t": 2, "base_frame_id": None, "content": "first keyframe"},
-        {**frame, "id": 30, "frame_type": "I", "t": 3, "base_frame_id": None, "content": "second keyframe"},
+        {
+            "type": "header",
+            "format": "waggle-mind",
+            "version": 1,
+            "mind": "hand",
+            "exported_at": at,
+        },
+        {
+            "type": "session",
+            "id": 1,
+            "gop_id": "g",
+            "project_id": None,
+            "status": "closed",
+            "kind": "named",
+            "started_at": at,
+            "ended_at": at,
+            "summary": None,
+        },
+        {
+            **frame,
+            "id": 10,
+            "frame_type": "B",
+            "t": 0,
+            "base_frame_id": 30,
+            "content": json.dumps({"description": "ahead", "references": [20, 99, 30]}),
+        },
+        {
+            **frame,
+            "id": 11,
+            "frame_type": "P",
+            "t": 1,
+            "base_frame_id": 30,
+            "content": "delta on a later keyframe",
+        },
+        {
+            **frame,
+            "id": 20,
+            "frame_type": "I",
+            "t": 2,
+            "base_frame_id": None,
+            "content": "first keyframe",
+        },
+        {
+            **frame,
+            "id": 30,
+            "frame_type": "I",
+            "t": 3,
+            "base_frame_id": None,
+            "content": "second keyframe",
+        },
     ]
     path = tmp_path / "hand.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     report = store.import_mind(path)
     assert report.frames_imported == 4
-    assert any(p.startswith("1 x frame reference to a frame not in the file") for p in report.problems)
+    assert any(
+        p.startswith("1 x frame reference to a frame not in the file") for p in report.problems
+    )
     frames = {f.content: f for f in store.mind("hand").frames.gop("g")}
     first, second = frames["first keyframe"], frames["second keyframe"]
     bframe = next(f for f in frames.values() if f.frame_type == "B")
-    assert json.loads(bframe.content) == {"description": "ahead", "references": [first.id, second.id]}
+    assert json.loads(bframe.content) == {
+        "description": "ahead",
+        "references": [first.id, second.id],
+    }
     assert bframe.base_frame_id == second.id
     assert frames["delta on a later keyframe"].base_frame_id == second.id
 
@@ -340,12 +478,18 @@ def test_empty_mind_and_kv_merge(store: ws.Store, tmp_path: Path) -> None:
     target = store.mind("kv-target")
     target.kv.set("new", "the target's, written later")
     with store.write() as session:  # the target's "new" is newer than the file's ...
-        session.execute(sa.update(KVRow).where(KVRow.mind_id == target.id, KVRow.key == "new")
-                        .values(updated_at=datetime.now(UTC) + timedelta(days=1)))
+        session.execute(
+            sa.update(KVRow)
+            .where(KVRow.mind_id == target.id, KVRow.key == "new")
+            .values(updated_at=datetime.now(UTC) + timedelta(days=1))
+        )
     target.kv.set("old", "the target's")
     with store.write() as session:  # ... and its "old" older
-        session.execute(sa.update(KVRow).where(KVRow.mind_id == target.id, KVRow.key == "old")
-                        .values(updated_at=datetime(2000, 1, 1, tzinfo=UTC)))
+        session.execute(
+            sa.update(KVRow)
+            .where(KVRow.mind_id == target.id, KVRow.key == "old")
+            .values(updated_at=datetime(2000, 1, 1, tzinfo=UTC))
+        )
     report = store.import_mind(kv_path, into="kv-target")
     assert report.kv_imported == 1
     assert dict(target.kv.items()) == {"old": "from the file", "new": "the target's, written later"}

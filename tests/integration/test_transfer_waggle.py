@@ -20,7 +20,8 @@ CREATE TABLE IF NOT EXISTS identity (
   role TEXT NOT NULL DEFAULT '', department TEXT NOT NULL DEFAULT '',
   personality TEXT NOT NULL DEFAULT '', capabilities TEXT NOT NULL DEFAULT '',
   system_prompt TEXT NOT NULL DEFAULT '',
-  created_at TEXT NOT NULL DEFAULT (datetime('now')), updated_at TEXT NOT NULL DEFAULT (datetime('now')));
+  created_at TEXT NOT NULL DEFAULT (datetime('now')),
+  updated_at TEXT NOT NULL DEFAULT (datetime('now')));
 CREATE TABLE IF NOT EXISTS awareness (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   category TEXT NOT NULL CHECK (category IN ('task', 'action', 'pending', 'flag')),
@@ -41,7 +42,8 @@ CREATE TABLE IF NOT EXISTS memory_frames (
   source TEXT NOT NULL DEFAULT 'user_stated'
     CHECK (source IN ('user_stated', 'tool_verified', 'agent_inferred', 'import', 'system')),
   access_count INTEGER NOT NULL DEFAULT 0,
-  created_at TEXT NOT NULL DEFAULT (datetime('now')), last_accessed TEXT NOT NULL DEFAULT (datetime('now')),
+  created_at TEXT NOT NULL DEFAULT (datetime('now')),
+  last_accessed TEXT NOT NULL DEFAULT (datetime('now')),
   FOREIGN KEY (gop_id) REFERENCES sessions(gop_id));
 CREATE INDEX IF NOT EXISTS idx_frames_gop_t ON memory_frames (gop_id, t);
 CREATE INDEX IF NOT EXISTS idx_frames_type ON memory_frames (frame_type, gop_id);
@@ -80,42 +82,141 @@ def build_seed_mind(path: Path) -> None:
     driver, _ = pick_sqlite_driver()  # one that can load sqlite-vec, for the vec0 table
     conn = driver.connect(str(path))
     conn.executescript(SEED_DDL)
-    conn.execute("INSERT INTO meta VALUES ('schema_version', '1'), ('first_run_at', '2025-11-02T08:00:00.000Z')")
-    conn.execute("INSERT INTO identity (id, name, role, created_at, updated_at) VALUES "
-                 "(1, 'Hive', 'assistant', '2025-11-02 08:00:00', '2025-11-03T09:30:00.000Z')")
-    conn.execute("INSERT INTO awareness (category, content, priority, metadata, created_at) VALUES "
-                 "('task', 'finish the port', 2, '{\"ticket\": 7}', '2025-11-02 08:01:00'),"
-                 "('flag', 'broken metadata', 0, 'not json', '2025-11-02 08:02:00')")
-    conn.execute("INSERT INTO sessions (gop_id, project_id, status, started_at) VALUES "
-                 "('session:a', NULL, 'active', '2025-11-02 08:00:00'),"
-                 "('harvest:chatgpt', NULL, 'active', '2025-11-02T08:00:00.000Z'),"
-                 "('session:b', NULL, 'active', '2025-11-04 10:00:00')")  # two active auto sessions
+    conn.execute(
+        "INSERT INTO meta VALUES ('schema_version', '1'), "
+        "('first_run_at', '2025-11-02T08:00:00.000Z')"
+    )
+    conn.execute(
+        "INSERT INTO identity (id, name, role, created_at, updated_at) VALUES "
+        "(1, 'Hive', 'assistant', '2025-11-02 08:00:00', '2025-11-03T09:30:00.000Z')"
+    )
+    conn.execute(
+        "INSERT INTO awareness (category, content, priority, metadata, created_at) VALUES "
+        "('task', 'finish the port', 2, '{\"ticket\": 7}', '2025-11-02 08:01:00'),"
+        "('flag', 'broken metadata', 0, 'not json', '2025-11-02 08:02:00')"
+    )
+    conn.execute(
+        "INSERT INTO sessions (gop_id, project_id, status, started_at) VALUES "
+        "('session:a', NULL, 'active', '2025-11-02 08:00:00'),"
+        "('harvest:chatgpt', NULL, 'active', '2025-11-02T08:00:00.000Z'),"
+        "('session:b', NULL, 'active', '2025-11-04 10:00:00')"
+    )  # two active auto sessions
     frames = [
         # id, type, gop, t, base, content, importance, source, access, created, last
-        (1, "I", "session:a", 0, None, "Kickoff of Project Apollo with Sarah Chen", "important",
-         "user_stated", 4, "2025-11-02 08:00:05", "2025-11-05T10:00:00.000Z"),
-        (2, "P", "session:a", 1, 1, "Apollo moves to PostgreSQL", "normal", "user_stated", 0,
-         "2025-11-02 08:05:00", "2025-11-02 08:05:00"),
-        (3, "P", "session:a", 1, 1, "Same t as frame 2 (racy nextT)", "normal", "agent_inferred", 0,
-         "2025-11-02T08:06:00.000Z", "2025-11-02T08:06:00.000Z"),
-        (4, "P", "session:a", 3, 999, "Delta whose base frame is gone", "normal", "user_stated", 1,
-         "2025-11-02 08:07:00", "garbage-time"),
-        (5, "B", "session:a", 4, 1, '{"description":"links without targets"}', "normal",
-         "user_stated", 0, "2025-11-02 08:08:00", "2025-11-02 08:08:00"),
-        (6, "B", "session:a", 5, 1, '{"description":"kickoff and a lost frame","references":[1,777]}',
-         "normal", "user_stated", 0, "2025-11-02 08:09:00", "2025-11-02 08:09:00"),
-        (7, "I", "harvest:chatgpt", 0, None, "[chatgpt] Trip to Lisbon: the food was great",
-         "normal", "import", 0, "2024-06-01T12:00:00.000Z", "2024-06-01T12:00:00.000Z"),
-        (8, "I", "team-sync", 0, None, "Team sync note with no session row", "normal", "user_stated",
-         0, "2025-11-06 09:00:00", "2025-11-06 09:00:00"),
+        (
+            1,
+            "I",
+            "session:a",
+            0,
+            None,
+            "Kickoff of Project Apollo with Sarah Chen",
+            "important",
+            "user_stated",
+            4,
+            "2025-11-02 08:00:05",
+            "2025-11-05T10:00:00.000Z",
+        ),
+        (
+            2,
+            "P",
+            "session:a",
+            1,
+            1,
+            "Apollo moves to PostgreSQL",
+            "normal",
+            "user_stated",
+            0,
+            "2025-11-02 08:05:00",
+            "2025-11-02 08:05:00",
+        ),
+        (
+            3,
+            "P",
+            "session:a",
+            1,
+            1,
+            "Same t as frame 2 (racy nextT)",
+            "normal",
+            "agent_inferred",
+            0,
+            "2025-11-02T08:06:00.000Z",
+            "2025-11-02T08:06:00.000Z",
+        ),
+        (
+            4,
+            "P",
+            "session:a",
+            3,
+            999,
+            "Delta whose base frame is gone",
+            "normal",
+            "user_stated",
+            1,
+            "2025-11-02 08:07:00",
+            "garbage-time",
+        ),
+        (
+            5,
+            "B",
+            "session:a",
+            4,
+            1,
+            '{"description":"links without targets"}',
+            "normal",
+            "user_stated",
+            0,
+            "2025-11-02 08:08:00",
+            "2025-11-02 08:08:00",
+        ),
+        (
+            6,
+            "B",
+            "session:a",
+            5,
+            1,
+            '{"description":"kickoff and a lost frame","references":[1,777]}',
+            "normal",
+            "user_stated",
+            0,
+            "2025-11-02 08:09:00",
+            "2025-11-02 08:09:00",
+        ),
+        (
+            7,
+            "I",
+            "harvest:chatgpt",
+            0,
+            None,
+            "[chatgpt] Trip to Lisbon: the food was great",
+            "normal",
+            "import",
+            0,
+            "2024-06-01T12:00:00.000Z",
+            "2024-06-01T12:00:00.000Z",
+        ),
+        (
+            8,
+            "I",
+            "team-sync",
+            0,
+            None,
+            "Team sync note with no session row",
+            "normal",
+            "user_stated",
+            0,
+            "2025-11-06 09:00:00",
+            "2025-11-06 09:00:00",
+        ),
     ]
     conn.execute("PRAGMA foreign_keys = OFF")  # how the orphans got there
     conn.executemany("INSERT INTO memory_frames VALUES (?,?,?,?,?,?,?,?,?,?,?)", frames)
     conn.execute("PRAGMA ignore_check_constraints = ON")
     conn.execute("UPDATE memory_frames SET source = 'team_sync' WHERE id = 8")  # §23.13
     conn.execute("PRAGMA ignore_check_constraints = OFF")
-    conn.executemany("INSERT INTO memory_frames_fts (rowid, content) VALUES (?, ?)",
-                     [(f[0], f[5]) for f in frames])
+    conn.executemany(
+        "INSERT INTO memory_frames_fts (rowid, content) VALUES (?, ?)",
+        [(f[0], f[5]) for f in frames],
+    )
     entities = [
         (1, "person", "Sarah Chen", '{"role": "lead"}', "2025-11-02 08:00:05", None),
         (2, "project", "Apollo", "{}", "2025-11-02 08:00:05", None),
@@ -123,28 +224,43 @@ def build_seed_mind(path: Path) -> None:
         (4, "concept", "phase", "{}", "2025-11-02 08:00:07", None),  # §23.11 duplicate
         (5, "person", "Old Contact", "{}", "2025-01-01T00:00:00.000Z", "2025-06-01T00:00:00.000Z"),
     ]
-    conn.executemany("INSERT INTO knowledge_entities (id, entity_type, name, properties, valid_from, "
-                     "valid_to) VALUES (?,?,?,?,?,?)", entities)
-    conn.executemany("INSERT INTO knowledge_relations (source_id, target_id, relation_type, confidence, "
-                     "valid_from) VALUES (?,?,?,?,?)", [
-                         (1, 2, "leads", 0.9, "2025-11-02 08:00:05"),
-                         (2, 3, "has", 1.0, "2025-11-02 08:00:06"),
-                         (2, 4, "has", 1.0, "2025-11-02 08:00:07"),  # same edge via the duplicate
-                         (1, 42, "knows", 1.0, "2025-11-02 08:00:08"),  # entity 42 is gone
-                     ])
-    conn.execute("INSERT INTO harvest_sources (source, display_name, source_path, last_synced_at, "
-                 "items_imported, frames_created, auto_sync, last_content_hash) VALUES "
-                 "('chatgpt', 'ChatGPT export', '/tmp/conversations.json', '2025-11-01 07:00:00', 12, 1, 1, 'abc')")
-    conn.execute("INSERT INTO embedding_usage (user_id, year_month, count, updated_at) "
-                 "VALUES ('local', '2025-11', 8, 1762070400000)")
+    conn.executemany(
+        "INSERT INTO knowledge_entities (id, entity_type, name, properties, valid_from, "
+        "valid_to) VALUES (?,?,?,?,?,?)",
+        entities,
+    )
+    conn.executemany(
+        "INSERT INTO knowledge_relations (source_id, target_id, relation_type, confidence, "
+        "valid_from) VALUES (?,?,?,?,?)",
+        [
+            (1, 2, "leads", 0.9, "2025-11-02 08:00:05"),
+            (2, 3, "has", 1.0, "2025-11-02 08:00:06"),
+            (2, 4, "has", 1.0, "2025-11-02 08:00:07"),  # same edge via the duplicate
+            (1, 42, "knows", 1.0, "2025-11-02 08:00:08"),  # entity 42 is gone
+        ],
+    )
+    conn.execute(
+        "INSERT INTO harvest_sources (source, display_name, source_path, last_synced_at, "
+        "items_imported, frames_created, auto_sync, last_content_hash) VALUES "
+        "('chatgpt', 'ChatGPT export', '/tmp/conversations.json', '2025-11-01 07:00:00', "
+        "12, 1, 1, 'abc')"
+    )
+    conn.execute(
+        "INSERT INTO embedding_usage (user_id, year_month, count, updated_at) "
+        "VALUES ('local', '2025-11', 8, 1762070400000)"
+    )
     import sqlite_vec
 
     conn.enable_load_extension(True)
     sqlite_vec.load(conn)
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS memory_frames_vec USING vec0(embedding float[1024])")
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS memory_frames_vec USING vec0(embedding float[1024])"
+    )
     padded = [0.1] * 384 + [0.0] * 640  # a 384-d model's vector, zero-padded to 1024
-    conn.execute("INSERT INTO memory_frames_vec (rowid, embedding) VALUES (1, ?)",
-                 (struct.pack("<1024f", *padded),))
+    conn.execute(
+        "INSERT INTO memory_frames_vec (rowid, embedding) VALUES (1, ?)",
+        (struct.pack("<1024f", *padded),),
+    )
     conn.commit()
     conn.close()
 
@@ -156,10 +272,16 @@ def test_seed_mind_imports_with_its_bugs_repaired(store: ws.Store, tmp_path: Pat
     report = store.import_waggle_mind(str(path), into="hive")
     assert path.read_bytes() == before  # opened read-only
 
-    assert (report.frames_imported, report.sessions_imported, report.entities_imported,
-            report.relations_imported, report.awareness_imported, report.harvest_sources_imported) == (
-        8, 4, 4, 2, 2, 1)
-    assert report.duplicates_skipped == 0 and report.vectors_pending == 8
+    assert (
+        report.frames_imported,
+        report.sessions_imported,
+        report.entities_imported,
+        report.relations_imported,
+        report.awareness_imported,
+        report.harvest_sources_imported,
+    ) == (8, 4, 4, 2, 2, 1)
+    assert report.duplicates_skipped == 0
+    assert report.vectors_pending == 8
     problems = {p.split(" (first:")[0]: p for p in report.problems}
     expected = {
         "1 x two frames at the same t of a session",
@@ -183,7 +305,8 @@ def test_seed_mind_imports_with_its_bugs_repaired(store: ws.Store, tmp_path: Pat
 
     mind = store.mind("hive")
     identity = mind.identity.get()
-    assert identity is not None and identity.name == "Hive"
+    assert identity is not None
+    assert identity.name == "Hive"
     assert identity.created_at.isoformat() == "2025-11-02T08:00:00+00:00"
     assert identity.updated_at.isoformat() == "2025-11-03T09:30:00+00:00"
     frames = {f.content: f for f in mind.frames.recent(100)}
@@ -198,7 +321,8 @@ def test_seed_mind_imports_with_its_bugs_repaired(store: ws.Store, tmp_path: Pat
     assert frames["Team sync note with no session row"].source == "import"
     assert mind.sessions.get("team-sync") is not None
     statuses = {s.gop_id: s.status for s in mind.sessions.list()}
-    assert statuses["session:a"] == "active" and statuses["session:b"] == "closed"
+    assert statuses["session:a"] == "active"
+    assert statuses["session:b"] == "closed"
     phases = mind.knowledge.search_entities("phase")
     assert len(phases) == 1
     apollo = next(e for e in mind.knowledge.search_entities("apollo"))
@@ -207,10 +331,13 @@ def test_seed_mind_imports_with_its_bugs_repaired(store: ws.Store, tmp_path: Pat
 
     fixed = store.reconcile(mind="hive")
     assert fixed.vectors_fixed == 8
-    assert mind.search("Lisbon food", limit=3)[0].frame.content.startswith("[chatgpt] Trip to Lisbon")
+    assert mind.search("Lisbon food", limit=3)[0].frame.content.startswith(
+        "[chatgpt] Trip to Lisbon"
+    )
 
     again = store.import_waggle_mind(str(path), into="hive")  # a second import adds nothing
-    assert again.frames_imported == 0 and again.duplicates_skipped == 8
+    assert again.frames_imported == 0
+    assert again.duplicates_skipped == 8
 
 
 def test_not_a_mind_file(store: ws.Store, tmp_path: Path) -> None:
@@ -220,7 +347,7 @@ def test_not_a_mind_file(store: ws.Store, tmp_path: Path) -> None:
         store.import_waggle_mind(str(junk), into="x")
     empty = tmp_path / "empty.mind"
     sqlite3.connect(empty).close()
-    with pytest.raises(ws.InvalidInputError, match="not a Waggle .mind"):
+    with pytest.raises(ws.InvalidInputError, match=r"not a Waggle \.mind"):
         store.import_waggle_mind(str(empty), into="x")
     with pytest.raises(ws.InvalidInputError):
         store.import_waggle_mind(str(tmp_path / "missing.mind"), into="x")

@@ -186,23 +186,30 @@ def test_another_embedder_never_changes_a_minds_model(store_factory) -> None:  #
     # A write through it leaves the mind's model untouched and its vector pending, with why.
     written = m2.cognify("gardening tips for spring")
     assert written.vector_status == "pending"
-    assert written.vector_error is not None and "switch_embedding_model" in written.vector_error
+    assert written.vector_error is not None
+    assert "switch_embedding_model" in written.vector_error
     assert second.reconcile().vectors_fixed == 0  # reconcile never switches a mind either
     info = mind.embedding_model()
-    assert info is not None and info.dimensions == 32
+    assert info is not None
+    assert info.dimensions == 32
     assert {r.frame.id for r in mind.search("gardening", lanes=("vector",))} >= set(ids)
     # The explicit switch: re-embeds into the new model, then flips.
     report = m2.switch_embedding_model()
-    assert report.switched and report.frames_embedded == 5
-    assert report.from_model is not None and report.from_model.endswith("/32")
-    assert m2.embedding_model() == ws.EmbeddingModelInfo("hashing", "blake2b-signed-words-v1", 48, "active")
+    assert report.switched
+    assert report.frames_embedded == 5
+    assert report.from_model is not None
+    assert report.from_model.endswith("/32")
+    assert m2.embedding_model() == ws.EmbeddingModelInfo(
+        "hashing", "blake2b-signed-words-v1", 48, "active")
     assert {r.frame.id for r in m2.search("gardening", lanes=("vector",))} >= set(ids)
     # The first store's cached model is found replaced by the lane itself: it degrades, saying why.
     results = mind.search("gardening")
     assert results
     assert all("vector" not in r.explain["lanes_run"] for r in results)
-    assert any("uses the embedding model hashing/blake2b-signed-words-v1/48" in d
-               for d in results[0].explain["degraded"])
+    assert any(
+        "uses the embedding model hashing/blake2b-signed-words-v1/48" in d
+        for d in results[0].explain["degraded"]
+    )
     assert m2.switch_embedding_model().switched is False  # already there
 
 

@@ -81,7 +81,8 @@ def test_50_concurrent_cognify_calls_match_the_sync_api(target: Any) -> None:
         for query in ("Atlas", "Bob Stone Berlin", "item 7"):
             a = {r.frame.content for r in async_mind.search(query, limit=60)}
             s = {r.frame.content for r in sync_mind.search(query, limit=60)}
-            assert a == s and a
+            assert a == s
+            assert a
 
 
 class _GatedEmbedder(HashingEmbedder):
@@ -183,15 +184,19 @@ def test_layers_minds_and_progress_are_awaitable(target: Any) -> None:
             alice = await amind.knowledge.create_entity("person", "Alice")
             atlas = await amind.knowledge.create_entity("project", "Atlas")
             await amind.knowledge.create_relation(alice.id, atlas.id, "works_on")
-            assert [r.target_id for r in await amind.knowledge.relations_from(alice.id)] == [atlas.id]
+            related = await amind.knowledge.relations_from(alice.id)
+            assert [r.target_id for r in related] == [atlas.id]
             await amind.kv.set("k", {"v": 1})
             assert await amind.kv.get("k") == {"v": 1}
             seen: list[tuple[int, int]] = []
-            batch = await amind.cognify_batch([f"batch item {i}" for i in range(5)],
-                                              progress=lambda d, t: seen.append((d, t)))
-            assert len(batch.frame_ids) == 5 and not batch.failures
+            batch = await amind.cognify_batch(
+                [f"batch item {i}" for i in range(5)], progress=lambda d, t: seen.append((d, t))
+            )
+            assert len(batch.frame_ids) == 5
+            assert not batch.failures
             # Progress calls reach the loop before the result does (one FIFO queue).
-            assert seen and seen[-1] == (5, 5)
+            assert seen
+            assert seen[-1] == (5, 5)
             assert [h.frame.content for h in await amind.recall("an I-frame written", limit=1)]
             report = await store.reconcile(mind=amind)
             assert isinstance(report, ws.ReconcileReport)

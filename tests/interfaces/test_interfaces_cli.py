@@ -24,10 +24,19 @@ class Cli:
         self.env = env
         self.cwd = cwd
 
-    def __call__(self, *args: str, code: int = 0, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, "-m", "waggle_store", *args], env=self.env,
-                              cwd=self.cwd, input=stdin, capture_output=True, text=True,
-                              timeout=300, check=False)
+    def __call__(
+        self, *args: str, code: int = 0, stdin: str = ""
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "waggle_store", *args],
+            env=self.env,
+            cwd=self.cwd,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert done.returncode == code, (
             f"waggle-store {' '.join(args)} exited {done.returncode}, expected {code}\n"
             f"stdout: {done.stdout}\nstderr: {done.stderr}"
@@ -40,8 +49,12 @@ class Cli:
 
 def _cli(target: Any, tmp_path: Path) -> Cli:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WAGGLE_")}
-    env.update(PYTHONPATH=str(REPO), WAGGLE_DATABASE_URL=target.url, WAGGLE_EMBEDDER="hashing",
-               PYTHONWARNINGS="ignore")
+    env.update(
+        PYTHONPATH=str(REPO),
+        WAGGLE_DATABASE_URL=target.url,
+        WAGGLE_EMBEDDER="hashing",
+        PYTHONWARNINGS="ignore",
+    )
     if target.schema:
         env["WAGGLE_PG_SCHEMA"] = target.schema
     return Cli(env, tmp_path)
@@ -57,23 +70,30 @@ def test_every_command_with_its_exit_code(target: Any, tmp_path: Path) -> None:
     if target.dialect == "sqlite":
         assert not Path(target.url.removeprefix("sqlite:///")).exists()
 
-    texts = ["Priya Raman chose PostgreSQL for the billing service",
-             "The Helios dashboard release slipped to Friday",
-             "Marco prefers green tea and short standups"]
+    texts = [
+        "Priya Raman chose PostgreSQL for the billing service",
+        "The Helios dashboard release slipped to Friday",
+        "Marco prefers green tea and short standups",
+    ]
     saved = [cli.json("save", text) for text in texts]
-    assert cli("save", "Temporary scratch note", "--importance", "temporary").stdout.startswith("saved #")
+    assert cli("save", "Temporary scratch note", "--importance", "temporary").stdout.startswith(
+        "saved #"
+    )
     frame_id = saved[1]["frame_id"]
 
     hits = cli.json("search", "Helios dashboard", "--limit", "3")
-    assert hits[0]["frame_id"] == frame_id and hits[0]["content"] == texts[1]
+    assert hits[0]["frame_id"] == frame_id
+    assert hits[0]["content"] == texts[1]
     plain = cli("search", "Helios dashboard").stdout.splitlines()
     assert plain[0].split("\t") == ["id", "score", "importance", "content"]
-    assert plain[1].split("\t")[0] == str(frame_id) and plain[1].endswith(texts[1])
+    assert plain[1].split("\t")[0] == str(frame_id)
+    assert plain[1].endswith(texts[1])
 
     recent = cli.json("recent", "--limit", "10")
     assert {f["content"] for f in recent} >= set(texts)
     shown = cli.json("show", str(frame_id))
-    assert shown["content"] == texts[1] and shown["id"] == frame_id
+    assert shown["content"] == texts[1]
+    assert shown["id"] == frame_id
     assert "no memory #987654" in cli("show", "987654", code=1).stderr
 
     scratch = cli.json("search", "scratch note")[0]["frame_id"]
@@ -83,16 +103,16 @@ def test_every_command_with_its_exit_code(target: Any, tmp_path: Path) -> None:
 
     cli("minds", "create", "side")
     assert "side" in [m["name"] for m in cli.json("minds", "list")]
-    cli("minds", "drop", "side", code=1)                    # no --yes, no answer: nothing
-    cli("minds", "drop", "side", code=1, stdin="n\n")       # answered no: nothing
+    cli("minds", "drop", "side", code=1)  # no --yes, no answer: nothing
+    cli("minds", "drop", "side", code=1, stdin="n\n")  # answered no: nothing
     assert "side" in cli("minds", "list").stdout.split()
     cli("minds", "drop", "side", "--yes")
     assert "side" not in [m["name"] for m in cli.json("minds", "list")]
 
     assert "no identity set" in cli("identity").stdout
-    cli("identity", "--role", "assistant", code=1)         # no identity yet: a name first
+    cli("identity", "--role", "assistant", code=1)  # no identity yet: a name first
     cli("identity", "--name", "Wren", "--role", "assistant")
-    cli("identity", "--personality", "calm")                # changes only what is given
+    cli("identity", "--personality", "calm")  # changes only what is given
     me = cli.json("identity")
     assert (me["name"], me["role"], me["personality"]) == ("Wren", "assistant", "calm")
     items = cli.json("awareness", "--add", "ship Helios", "--category", "task", "--priority", "2")
@@ -102,7 +122,8 @@ def test_every_command_with_its_exit_code(target: Any, tmp_path: Path) -> None:
 
     assert isinstance(cli.json("entities", "priya"), list)
     stats = cli.json("stats")
-    assert stats["mind"] == "default" and stats["frames"]["total"] == len(texts)
+    assert stats["mind"] == "default"
+    assert stats["frames"]["total"] == len(texts)
     assert cli.json("--mind", "other", "stats")["frames"]["total"] == 0
 
     assert set(cli.json("reconcile")) == {"fts_fixed", "vectors_fixed", "orphans_removed"}
@@ -110,12 +131,13 @@ def test_every_command_with_its_exit_code(target: Any, tmp_path: Path) -> None:
     assert health["dialect"] == target.dialect
 
     revision = cli("migrate", "current").stdout.strip()
-    assert revision and revision != "None"
+    assert revision
+    assert revision != "None"
     assert "matches" in cli("migrate", "check").stdout
-    cli("migrate", "downgrade", "base", code=2)             # --yes is required
+    cli("migrate", "downgrade", "base", code=2)  # --yes is required
     cli("migrate", "downgrade", "base", "--yes")
     assert cli("migrate", "current").stdout.strip() == "None"
-    cli("health", code=1)                                   # a store at no revision is no store
+    cli("health", code=1)  # a store at no revision is no store
     cli("migrate", "upgrade")
     assert cli("migrate", "current").stdout.strip() == revision
 
@@ -125,11 +147,11 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     env.update(PYTHONPATH=str(REPO), WAGGLE_EMBEDDER="hashing", PYTHONWARNINGS="ignore")
     cli = Cli(env, tmp_path)
     cli("no-such-command", code=2)
-    cli("search", code=2)                                   # missing QUERY
+    cli("search", code=2)  # missing QUERY
     cli("search", "x", "--limit", "0", code=2)
     cli("show", "not-a-number", code=2)
     cli("mcp", "--http", "nowhere", code=2)
-    cli("migrate", "downgrade", code=2)                     # the revision is explicit
+    cli("migrate", "downgrade", code=2)  # the revision is explicit
     assert "Usage" in cli("--help").stdout
     assert not (tmp_path / "waggle.db").exists(), "usage errors open no store"
 
@@ -144,18 +166,24 @@ def test_default_url_and_demo(tmp_path: Path) -> None:
     assert (tmp_path / "waggle.db").exists()
     assert cli.json("search", "default place")[0]["content"] == "stored in the default place"
     demo = cli("demo", "--db", str(tmp_path / "demo.db"), "--embedder", "hashing")
-    assert "cognified" in demo.stdout and "knowledge graph" in demo.stdout
+    assert "cognified" in demo.stdout
+    assert "knowledge graph" in demo.stdout
     assert "cognify:" in demo.stderr  # the progress line, printed plainly when piped
 
 
 @pytest.mark.parametrize("args", [["--url", "sqlite:///{tmp}/flag.db"]])
 def test_url_flag_wins_over_the_environment(tmp_path: Path, args: list[str]) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WAGGLE_")}
-    env.update(PYTHONPATH=str(REPO), WAGGLE_EMBEDDER="hashing", PYTHONWARNINGS="ignore",
-               WAGGLE_DATABASE_URL=f"sqlite:///{tmp_path}/env.db")
+    env.update(
+        PYTHONPATH=str(REPO),
+        WAGGLE_EMBEDDER="hashing",
+        PYTHONWARNINGS="ignore",
+        WAGGLE_DATABASE_URL=f"sqlite:///{tmp_path}/env.db",
+    )
     cli = Cli(env, tmp_path)
     cli(*[a.format(tmp=tmp_path) for a in args], "save", "flagged")
-    assert (tmp_path / "flag.db").exists() and not (tmp_path / "env.db").exists()
+    assert (tmp_path / "flag.db").exists()
+    assert not (tmp_path / "env.db").exists()
 
 
 def test_commands_that_never_embed_do_not_resolve_the_embedder(tmp_path: Path) -> None:

@@ -24,7 +24,9 @@ def screens(monkeypatch: pytest.MonkeyPatch) -> tuple[StringIO, StringIO]:
     return out, err
 
 
-def test_tables_and_progress_on_a_terminal(tmp_path: Path, screens: tuple[StringIO, StringIO]) -> None:
+def test_tables_and_progress_on_a_terminal(
+    tmp_path: Path, screens: tuple[StringIO, StringIO]
+) -> None:
     out, err = screens
     url = f"sqlite:///{tmp_path / 'tty.db'}"
     assert cli.main(["--url", url, "save", "Rosa Diaz reviewed the Vega budget"]) == 0
@@ -36,7 +38,8 @@ def test_tables_and_progress_on_a_terminal(tmp_path: Path, screens: tuple[String
 
     assert cli.main(["demo", "--db", str(tmp_path / "demo.db"), "--embedder", "hashing"]) == 0
     bar = err.getvalue()
-    assert "cognify" in bar and "━" in bar, "a progress bar on the terminal"
+    assert "cognify" in bar, "a progress bar on the terminal"
+    assert "━" in bar, "a progress bar on the terminal"
 
 
 def test_exit_codes_in_process(tmp_path: Path, screens: tuple[StringIO, StringIO]) -> None:

@@ -39,7 +39,8 @@ def _env() -> dict[str, str]:
 async def _call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, f"{tool} failed: {result.content}"
-    assert result.content and result.content[0].text  # readable text beside the structure
+    assert result.content
+    assert result.content[0].text
     assert isinstance(result.structured_content, dict)
     return result.structured_content
 
@@ -48,7 +49,8 @@ async def _scenario(client: Client) -> None:
     listed = await client.list_tools()
     assert {t.name for t in listed.tools} == TOOLS
     for tool in listed.tools:
-        assert tool.description and tool.output_schema
+        assert tool.description
+        assert tool.output_schema
         for name, prop in tool.input_schema.get("properties", {}).items():
             assert prop.get("description"), f"{tool.name}.{name} has no description"
 
@@ -100,29 +102,35 @@ async def _scenario(client: Client) -> None:
     ]:
         result = await client.call_tool(tool, arguments)
         assert result.is_error, f"{tool}({arguments}) should fail"
-        assert result.content and result.content[0].text
+        assert result.content
+        assert result.content[0].text
 
     other = await _call(client, "create_workspace", name="side-project")
     assert other["name"] == "side-project"
-    await _call(client, "save_memory", content="Only in the side project: Zephyr", mind="side-project")
+    await _call(client, "save_memory", content="Only in the side project: Zephyr",
+                mind="side-project")
     names = [w["name"] for w in (await _call(client, "list_workspaces"))["workspaces"]]
     assert {"agent", "side-project"} <= set(names)
     assert not (await _call(client, "recall_memory", query="Zephyr"))["results"]
     side = await _call(client, "recall_memory", query="Zephyr", mind="side-project")
-    assert side["results"] and side["results"][0]["content"].endswith("Zephyr")
+    assert side["results"]
+    assert side["results"][0]["content"].endswith("Zephyr")
 
     cleaned = await _call(client, "cleanup_frames", max_temp_age_days=0)
     assert cleaned["temporary_pruned"] == 0
-    retired = await _call(client, "cleanup_entities",
-                          entity_ids=[relation["target"]["id"], 987654])
-    assert retired == {"mind": "agent", "retired": [relation["target"]["id"]],
-                       "not_found": [987654]}
+    retired = await _call(client, "cleanup_entities", entity_ids=[relation["target"]["id"], 987654])
+    assert retired == {
+        "mind": "agent",
+        "retired": [relation["target"]["id"]],
+        "not_found": [987654],
+    }
     assert not (await _call(client, "search_entities", query="billing service"))["entities"]
 
 
 def test_mcp_over_stdio(target: Any) -> None:
-    params = StdioServerParameters(command=sys.executable, args=_server_args(target),
-                                   env=_env(), cwd=str(REPO))
+    params = StdioServerParameters(
+        command=sys.executable, args=_server_args(target), env=_env(), cwd=str(REPO)
+    )
 
     async def main() -> None:
         async with Client(params, read_timeout_seconds=120) as client:
@@ -156,7 +164,10 @@ def test_mcp_over_streamable_http(target: Any, tmp_path: Path) -> None:
     log = (tmp_path / "server.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, *_server_args(target, "--http", f"127.0.0.1:{port}")],
-        env={**os.environ, **_env()}, cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, **_env()},
+        cwd=str(REPO),
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         _wait_listening(process, port)

@@ -87,7 +87,9 @@ def test_dropped_vector_table_part_is_reported_and_repaired(
     mind = store.mind("m")
     mind.cognify("Sarah Chen leads Project Apollo.")
     with store.read() as s:
-        model_id = s.scalar(sa.text("SELECT id FROM waggle_embedding_models WHERE status = 'active'"))
+        model_id = s.scalar(
+            sa.text("SELECT id FROM waggle_embedding_models WHERE status = 'active'")
+        )
     table = ws.dialects.vector_table_name(int(model_id))
     keyword_index.drop_vector_part(table)
     health = store.health()
@@ -101,7 +103,9 @@ def test_dropped_vector_table_is_recreated_and_refilled(store: ws.Store, target:
     mind = store.mind("m")
     frame_id = mind.cognify("Sarah Chen leads Project Apollo.").frame_id
     with store.read() as s:
-        model_id = s.scalar(sa.text("SELECT id FROM waggle_embedding_models WHERE status = 'active'"))
+        model_id = s.scalar(
+            sa.text("SELECT id FROM waggle_embedding_models WHERE status = 'active'")
+        )
     table = ws.dialects.vector_table_name(int(model_id))
     with store.write() as s:
         s.execute(sa.text(f"DROP TABLE {table}"))

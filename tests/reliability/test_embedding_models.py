@@ -120,10 +120,14 @@ def test_switch_is_resumable_after_kill_9_and_search_keeps_its_vector_lane(
     assert new_store.mind("big").embedding_model() == ws.EmbeddingModelInfo(
         "hashing", "blake2b-signed-words-v1", 48, "active")
     with new_store.read() as s:
-        ready = s.execute(sa.text(
-            "SELECT count(*) FROM waggle_frame_embeddings e JOIN waggle_memory_frames f ON f.id = e.frame_id "
-            "JOIN waggle_minds m ON m.id = f.mind_id WHERE m.name = 'big' AND e.status = 'ready'"
-        )).scalar_one()
+        ready = s.execute(
+            sa.text(
+                "SELECT count(*) FROM waggle_frame_embeddings e "
+                "JOIN waggle_memory_frames f ON f.id = e.frame_id "
+                "JOIN waggle_minds m ON m.id = f.mind_id "
+                "WHERE m.name = 'big' AND e.status = 'ready'"
+            )
+        ).scalar_one()
     assert ready == len(ids)
     assert new_store.mind("big").search("topic5 place5", lanes=("vector",))
     assert searches >= 1

@@ -97,7 +97,8 @@ class LaneFilter:
 
     @property
     def narrowed(self) -> bool:
-        """True when more than the mind restricts the lane (the vector lane may need exact scans)."""
+        """True when more than the mind restricts the lane (the vector lane may need exact
+        scans)."""
         return self.gop_id is not None or self.since is not None or self.until is not None
 
 
@@ -146,7 +147,9 @@ class SearchAdapter(Protocol):
         """Cheap (cached) check used on every search; ``capabilities`` says why not."""
         ...
 
-    def in_values(self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]) -> ColumnElement[bool]:
+    def in_values(
+        self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]
+    ) -> ColumnElement[bool]:
         """``column IN <the list bound as name>``, in the form this backend runs cheapest."""
         ...
 
@@ -180,8 +183,9 @@ class SearchAdapter(Protocol):
 
     # -- vector index maintenance -------------------------------------------------------------
 
-    def ensure_vector_table(self, session: Session, model_id: int, dimensions: int, *,
-                            repair: bool = False) -> None:
+    def ensure_vector_table(
+        self, session: Session, model_id: int, dimensions: int, *, repair: bool = False
+    ) -> None:
         """Create the model's vector table and what keeps it in step (indexes, trigger) if
         missing. Once per store and model (see :class:`VectorTables`); ``repair`` runs it again."""
         ...
@@ -194,8 +198,9 @@ class SearchAdapter(Protocol):
 
     def delete_vectors(self, session: Session, model_id: int, frame_ids: Sequence[int]) -> None: ...
 
-    def read_vectors(self, session: Executor, model_id: int,
-                     frame_ids: Sequence[int]) -> dict[int, list[float]]:
+    def read_vectors(
+        self, session: Executor, model_id: int, frame_ids: Sequence[int]
+    ) -> dict[int, list[float]]:
         """The stored vectors of those of these frames that have one (export, consolidation);
         as stored, i.e. unit-normalised. Frames without one are left out."""
         ...
@@ -227,8 +232,9 @@ class SearchAdapter(Protocol):
         table; empty when everything is in place. Reads catalogues only (cheap: health())."""
         ...
 
-    def repair_derived(self, session: Session,
-                       problems: Sequence[DerivedProblem]) -> list[DerivedProblem]:
+    def repair_derived(
+        self, session: Session, problems: Sequence[DerivedProblem]
+    ) -> list[DerivedProblem]:
         """Recreate what ``problems`` (from :meth:`verify_derived`) names, with the same DDL the
         migration and ``ensure_vector_table`` use; returns what is still broken afterwards.
         Rows the objects missed meanwhile are re-indexed by reconcile, not here."""

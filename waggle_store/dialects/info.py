@@ -1,4 +1,5 @@
-"""What an engine learnt about its backend while connecting, for ``Store.health()`` and the adapters.
+"""What an engine learnt about its backend while connecting, for ``Store.health()`` and the
+adapters.
 
 It lives in ``dialects/`` because the engine factories (``sqlite_engine``, ``postgres_engine``)
 fill it and the adapters read it; ``waggle_store.engine`` re-exports it for callers.

@@ -1,8 +1,8 @@
 """Postgres adapter: generated tsvector + GIN for keywords, pgvector (HNSW) for vectors.
 
-Vector tables are ``waggle_frame_vectors_N(frame_id → waggle_memory_frames ON DELETE CASCADE, mind_id,
-embedding vector(d), gop_id, created_at)`` with an HNSW index (``vector_cosine_ops``; above 2,000
-dimensions, which HNSW cannot index as ``vector``, an expression index over ``halfvec(d)``).
+Vector tables are ``waggle_frame_vectors_N(frame_id → waggle_memory_frames ON DELETE CASCADE,
+mind_id, embedding vector(d), gop_id, created_at)`` with an HNSW index (``vector_cosine_ops``; above
+2,000 dimensions, which HNSW cannot index as ``vector``, an expression index over ``halfvec(d)``).
 Vectors travel as text literals cast to ``vector`` so no pgvector adapter has to be registered on
 the host's driver.
 
@@ -120,24 +120,38 @@ class PostgresAdapter:
             ).scalar()
             reasons.append(
                 "vector search off: the pgvector extension is "
-                + ("available but not installed (run the migrations as a role allowed to CREATE EXTENSION)"
-                   if available else "not installed on this PostgreSQL server")
+                + (
+                    "available but not installed (run the migrations as a role allowed to CREATE "
+                    "EXTENSION)"
+                    if available
+                    else "not installed on this PostgreSQL server"
+                )
             )
         self._has_vector = bool(vec_version)
         problems = self.verify_derived(session)
         tsv = not derived.keyword_broken(problems)
         reasons.extend(derived.derived_reasons(problems))
-        return Capabilities("postgresql", keyword_search=tsv, vector_backend=bool(vec_version),
-                            reasons=reasons, versions=versions)
+        return Capabilities(
+            "postgresql",
+            keyword_search=tsv,
+            vector_backend=bool(vec_version),
+            reasons=reasons,
+            versions=versions,
+        )
 
     def vector_backend_available(self, session: Executor) -> bool:
         if self._has_vector is None:
-            self._has_vector = session.execute(
-                text("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
-            ).scalar() is not None
+            self._has_vector = (
+                session.execute(
+                    text("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+                ).scalar()
+                is not None
+            )
         return self._has_vector
 
-    def in_values(self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]) -> ColumnElement[bool]:
+    def in_values(
+        self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]
+    ) -> ColumnElement[bool]:
         # One array parameter: the statement text does not change with the list's length, so
         # psycopg prepares it and the server plans it once (an expanded IN was re-parsed,
         # re-rendered and re-planned on every search).
@@ -148,12 +162,14 @@ class PostgresAdapter:
     def keyword_search(
         self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
-        """BM25-style ranking in one statement: the sum of the idf of the query terms a frame matches.
+        """BM25-style ranking in one statement: the sum of the idf of the query terms a frame
+        matches.
 
         ``ts_rank_cd`` alone has no term rarity: a speaker's name, in half the frames of a
         conversation, counted as much as the question's rare word (LoCoMo dev recall@10 0.544
         against FTS5 bm25's 0.630; ``benchmarks/README.md``). Here each term ``t`` (one
-        ``plainto_tsquery`` of a bound value) weighs ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``
+        ``plainto_tsquery`` of a bound value) weighs ``idf(t) = ln(1 + (N - df + 0.5) / (df +
+        0.5))``
         (Lucene's BM25 idf, always > 0), ``N`` the frames of the searched minds and ``df`` those
         matching ``t``: ``df`` counted by this statement over the candidates (every frame of the
         minds matching any term, found through the GIN index) before the session/time filters,
@@ -206,7 +222,8 @@ class PostgresAdapter:
             f"w AS MATERIALIZED (SELECT s.n, {idf} FROM (SELECT {total}::float8 AS n, {counts} "
             "FROM c) s) "
             f"SELECT h.id, h.score, {frame_select()}, h.n FROM (SELECT c.id, {score} AS score, "
-            f"c.len, w.n FROM c, w WHERE {filters} ORDER BY score DESC, c.len, c.id LIMIT :limit) h "
+            f"c.len, w.n FROM c, w WHERE {filters} ORDER BY score DESC, c.len, c.id LIMIT :limit) "
+            f"h "
             f"JOIN {T_FRAMES} f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id",
             params,
         )
@@ -234,8 +251,11 @@ class PostgresAdapter:
         table = vector_table_name(model_id)
         limit = max(int(limit), 1)
         # The lane serves one mind's model: the check rides on the first (searches pass one).
-        params: dict[str, Any] = {"q": _vec_literal(vector), "model_id": model_id,
-                                  "check_mind": int(where.mind_ids[0])}
+        params: dict[str, Any] = {
+            "q": _vec_literal(vector),
+            "model_id": model_id,
+            "check_mind": int(where.mind_ids[0]),
+        }
         distance = _distance_expr("v.embedding", "q", dims)
         # relaxed_order can return rows slightly out of order: every page is re-sorted below.
         run_lane(session, _HNSW_SETTINGS, {"ef": str(min(1000, max(40, limit)))})
@@ -283,21 +303,25 @@ class PostgresAdapter:
         :meth:`ensure_vector_table`; columns are never dropped, so a yes is cached)."""
         if model_id in self._filter_columns:
             return True
-        found = session.execute(
-            text(
-                "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(:name) "
-                "AND attname IN ('gop_id', 'created_at') AND NOT attisdropped"
-            ),
-            {"name": vector_table_name(model_id)},
-        ).scalar() == 2
+        found = (
+            session.execute(
+                text(
+                    "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(:name) "
+                    "AND attname IN ('gop_id', 'created_at') AND NOT attisdropped"
+                ),
+                {"name": vector_table_name(model_id)},
+            ).scalar()
+            == 2
+        )
         if found:
             self._filter_columns.add(model_id)
         return found
 
     # -- vector index maintenance -------------------------------------------------------------
 
-    def ensure_vector_table(self, session: Session, model_id: int, dimensions: int, *,
-                            repair: bool = False) -> None:
+    def ensure_vector_table(
+        self, session: Session, model_id: int, dimensions: int, *, repair: bool = False
+    ) -> None:
         if self._vector_tables.ready(model_id) and not repair:
             return
         table = vector_table_name(model_id)
@@ -315,12 +339,16 @@ class PostgresAdapter:
         if not self._has_filter_columns(session, model_id):
             # A table created before the filter columns existed: add and fill them once.
             session.execute(
-                text(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS gop_id text, "
-                     "ADD COLUMN IF NOT EXISTS created_at timestamptz")
+                text(
+                    f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS gop_id text, "
+                    "ADD COLUMN IF NOT EXISTS created_at timestamptz"
+                )
             )
             session.execute(
-                text(f"UPDATE {table} v SET gop_id = f.gop_id, created_at = f.created_at "
-                     f"FROM {T_FRAMES} f WHERE f.id = v.frame_id")
+                text(
+                    f"UPDATE {table} v SET gop_id = f.gop_id, created_at = f.created_at "
+                    f"FROM {T_FRAMES} f WHERE f.id = v.frame_id"
+                )
             )
             self._filter_columns.add(model_id)
         session.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_mind_id ON {table} (mind_id)"))
@@ -328,13 +356,18 @@ class PostgresAdapter:
             index = f"((embedding::halfvec({dims})) halfvec_cosine_ops)"
         else:
             index = "(embedding vector_cosine_ops)"
-        session.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw {index}"))
+        session.execute(
+            text(f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw {index}")
+        )
         self._vector_tables.ensured_in(session, model_id)
 
     def vector_table_exists(self, session: Session, model_id: int) -> bool:
-        return session.execute(
-            text("SELECT to_regclass(:name) IS NOT NULL"), {"name": vector_table_name(model_id)}
-        ).scalar() is True
+        return (
+            session.execute(
+                text("SELECT to_regclass(:name) IS NOT NULL"), {"name": vector_table_name(model_id)}
+            ).scalar()
+            is True
+        )
 
     def upsert_vectors(self, session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
         if not rows:
@@ -349,8 +382,13 @@ class PostgresAdapter:
                 "created_at = excluded.created_at"
             ).bindparams(bindparam("created_at", type_=_TS)),
             [
-                {"id": int(r.frame_id), "mind_id": int(r.mind_id), "embedding": _vec_literal(r.vector),
-                 "gop_id": r.gop_id, "created_at": r.created_at}
+                {
+                    "id": int(r.frame_id),
+                    "mind_id": int(r.mind_id),
+                    "embedding": _vec_literal(r.vector),
+                    "gop_id": r.gop_id,
+                    "created_at": r.created_at,
+                }
                 for r in rows
             ],
         )
@@ -365,16 +403,19 @@ class PostgresAdapter:
             {"ids": [int(i) for i in frame_ids]},
         )
 
-    def read_vectors(self, session: Executor, model_id: int,
-                     frame_ids: Sequence[int]) -> dict[int, list[float]]:
+    def read_vectors(
+        self, session: Executor, model_id: int, frame_ids: Sequence[int]
+    ) -> dict[int, list[float]]:
         # As text ("[0.1,0.2,...]"): no pgvector adapter needs registering on the driver.
         found: dict[int, list[float]] = {}
         ids = [int(i) for i in frame_ids]
         for start in range(0, len(ids), 500):
             rows = session.execute(
-                text(f"SELECT frame_id, embedding::text FROM {vector_table_name(model_id)} "
-                     "WHERE frame_id IN :ids").bindparams(bindparam("ids", expanding=True)),
-                {"ids": ids[start:start + 500]},
+                text(
+                    f"SELECT frame_id, embedding::text FROM {vector_table_name(model_id)} "
+                    "WHERE frame_id IN :ids"
+                ).bindparams(bindparam("ids", expanding=True)),
+                {"ids": ids[start : start + 500]},
             )
             for frame_id, literal in rows:
                 found[int(frame_id)] = [float(x) for x in str(literal).strip("[]").split(",")]
@@ -383,7 +424,9 @@ class PostgresAdapter:
     def frames_missing_vectors(
         self, session: Session, model_id: int, mind_id: int | None
     ) -> list[int]:
-        return frames_missing_vectors(session, vector_table_name(model_id), "frame_id", model_id, mind_id)
+        return frames_missing_vectors(
+            session, vector_table_name(model_id), "frame_id", model_id, mind_id
+        )
 
     def remove_vector_orphans(self, session: Session, model_id: int) -> int:
         # The foreign key cascades, so orphans cannot exist; the statement proves it cheaply.
@@ -409,8 +452,9 @@ class PostgresAdapter:
     def verify_derived(self, session: Executor) -> list[DerivedProblem]:
         return derived.postgres_problems(session, vectors=self.vector_backend_available(session))
 
-    def repair_derived(self, session: Session,
-                       problems: Sequence[DerivedProblem]) -> list[DerivedProblem]:
+    def repair_derived(
+        self, session: Session, problems: Sequence[DerivedProblem]
+    ) -> list[DerivedProblem]:
         if derived.keyword_broken(problems):
             derived.postgres_repair_keyword(session, problems)
         derived.postgres_drop_broken_vector_indexes(session, problems)

@@ -77,7 +77,8 @@ class DialectSpec:
 
     @property
     def has_schemas(self) -> bool:
-        """Whether waggle_store's objects live in a named schema (and its version table with them)."""
+        """Whether waggle_store's objects live in a named schema (and its version table with
+        them)."""
         return self.schemas is not None
 
 

@@ -1,4 +1,5 @@
-"""What "auto" may try (decided at open, offline) and which provider it takes (decided at first use).
+"""What "auto" may try (decided at open, offline) and which provider it takes (decided at first
+use).
 
 Planning reads only the registry, the environment and ``find_spec``: no network, no SDK, no
 torch, so ``open_store(embedder="auto")`` never waits on a provider. Choosing walks the plan in
@@ -32,8 +33,9 @@ class EmbeddingFallbackWarning(UserWarning):
     """No embedding provider answered; the store uses lexical hashing vectors."""
 
 
-def probe(embedder: Embedder, policy: RetryPolicy | None = None, *,
-          timeout: float | None = None) -> None:
+def probe(
+    embedder: Embedder, policy: RetryPolicy | None = None, *, timeout: float | None = None
+) -> None:
     """Make one real embedding; raise EmbeddingProviderError if the provider does not answer.
 
     ``timeout`` shortens the probe of a provider that has a ``probe`` method taking one (the
@@ -99,8 +101,9 @@ class Choice:
     error: str | None
 
 
-def choose(plan: AutoPlan, *, probe_policy: RetryPolicy | None = None,
-           probe_timeout: float | None = None) -> Choice:
+def choose(
+    plan: AutoPlan, *, probe_policy: RetryPolicy | None = None, probe_timeout: float | None = None
+) -> Choice:
     """The first candidate that is ready or answers its probe; hashing, with a warning, if none.
 
     ``probe_policy`` defaults to a single attempt per provider: an absent Ollama costs one

@@ -211,11 +211,8 @@ class EmbeddingChain:
             available.append("hashing")
         missing = object()
         known = inspect.getattr_static(active, "known_dimensions", missing)
-        dims: int | None
-        if known is missing:
-            dims = active.dimensions
-        else:
-            dims = getattr(active, "known_dimensions", None)
+        dims: int | None = (active.dimensions if known is missing
+                            else getattr(active, "known_dimensions", None))
         return EmbedderStatus(
             active_provider=active.provider,
             model=active.model,

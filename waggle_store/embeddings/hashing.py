@@ -53,7 +53,8 @@ class HashingEmbedder:
         return self._embed(text)
 
     def _embed(self, text: str) -> list[float]:
-        # NFKC + casefold: "Ｃafé" and "CAFÉ" are the same word to a reader, so the same feature.
+        # NFKC + casefold: "\uff23afé" (a fullwidth C) and "CAFÉ" are the same
+        # word to a reader, so the same feature.
         folded = unicodedata.normalize("NFKC", text).casefold()
         counts = Counter(_WORD.findall(folded))
         vec = [0.0] * self._dimensions

@@ -207,7 +207,8 @@ def missing_requirement(spec: ProviderSpec) -> str | None:
 
 
 def provider_spec(name: str) -> ProviderSpec:
-    """The registry entry for ``name`` (aliases accepted), or InvalidInputError naming the choices."""
+    """The registry entry for ``name`` (aliases accepted), or InvalidInputError naming the
+    choices."""
     spec = PROVIDERS.get(canonical_name(name))
     if spec is None:
         raise InvalidInputError(

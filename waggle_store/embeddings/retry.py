@@ -89,7 +89,8 @@ def is_retryable_status(status: int | None) -> bool:
 
 
 def is_billing_quota(body: object) -> bool:
-    """True for a 429 that means "out of credit" (OpenAI's ``insufficient_quota``), not "slow down"."""
+    """True for a 429 that means "out of credit" (OpenAI's ``insufficient_quota``), not "slow
+    down"."""
     return "insufficient_quota" in repr(body)
 
 

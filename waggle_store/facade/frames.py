@@ -46,19 +46,34 @@ class FramesAPI:
 
     def create_i(self, gop_id: str, content: str, *, importance: str = "normal",
                  source: str = "user_stated", created_at: datetime | str | None = None) -> Frame:
-        """A keyframe; an I-frame of this mind with the same memory is touched and returned instead."""
+        """A keyframe; an I-frame of this mind with the same memory is touched and returned
+        instead."""
         with self.mind.write() as s:
-            return self._repo(s).create_i(gop_id, content, importance=importance, source=source,
-                                          created_at=created_at).frame
+            return (
+                self._repo(s)
+                .create_i(
+                    gop_id, content, importance=importance, source=source, created_at=created_at
+                )
+                .frame
+            )
 
-    def create_p(self, gop_id: str, content: str, base_frame_id: int, *,
-                 importance: str = "normal", source: str = "user_stated") -> Frame:
+    def create_p(
+        self,
+        gop_id: str,
+        content: str,
+        base_frame_id: int,
+        *,
+        importance: str = "normal",
+        source: str = "user_stated",
+    ) -> Frame:
         with self.mind.write() as s:
-            return self._repo(s).create_p(gop_id, content, base_frame_id, importance=importance,
-                                          source=source)
+            return self._repo(s).create_p(
+                gop_id, content, base_frame_id, importance=importance, source=source
+            )
 
-    def create_b(self, gop_id: str, description: str, base_frame_id: int,
-                 referenced_frame_ids: Sequence[int]) -> Frame:
+    def create_b(
+        self, gop_id: str, description: str, base_frame_id: int, referenced_frame_ids: Sequence[int]
+    ) -> Frame:
         with self.mind.write() as s:
             return self._repo(s).create_b(gop_id, description, base_frame_id, referenced_frame_ids)
 
@@ -74,7 +89,8 @@ class FramesAPI:
         return frame
 
     def _reembed(self, frame_ids: Sequence[int]) -> None:
-        """Embed outside the write transaction; a failure leaves the manifest pending for reconcile."""
+        """Embed outside the write transaction; a failure leaves the manifest pending for
+        reconcile."""
         if frame_ids:
             embed_frames(self.mind.store, frame_ids)
 
@@ -94,11 +110,13 @@ class FramesAPI:
         with self.mind.write() as s:
             return self._repo(s).touch_many(frame_ids)
 
-    def compact(self, *, max_temp_age_days: int = 30,
-                max_deprecated_age_days: int = 90) -> CompactionReport:
+    def compact(
+        self, *, max_temp_age_days: int = 30, max_deprecated_age_days: int = 90
+    ) -> CompactionReport:
         with self.mind.write() as s:
-            result = self._repo(s).compact(max_temp_age_days=max_temp_age_days,
-                                           max_deprecated_age_days=max_deprecated_age_days)
+            result = self._repo(s).compact(
+                max_temp_age_days=max_temp_age_days, max_deprecated_age_days=max_deprecated_age_days
+            )
             self._drop_vectors(s, result.deleted_ids + result.rewritten_ids)
         self._reembed(result.rewritten_ids)
         return result.report
@@ -121,8 +139,13 @@ class FramesAPI:
         with self.mind.read() as s:
             return self._repo(s).reconstruct_state(gop_id)
 
-    def recent(self, limit: int = 50, *, since: datetime | str | None = None,
-               until: datetime | str | None = None) -> list[Frame]:
+    def recent(
+        self,
+        limit: int = 50,
+        *,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> list[Frame]:
         with self.mind.read() as s:
             return self._repo(s).recent(limit, since=since, until=until)
 

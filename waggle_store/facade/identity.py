@@ -26,7 +26,8 @@ class IdentityAPI:
                 capabilities=capabilities, system_prompt=system_prompt)
 
     def update(self, **fields: Any) -> Identity:
-        """Change some fields; an unknown field is an InvalidInputError, no identity a NotFoundError."""
+        """Change some fields; an unknown field is an InvalidInputError, no identity a
+        NotFoundError."""
         with self.mind.write() as s:
             return IdentityRepository(s, self.mind.id).update(**fields)
 
@@ -35,7 +36,12 @@ class IdentityAPI:
         identity = self.get()
         if identity is None:
             return ""
-        labels = (("Name", identity.name), ("Role", identity.role),
-                  ("Department", identity.department), ("Personality", identity.personality),
-                  ("Capabilities", identity.capabilities), ("System Prompt", identity.system_prompt))
+        labels = (
+            ("Name", identity.name),
+            ("Role", identity.role),
+            ("Department", identity.department),
+            ("Personality", identity.personality),
+            ("Capabilities", identity.capabilities),
+            ("System Prompt", identity.system_prompt),
+        )
         return "\n".join(f"{label}: {value}" for label, value in labels if value or label == "Name")

@@ -66,7 +66,7 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
     async def mind_of(name: str | None) -> AsyncMind:
         # Looked up on every call, not cached: a mind dropped and re-created meanwhile (by the
         # CLI, another process) must not be reached through a stale id.
-        return await _guard(store.mind(name if name else default_mind))
+        return await _guard(store.mind(name or default_mind))
 
     def tool(fn: Callable[..., Awaitable[CallToolResult]], *, read_only: bool = False,
              destructive: bool = False) -> None:
@@ -75,46 +75,86 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
         ))
 
     async def save_memory(
-        content: Annotated[str, Field(min_length=1, description="The fact, event or note to remember, in plain language.")],
-        importance: Annotated[Importance, Field(description="How much it matters; 'temporary' is pruned by cleanup_frames.")] = "normal",
+        content: Annotated[
+            str,
+            Field(
+                min_length=1, description="The fact, event or note to remember, in plain language."
+            ),
+        ],
+        importance: Annotated[
+            Importance,
+            Field(description="How much it matters; 'temporary' is pruned by cleanup_frames."),
+        ] = "normal",
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.MemorySaved]:
-        """Save a memory: stored, indexed for search, and its entities/relations added to the knowledge graph."""
+        """Save a memory: stored, indexed for search, and its entities/relations added to the
+        knowledge graph."""
         target = await mind_of(mind)
         r = await _guard(target.cognify(content, importance=importance))
-        out = m.MemorySaved(mind=target.name, frame_id=r.frame_id,
-                            entities_extracted=r.entities_extracted,
-                            relations_created=r.relations_created,
-                            related_frames=list(r.related_frames), vector_status=r.vector_status)
-        return _reply(out, f"Saved memory #{r.frame_id} in '{target.name}' "
-                           f"({r.entities_extracted} entities, {r.relations_created} relations).")
+        out = m.MemorySaved(
+            mind=target.name,
+            frame_id=r.frame_id,
+            entities_extracted=r.entities_extracted,
+            relations_created=r.relations_created,
+            related_frames=list(r.related_frames),
+            vector_status=r.vector_status,
+        )
+        return _reply(
+            out,
+            f"Saved memory #{r.frame_id} in '{target.name}' "
+            f"({r.entities_extracted} entities, {r.relations_created} relations).",
+        )
 
     async def recall_memory(
-        query: Annotated[str, Field(min_length=1, description="What to remember: a question or keywords.")],
+        query: Annotated[
+            str, Field(min_length=1, description="What to remember: a question or keywords.")
+        ],
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many results.")] = 10,
-        profile: Annotated[Profile, Field(description="Ranking emphasis: balanced, recent, important or connected.")] = "balanced",
+        profile: Annotated[
+            Profile,
+            Field(description="Ranking emphasis: balanced, recent, important or connected."),
+        ] = "balanced",
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.Recall]:
         """Search memory (keyword + semantic) and return the best matching memories, best first."""
         target = await mind_of(mind)
         combined = ws.CombinedRetrieval(workspace=_Recalling(target.sync))
-        result = await _guard(store.run_sync(combined.search, query, limit=limit, profile=profile,
-                                             scope="workspace"))
+        result = await _guard(
+            store.run_sync(combined.search, query, limit=limit, profile=profile, scope="workspace")
+        )
         hits = [
-            m.RecallHit(frame_id=r.metadata.get("frame_id"), content=r.content, score=r.score,
-                        source=r.source, attribution=r.attribution,
-                        importance=r.metadata.get("importance"))
+            m.RecallHit(
+                frame_id=r.metadata.get("frame_id"),
+                content=r.content,
+                score=r.score,
+                source=r.source,
+                attribution=r.attribution,
+                importance=r.metadata.get("importance"),
+            )
             for r in [*result.workspace_results, *result.personal_results, *result.external_results]
         ]
-        out = m.Recall(mind=target.name, query=query, results=hits,
-                       has_conflict=result.has_conflict, conflict_note=result.conflict_note)
+        out = m.Recall(
+            mind=target.name,
+            query=query,
+            results=hits,
+            has_conflict=result.has_conflict,
+            conflict_note=result.conflict_note,
+        )
         lines = [f"{i}. [#{h.frame_id}, {h.score:.2f}] {h.content}" for i, h in enumerate(hits, 1)]
         return _reply(out, "\n".join(lines) if lines else f"No memories match {query!r}.")
 
     async def save_entity(
-        entity_type: Annotated[str, Field(min_length=1, description="Kind of thing, e.g. person, project, organization, concept.")],
+        entity_type: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description="Kind of thing, e.g. person, project, organization, concept.",
+            ),
+        ],
         name: Annotated[str, Field(min_length=1, description="The entity's name.")],
-        properties: Annotated[dict[str, Any] | None, Field(description="Optional facts about it, as a JSON object.")] = None,
+        properties: Annotated[
+            dict[str, Any] | None, Field(description="Optional facts about it, as a JSON object.")
+        ] = None,
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.EntitySaved]:
         """Add an entity (a person, project, place, concept...) to the knowledge graph."""
@@ -124,10 +164,30 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
         return _reply(out, f"Entity #{entity.id}: {entity.name} ({entity.entity_type}).")
 
     async def create_relation(
-        source: Annotated[str | int, Field(description="Source entity: its name (case-insensitive; created as a 'concept' if missing) or its integer id.")],
-        target: Annotated[str | int, Field(description="Target entity: its name (case-insensitive; created as a 'concept' if missing) or its integer id.")],
-        relation_type: Annotated[str, Field(min_length=1, description="How source relates to target, e.g. works_on, leads, part_of.")],
-        confidence: Annotated[float, Field(ge=0.0, le=1.0, description="How sure this is, 0 to 1.")] = 1.0,
+        source: Annotated[
+            str | int,
+            Field(
+                description="Source entity: its name (case-insensitive; created as a 'concept' if "
+                            "missing) or its integer id."
+            ),
+        ],
+        target: Annotated[
+            str | int,
+            Field(
+                description="Target entity: its name (case-insensitive; created as a 'concept' if "
+                            "missing) or its integer id."
+            ),
+        ],
+        relation_type: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description="How source relates to target, e.g. works_on, leads, part_of.",
+            ),
+        ],
+        confidence: Annotated[
+            float, Field(ge=0.0, le=1.0, description="How sure this is, 0 to 1.")
+        ] = 1.0,
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.RelationSaved]:
         """Record a relation between two entities of the knowledge graph."""
@@ -137,15 +197,25 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
             created: list[str] = []
             src = _resolve_entity(chosen.sync, source, created)
             dst = _resolve_entity(chosen.sync, target, created)
-            rel = chosen.sync.knowledge.create_relation(src.id, dst.id, relation_type,
-                                                        confidence=confidence)
-            return m.RelationSaved(mind=chosen.name, relation_id=rel.id, source=m.EntityOut.of(src),
-                                   target=m.EntityOut.of(dst), relation_type=rel.relation_type,
-                                   confidence=rel.confidence, created_entities=created)
+            rel = chosen.sync.knowledge.create_relation(
+                src.id, dst.id, relation_type, confidence=confidence
+            )
+            return m.RelationSaved(
+                mind=chosen.name,
+                relation_id=rel.id,
+                source=m.EntityOut.of(src),
+                target=m.EntityOut.of(dst),
+                relation_type=rel.relation_type,
+                confidence=rel.confidence,
+                created_entities=created,
+            )
 
         out = await _guard(store.run_sync(link))
-        return _reply(out, f"{out.source.name} —{out.relation_type}→ {out.target.name} "
-                           f"(relation #{out.relation_id}).")
+        return _reply(
+            out,
+            f"{out.source.name} —{out.relation_type}→ {out.target.name} "
+            f"(relation #{out.relation_id}).",
+        )
 
     async def search_entities(
         query: Annotated[str, Field(description="Part of an entity name (case-insensitive).")],
@@ -163,10 +233,14 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
         """Who this agent is: name, role, personality, capabilities, system prompt."""
         target = await mind_of(mind)
         identity = await _guard(target.identity.get())
-        out = m.IdentityResult(mind=target.name,
-                               identity=m.IdentityOut.of(identity) if identity else None)
-        text = (f"{identity.name} — {identity.role}".rstrip(" —") if identity
-                else f"No identity set for '{target.name}'.")
+        out = m.IdentityResult(
+            mind=target.name, identity=m.IdentityOut.of(identity) if identity else None
+        )
+        text = (
+            f"{identity.name} — {identity.role}".rstrip(" —")
+            if identity
+            else f"No identity set for '{target.name}'."
+        )
         return _reply(out, text)
 
     async def set_identity(
@@ -180,12 +254,20 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
     ) -> Annotated[CallToolResult, m.IdentityResult]:
         """Set (replace) this agent's identity."""
         target = await mind_of(mind)
-        identity = await _guard(target.identity.set(
-            name=name, role=role, department=department, personality=personality,
-            capabilities=capabilities, system_prompt=system_prompt,
-        ))
-        return _reply(m.IdentityResult(mind=target.name, identity=m.IdentityOut.of(identity)),
-                      f"Identity set: {identity.name}.")
+        identity = await _guard(
+            target.identity.set(
+                name=name,
+                role=role,
+                department=department,
+                personality=personality,
+                capabilities=capabilities,
+                system_prompt=system_prompt,
+            )
+        )
+        return _reply(
+            m.IdentityResult(mind=target.name, identity=m.IdentityOut.of(identity)),
+            f"Identity set: {identity.name}.",
+        )
 
     async def get_awareness(mind: MindArg = None) -> Annotated[CallToolResult, m.AwarenessList]:
         """The agent's current awareness: unexpired context items, highest priority first."""
@@ -196,7 +278,13 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
         return _reply(out, "\n".join(lines) if lines else "Nothing in awareness.")
 
     async def set_awareness(
-        category: Annotated[Category, Field(description="task (work in progress), action (to do next), pending (waiting on someone) or flag (a warning to keep in mind).")],
+        category: Annotated[
+            Category,
+            Field(
+                description="task (work in progress), action (to do next), pending (waiting on "
+                            "someone) or flag (a warning to keep in mind)."
+            ),
+        ],
         content: Annotated[str, Field(min_length=1, description="What to keep in mind.")],
         priority: Annotated[int, Field(ge=0, le=100, description="Higher comes first.")] = 0,
         mind: MindArg = None,
@@ -204,35 +292,57 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
         """Add an item to the agent's awareness (short-lived working context)."""
         target = await mind_of(mind)
         item = await _guard(target.awareness.add(category, content, priority=priority))
-        return _reply(m.AwarenessSaved(mind=target.name, item=m.AwarenessOut.of(item)),
-                      f"Awareness item #{item.id} added ({item.category}).")
+        return _reply(
+            m.AwarenessSaved(mind=target.name, item=m.AwarenessOut.of(item)),
+            f"Awareness item #{item.id} added ({item.category}).",
+        )
 
     async def clear_awareness(
-        category: Annotated[Category | None, Field(description="Only this category; omit to clear everything.")] = None,
+        category: Annotated[
+            Category | None, Field(description="Only this category; omit to clear everything.")
+        ] = None,
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.Cleared]:
         """Remove awareness items (of one category, or all)."""
         target = await mind_of(mind)
         removed = await _guard(target.awareness.clear(category))
-        return _reply(m.Cleared(mind=target.name, removed=removed),
-                      f"Removed {removed} awareness item(s).")
+        return _reply(
+            m.Cleared(mind=target.name, removed=removed), f"Removed {removed} awareness item(s)."
+        )
 
     async def cleanup_frames(
-        max_temp_age_days: Annotated[int, Field(ge=0, description="Delete 'temporary' memories older than this.")] = 30,
-        max_deprecated_age_days: Annotated[int, Field(ge=0, description="Delete 'deprecated' memories older than this.")] = 90,
+        max_temp_age_days: Annotated[
+            int, Field(ge=0, description="Delete 'temporary' memories older than this.")
+        ] = 30,
+        max_deprecated_age_days: Annotated[
+            int, Field(ge=0, description="Delete 'deprecated' memories older than this.")
+        ] = 90,
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.FramesCleaned]:
         """Compact memory: prune old temporary/deprecated memories and merge superseded updates."""
         target = await mind_of(mind)
-        r = await _guard(target.frames.compact(max_temp_age_days=max_temp_age_days,
-                                               max_deprecated_age_days=max_deprecated_age_days))
-        out = m.FramesCleaned(mind=target.name, temporary_pruned=r.temporary_pruned,
-                              deprecated_pruned=r.deprecated_pruned, pframes_merged=r.pframes_merged)
-        return _reply(out, f"Pruned {r.temporary_pruned} temporary and {r.deprecated_pruned} "
-                           f"deprecated memories; merged {r.pframes_merged} updates.")
+        r = await _guard(
+            target.frames.compact(
+                max_temp_age_days=max_temp_age_days, max_deprecated_age_days=max_deprecated_age_days
+            )
+        )
+        out = m.FramesCleaned(
+            mind=target.name,
+            temporary_pruned=r.temporary_pruned,
+            deprecated_pruned=r.deprecated_pruned,
+            pframes_merged=r.pframes_merged,
+        )
+        return _reply(
+            out,
+            f"Pruned {r.temporary_pruned} temporary and {r.deprecated_pruned} "
+            f"deprecated memories; merged {r.pframes_merged} updates.",
+        )
 
     async def cleanup_entities(
-        entity_ids: Annotated[list[int], Field(min_length=1, description="Ids of the entities to retire (see search_entities).")],
+        entity_ids: Annotated[
+            list[int],
+            Field(min_length=1, description="Ids of the entities to retire (see search_entities)."),
+        ],
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.EntitiesRetired]:
         """Retire entities (and their relations): kept in history, no longer active."""
@@ -250,33 +360,59 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
             return m.EntitiesRetired(mind=target.name, retired=retired, not_found=missing)
 
         out = await _guard(store.run_sync(retire))
-        return _reply(out, f"Retired {len(out.retired)} entities"
-                           + (f"; not found: {out.not_found}" if out.not_found else "") + ".")
+        return _reply(
+            out,
+            f"Retired {len(out.retired)} entities"
+            + (f"; not found: {out.not_found}" if out.not_found else "")
+            + ".",
+        )
 
     async def create_workspace(
-        name: Annotated[str, Field(min_length=1, max_length=200, description="Name of the new workspace (mind).")],
+        name: Annotated[
+            str,
+            Field(min_length=1, max_length=200, description="Name of the new workspace (mind)."),
+        ],
     ) -> Annotated[CallToolResult, m.Workspace]:
         """Create a workspace (a separate mind); creating an existing one just returns it."""
         created = await mind_of(name)
         info = next((i for i in await _guard(store.list_minds()) if i.name == created.name), None)
-        out = m.Workspace(name=created.name, kind=created.kind,
-                          created_at=m.iso(info.created_at) if info else None)
+        out = m.Workspace(
+            name=created.name,
+            kind=created.kind,
+            created_at=m.iso(info.created_at) if info else None,
+        )
         return _reply(out, f"Workspace '{created.name}' is ready.")
 
     async def list_workspaces() -> Annotated[CallToolResult, m.WorkspaceList]:
         """List every workspace (mind) of this store."""
         infos = await _guard(store.list_minds())
-        out = m.WorkspaceList(workspaces=[
-            m.Workspace(name=i.name, kind=i.kind, created_at=m.iso(i.created_at)) for i in infos
-        ])
+        out = m.WorkspaceList(
+            workspaces=[
+                m.Workspace(name=i.name, kind=i.kind, created_at=m.iso(i.created_at)) for i in infos
+            ]
+        )
         return _reply(out, json.dumps([i.name for i in infos]))
 
     readers: list[Callable[..., Awaitable[CallToolResult]]] = [
-        recall_memory, search_entities, get_identity, get_awareness, list_workspaces]
+        recall_memory,
+        search_entities,
+        get_identity,
+        get_awareness,
+        list_workspaces,
+    ]
     writers: list[Callable[..., Awaitable[CallToolResult]]] = [
-        save_memory, save_entity, create_relation, set_identity, set_awareness, create_workspace]
+        save_memory,
+        save_entity,
+        create_relation,
+        set_identity,
+        set_awareness,
+        create_workspace,
+    ]
     erasers: list[Callable[..., Awaitable[CallToolResult]]] = [
-        clear_awareness, cleanup_frames, cleanup_entities]
+        clear_awareness,
+        cleanup_frames,
+        cleanup_entities,
+    ]
     for fn in readers:
         tool(fn, read_only=True)
     for fn in writers:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from sqlalchemy import JSON, BigInteger, DateTime, Integer, MetaData
 from sqlalchemy.dialects import postgresql
@@ -96,4 +96,4 @@ JSONType = JSON().with_variant(postgresql.JSONB(), "postgresql")
 
 class Base(DeclarativeBase):
     metadata = MetaData(schema=SCHEMA, naming_convention=NAMING_CONVENTION)
-    type_annotation_map: dict[Any, Any] = {datetime: UTCDateTime()}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime()}

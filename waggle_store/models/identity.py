@@ -14,7 +14,9 @@ from waggle_store.timeutil import utcnow
 class IdentityRow(Base):
     __tablename__ = "waggle_identity"
 
-    mind_id: Mapped[int] = mapped_column(ForeignKey("waggle_minds.id", ondelete="CASCADE"), primary_key=True)
+    mind_id: Mapped[int] = mapped_column(
+        ForeignKey("waggle_minds.id", ondelete="CASCADE"), primary_key=True
+    )
     name: Mapped[str] = mapped_column(Text)
     role: Mapped[str] = mapped_column(Text, default="")
     department: Mapped[str] = mapped_column(Text, default="")

@@ -17,7 +17,12 @@ class EntityRow(Base):
 
     __tablename__ = "waggle_knowledge_entities"
     __table_args__ = (
-        Index("ix_waggle_knowledge_entities_mind_id_entity_type_name_key", "mind_id", "entity_type", "name_key"),
+        Index(
+            "ix_waggle_knowledge_entities_mind_id_entity_type_name_key",
+            "mind_id",
+            "entity_type",
+            "name_key",
+        ),
         Index("ix_waggle_knowledge_entities_mind_id_name", "mind_id", "name"),
     )
 
@@ -35,15 +40,23 @@ class EntityRow(Base):
 class RelationRow(Base):
     __tablename__ = "waggle_knowledge_relations"
     __table_args__ = (
-        Index("ix_waggle_knowledge_relations_source_id_relation_type", "source_id", "relation_type"),
-        Index("ix_waggle_knowledge_relations_target_id_relation_type", "target_id", "relation_type"),
+        Index(
+            "ix_waggle_knowledge_relations_source_id_relation_type", "source_id", "relation_type"
+        ),
+        Index(
+            "ix_waggle_knowledge_relations_target_id_relation_type", "target_id", "relation_type"
+        ),
         Index("ix_waggle_knowledge_relations_mind_id", "mind_id"),
     )
 
     id: Mapped[int] = mapped_column(PK, primary_key=True)
     mind_id: Mapped[int] = mapped_column(ForeignKey("waggle_minds.id", ondelete="CASCADE"))
-    source_id: Mapped[int] = mapped_column(ForeignKey("waggle_knowledge_entities.id", ondelete="CASCADE"))
-    target_id: Mapped[int] = mapped_column(ForeignKey("waggle_knowledge_entities.id", ondelete="CASCADE"))
+    source_id: Mapped[int] = mapped_column(
+        ForeignKey("waggle_knowledge_entities.id", ondelete="CASCADE")
+    )
+    target_id: Mapped[int] = mapped_column(
+        ForeignKey("waggle_knowledge_entities.id", ondelete="CASCADE")
+    )
     relation_type: Mapped[str] = mapped_column(String(100))
     confidence: Mapped[float] = mapped_column(Float, default=1.0)
     properties: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)

@@ -39,7 +39,12 @@ class SessionRow(Base):
         CheckConstraint("status IN ('active', 'closed', 'archived')", name="status"),
         CheckConstraint("kind IN ('auto', 'named')", name="kind"),
         UniqueConstraint("mind_id", "gop_id"),
-        Index("ix_waggle_sessions_mind_id_project_id_started_at", "mind_id", "project_id", "started_at"),
+        Index(
+            "ix_waggle_sessions_mind_id_project_id_started_at",
+            "mind_id",
+            "project_id",
+            "started_at",
+        ),
         # "One active auto session per (mind, project)" is a database fact, so two processes
         # racing in ensure_active cannot both create one. coalesce() because NULLs are distinct.
         Index(

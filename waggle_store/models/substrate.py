@@ -15,7 +15,9 @@ from waggle_store.timeutil import utcnow
 class KVRow(Base):
     __tablename__ = "waggle_kv_store"
 
-    mind_id: Mapped[int] = mapped_column(ForeignKey("waggle_minds.id", ondelete="CASCADE"), primary_key=True)
+    mind_id: Mapped[int] = mapped_column(
+        ForeignKey("waggle_minds.id", ondelete="CASCADE"), primary_key=True
+    )
     key: Mapped[str] = mapped_column(String(500), primary_key=True)
     value: Mapped[Any] = mapped_column(JSONType)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -103,7 +103,7 @@ def external_attribution(document: ExternalDocument, label: str = "external") ->
     parts = [label]
     if document.document_type:
         parts.append(document.document_type)
-    parts.append(document.title if document.title else document.document_id)
+    parts.append(document.title or document.document_id)
     return "[" + ": ".join(parts) + "]"
 
 
@@ -160,7 +160,7 @@ def detect_conflict(
 
 def _error_message(exc: Exception) -> str:
     message = str(exc).strip()
-    return message if message else f"Unknown external error ({type(exc).__name__})"
+    return message or f"Unknown external error ({type(exc).__name__})"
 
 
 class CombinedRetrieval:

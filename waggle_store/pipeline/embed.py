@@ -95,7 +95,7 @@ def embed_frames(store: StoreContext, frame_ids: Sequence[int], *,
                 raise WaggleStoreError(
                     f"the embedder returned {len(vectors)} vectors for {len(order)} texts"
                 )
-        except Exception as exc:  # any provider failure: record it, never invent a vector
+        except Exception as exc:  # noqa: BLE001 - any provider failure: recorded, never a fake vector
             error = f"{type(exc).__name__}: {exc}"
             log.warning("embedding %d frames failed: %s", len(order), error)
             with store.write() as session:

@@ -116,7 +116,7 @@ def reconcile(
     if store.embedder is not None and vector_backend:
         try:
             key = model_key(store.embedder)  # may probe a remote provider: outside any transaction
-        except Exception as exc:  # provider down: the keyword repairs above still count
+        except Exception as exc:  # noqa: BLE001 - provider down: the keyword repairs still count
             log.warning("reconcile cannot embed: the embedder failed: %s", exc)
             return ReconcileReport(fts_fixed, 0, orphans, *problems)
         with store.write() as session:

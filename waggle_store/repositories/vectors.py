@@ -1,4 +1,5 @@
-"""The embedding-model registry and the vector manifest: the one path by which vectors enter a store.
+"""The embedding-model registry and the vector manifest: the one path by which vectors enter a
+store.
 
 Vectors of different models are never compared: each registered (provider, model, dimensions)
 triple gets its own vector table, and a mind is only searched in its own active model
@@ -39,7 +40,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True)
 class ModelKey:
     provider: str
@@ -70,8 +70,13 @@ def _as_key(embedder: _Described | ModelKey) -> ModelKey:
     return embedder if isinstance(embedder, ModelKey) else model_key(embedder)
 
 
-def register_model(session: Session, adapter: SearchAdapter, embedder: _Described | ModelKey, *,
-                   repair: bool = False) -> int:
+def register_model(
+    session: Session,
+    adapter: SearchAdapter,
+    embedder: _Described | ModelKey,
+    *,
+    repair: bool = False,
+) -> int:
     """Get or create the model row (race-free) and its vector table; returns the model id.
 
     Registering a model changes no mind: which model a mind is searched with is recorded per
@@ -81,16 +86,24 @@ def register_model(session: Session, adapter: SearchAdapter, embedder: _Describe
     key = _as_key(embedder)
     if key.dimensions < 1:
         raise InvalidInputError(
-            f"an embedding model needs at least 1 dimension, got {key.dimensions}")
+            f"an embedding model needs at least 1 dimension, got {key.dimensions}"
+        )
     where = (
         EmbeddingModelRow.provider == key.provider,
         EmbeddingModelRow.model == key.model,
         EmbeddingModelRow.dimensions == key.dimensions,
     )
     row, _ = get_or_create(
-        session, lambda: session.scalar(select(EmbeddingModelRow).where(*where)),
-        lambda: EmbeddingModelRow(provider=key.provider, model=key.model,
-                                  dimensions=key.dimensions, metric="cosine", status="active"))
+        session,
+        lambda: session.scalar(select(EmbeddingModelRow).where(*where)),
+        lambda: EmbeddingModelRow(
+            provider=key.provider,
+            model=key.model,
+            dimensions=key.dimensions,
+            metric="cosine",
+            status="active",
+        ),
+    )
     adapter.ensure_vector_table(session, row.id, key.dimensions, repair=repair)
     session.flush()
     return int(row.id)
@@ -130,7 +143,9 @@ def frame_rows(session: Session, frame_ids: Sequence[int]) -> dict[int, FrameRow
     found: dict[int, FrameRow] = {}
     ids = list(dict.fromkeys(int(i) for i in frame_ids))
     for start in range(0, len(ids), 500):
-        for row in session.scalars(select(FrameRow).where(FrameRow.id.in_(ids[start : start + 500]))):
+        for row in session.scalars(
+            select(FrameRow).where(FrameRow.id.in_(ids[start : start + 500]))
+        ):
             found[row.id] = row
     return found
 
@@ -156,8 +171,11 @@ def store_vectors(
         for fid, chash, vec in rows
     ]
     frames = frame_rows(session, [fid for fid, _, _ in checked])
-    current = [(fid, chash, vec) for fid, chash, vec in checked
-               if fid in frames and frames[fid].content_hash == chash]
+    current = [
+        (fid, chash, vec)
+        for fid, chash, vec in checked
+        if fid in frames and frames[fid].content_hash == chash
+    ]
     adapter.upsert_vectors(
         session,
         model_id,
@@ -170,8 +188,14 @@ def store_vectors(
     _upsert_manifest(
         session,
         [
-            {"frame_id": fid, "model_id": model_id, "content_hash": chash, "status": "ready",
-             "error": None, "updated_at": now}
+            {
+                "frame_id": fid,
+                "model_id": model_id,
+                "content_hash": chash,
+                "status": "ready",
+                "error": None,
+                "updated_at": now,
+            }
             for fid, chash, _ in current
         ],
     )
@@ -179,7 +203,11 @@ def store_vectors(
 
 
 def mark_pending(
-    session: Session, frame_ids: Sequence[int], error: str | None, *, status: str = "pending",
+    session: Session,
+    frame_ids: Sequence[int],
+    error: str | None,
+    *,
+    status: str = "pending",
     model_id: int | None = None,
 ) -> None:
     """Record that these frames have no current vector (``pending`` = retry later, ``failed`` =
@@ -189,8 +217,14 @@ def mark_pending(
     _upsert_manifest(
         session,
         [
-            {"frame_id": fid, "model_id": model_id, "content_hash": row.content_hash,
-             "status": status, "error": (error or "")[:2000] or None, "updated_at": now}
+            {
+                "frame_id": fid,
+                "model_id": model_id,
+                "content_hash": row.content_hash,
+                "status": status,
+                "error": (error or "")[:2000] or None,
+                "updated_at": now,
+            }
             for fid, row in frames.items()
         ],
     )

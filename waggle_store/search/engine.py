@@ -166,7 +166,7 @@ class HybridSearch:
                 return None, None
             vector = list(given) if given is not None else list(embedder.embed_query(query))
             return vector, key
-        except Exception as exc:  # a provider outage must not take keyword search down with it
+        except Exception as exc:  # noqa: BLE001 - an outage must not take keyword search down
             log.warning("query embedding failed, searching keywords only: %s", exc)
             degraded.append(f"vector lane off: the embedder failed: {type(exc).__name__}: {exc}")
             return None, None

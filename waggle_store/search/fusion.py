@@ -4,7 +4,8 @@
 ``k / (k + r)`` from that lane (1.0 at rank 0); the score is the sum over the lanes that ran,
 normalised so that the top of every lane scores 1.0 (below). The seed summed ``1/(k + rank)``
 and used that raw number as the score; it tops out at about 0.033 for two lanes, which made
-every downstream threshold (0.1, 0.6, 0.7) unreachable (reference §23.8). The seed-style sum is kept as ``raw`` for ``explain``.
+every downstream threshold (0.1, 0.6, 0.7) unreachable (reference §23.8). The seed-style sum is
+kept as ``raw`` for ``explain``.
 
 **Confidence weights.** With k = 60 a lane's ranks are almost flat (rank 10 still gets 0.86), so
 plain RRF ranks "in both lanes, anywhere in the top 40" above "the clear best match of one lane",
@@ -84,7 +85,8 @@ class FusedScore:
     ``SearchResult.rrf_score`` carries); ``raw`` is the seed-style unweighted, unnormalised sum
     ``Σ 1/(k + rank)``. For each lane that returned the frame: ``ranks`` its 0-based rank there,
     ``weights`` the confidence applied to it, and ``contributions`` what that lane added to
-    ``score`` (``weight × k/(k + rank)`` over the divisor; they sum to ``score``). Lanes that did not
+    ``score`` (``weight × k/(k + rank)`` over the divisor; they sum to ``score``). Lanes that did
+    not
     return the frame are absent.
     """
 
@@ -162,7 +164,9 @@ class Fusion:
         weights = weights or {}
         unknown = set(weights) - set(lanes)
         if unknown:
-            raise InvalidInputError(f"weights given for lanes that were not passed: {sorted(unknown)}")
+            raise InvalidInputError(
+                f"weights given for lanes that were not passed: {sorted(unknown)}"
+            )
         hits: dict[int, dict[str, tuple[int, float, float]]] = {}
         # Each lane's best term over all frames (1.0 for a lane that ran and found nothing):
         # the divisor that makes "top of every lane" exactly 1.0.

@@ -47,13 +47,20 @@ class GraphDistances:
         mind = bindparam("mind_id", type_=BigInteger())
         active = (relations.c.mind_id == mind, relations.c.valid_to.is_(None))
         edges = union_all(
-            select(relations.c.source_id.label("a"), relations.c.target_id.label("b")).where(*active),
+            select(relations.c.source_id.label("a"), relations.c.target_id.label("b")).where(
+                *active
+            ),
             select(relations.c.target_id, relations.c.source_id).where(*active),
         ).cte("edges")
-        walk = select(entities.c.id.label("entity_id"), literal_column("0").label("depth")).where(
-            entities.c.mind_id == mind, entities.c.valid_to.is_(None),
-            adapter.in_values(entities.c.name_key, "names", String()),
-        ).cte("walk", recursive=True)
+        walk = (
+            select(entities.c.id.label("entity_id"), literal_column("0").label("depth"))
+            .where(
+                entities.c.mind_id == mind,
+                entities.c.valid_to.is_(None),
+                adapter.in_values(entities.c.name_key, "names", String()),
+            )
+            .cte("walk", recursive=True)
+        )
         walk = walk.union(
             select(edges.c.b, walk.c.depth + 1)
             .join_from(walk, edges, edges.c.a == walk.c.entity_id)
@@ -66,8 +73,9 @@ class GraphDistances:
             .group_by(mentions.c.frame_id)
         )
 
-    def __call__(self, conn: Connection, mind_id: int, names: Sequence[str],
-                 frame_ids: Sequence[int]) -> dict[int, int]:
+    def __call__(
+        self, conn: Connection, mind_id: int, names: Sequence[str], frame_ids: Sequence[int]
+    ) -> dict[int, int]:
         """Hops from any entity named in the query (``names``:
         :func:`waggle_store.search.plan.query_names`) to the nearest entity each frame mentions.
 
@@ -80,7 +88,11 @@ class GraphDistances:
             self._statement = self._build()
         rows = conn.execute(
             self._statement,
-            {"mind_id": mind_id, "names": list(names), "frames": list(frame_ids),
-             "max_depth": MAX_GRAPH_DEPTH},
+            {
+                "mind_id": mind_id,
+                "names": list(names),
+                "frames": list(frame_ids),
+                "max_depth": MAX_GRAPH_DEPTH,
+            },
         ).all()
         return {int(r[0]): int(r[1]) for r in rows}

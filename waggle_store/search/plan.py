@@ -96,7 +96,7 @@ def query_names(query: str) -> list[str]:
     clean = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in query[:20_000])
     for raw in clean.casefold().split()[:_MAX_QUERY_WORDS]:
         word = raw.strip(".,;:!?\"'()[]{}<>")
-        if word.endswith("'s") or word.endswith("’s"):
+        if word.endswith(("'s", "’s")):
             word = word[:-2]
         if word:
             words.append(word)

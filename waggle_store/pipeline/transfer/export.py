@@ -76,7 +76,10 @@ def open_destination(dest: Destination) -> Iterator[tuple[Callable[[str], object
         yield text_out.write, name if isinstance(name, str) else None
         return
     binary_out: Any = dest
-    yield (lambda text: binary_out.write(text.encode("utf-8"))), name if isinstance(name, str) else None
+    yield (
+        (lambda text: binary_out.write(text.encode("utf-8"))),
+        name if isinstance(name, str) else None,
+    )
 
 
 def _pages(conn: sa.Connection, stmt: Any, key: Any) -> Iterator[Any]:
@@ -107,8 +110,13 @@ def _count(conn: sa.Connection, stmt: sa.Select[Any]) -> int:
     return int(conn.execute(select(func.count()).select_from(stmt.subquery())).scalar() or 0)
 
 
-def export_mind(mind: MindContext, dest: Destination, *, include_vectors: bool = False,
-                progress: Progress | None = None) -> ExportReport:
+def export_mind(
+    mind: MindContext,
+    dest: Destination,
+    *,
+    include_vectors: bool = False,
+    progress: Progress | None = None,
+) -> ExportReport:
     """Write every record of ``mind`` to ``dest``; ``progress(done, total)`` every page."""
     with open_destination(dest) as (write, path), mind.store.read_connection() as conn:
         if conn.dialect.name == "postgresql":  # one snapshot for every page (module docstring)
@@ -118,18 +126,37 @@ def export_mind(mind: MindContext, dest: Destination, *, include_vectors: bool =
         if progress is not None and counter.total and counter.done != counter.total:
             progress(counter.done, counter.done)
     n = counter.by_type.get
-    return ExportReport(path, counter.done + 1, n("frame", 0), n("entity", 0), n("relation", 0),
-                        sessions=n("session", 0), mentions=n("mention", 0), vectors=n("vector", 0))
+    return ExportReport(
+        path,
+        counter.done + 1,
+        n("frame", 0),
+        n("entity", 0),
+        n("relation", 0),
+        sessions=n("session", 0),
+        mentions=n("mention", 0),
+        vectors=n("vector", 0),
+    )
 
 
-def _export(conn: sa.Connection, mind: MindContext, write: Callable[[str], object],
-            counter: _Counter, include_vectors: bool) -> None:
+def _export(
+    conn: sa.Connection,
+    mind: MindContext,
+    write: Callable[[str], object],
+    counter: _Counter,
+    include_vectors: bool,
+) -> None:
     mid = mind.id
     frames_of_mind = select(FrameRow.id).where(FrameRow.mind_id == mid)
-    ready = (select(FrameEmbeddingRow.model_id)
-             .join(FrameRow, FrameRow.id == FrameEmbeddingRow.frame_id)
-             .where(FrameRow.mind_id == mid, FrameEmbeddingRow.status == "ready",
-                    FrameEmbeddingRow.model_id.is_not(None), FrameEmbeddingRow.content_hash == FrameRow.content_hash))
+    ready = (
+        select(FrameEmbeddingRow.model_id)
+        .join(FrameRow, FrameRow.id == FrameEmbeddingRow.frame_id)
+        .where(
+            FrameRow.mind_id == mid,
+            FrameEmbeddingRow.status == "ready",
+            FrameEmbeddingRow.model_id.is_not(None),
+            FrameEmbeddingRow.content_hash == FrameRow.content_hash,
+        )
+    )
     model_ids = sorted(int(m) for m in conn.execute(ready.distinct()).scalars() if m is not None)
     plan: list[tuple[str, sa.Select[Any]]] = [
         ("identity", select(IdentityRow.mind_id).where(IdentityRow.mind_id == mid)),
@@ -138,8 +165,12 @@ def _export(conn: sa.Connection, mind: MindContext, write: Callable[[str], objec
         ("frame", frames_of_mind),
         ("entity", select(EntityRow.id).where(EntityRow.mind_id == mid)),
         ("relation", select(RelationRow.id).where(RelationRow.mind_id == mid)),
-        ("mention", select(EntityMentionRow.frame_id).join(FrameRow, FrameRow.id == EntityMentionRow.frame_id)
-         .where(FrameRow.mind_id == mid)),
+        (
+            "mention",
+            select(EntityMentionRow.frame_id)
+            .join(FrameRow, FrameRow.id == EntityMentionRow.frame_id)
+            .where(FrameRow.mind_id == mid),
+        ),
         ("kv", select(KVRow.key).where(KVRow.mind_id == mid)),
         ("harvest_source", select(HarvestSourceRow.id).where(HarvestSourceRow.mind_id == mid)),
     ]
@@ -154,66 +185,221 @@ def _export(conn: sa.Connection, mind: MindContext, write: Callable[[str], objec
         write(dump_line({"type": kind, **record}))
         counter.wrote(kind)
 
-    write(dump_line({"type": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION,
-                     "mind": mind.name, "kind": mind.kind, "exported_at": iso(utcnow()),
-                     "generator": "waggle_store", "include_vectors": include_vectors}))
+    write(
+        dump_line(
+            {
+                "type": "header",
+                "format": FORMAT_NAME,
+                "version": FORMAT_VERSION,
+                "mind": mind.name,
+                "kind": mind.kind,
+                "exported_at": iso(utcnow()),
+                "generator": "waggle_store",
+                "include_vectors": include_vectors,
+            }
+        )
+    )
     for row in conn.execute(select(IdentityRow).where(IdentityRow.mind_id == mid)).mappings():
-        emit("identity", {k: _value(row[k]) for k in (
-            "name", "role", "department", "personality", "capabilities", "system_prompt",
-            "created_at", "updated_at")})
+        emit(
+            "identity",
+            {
+                k: _value(row[k])
+                for k in (
+                    "name",
+                    "role",
+                    "department",
+                    "personality",
+                    "capabilities",
+                    "system_prompt",
+                    "created_at",
+                    "updated_at",
+                )
+            },
+        )
     t = AwarenessRow
-    for r in _pages(conn, select(t.id, t.category, t.content, t.priority, t.meta, t.created_at,
-                                 t.expires_at).where(t.mind_id == mid), t.id):
-        emit("awareness", {"id": r[0], "category": r[1], "content": r[2], "priority": r[3],
-                           "metadata": r[4] or {}, "created_at": iso(r[5]), "expires_at": iso(r[6])})
+    for r in _pages(
+        conn,
+        select(t.id, t.category, t.content, t.priority, t.meta, t.created_at, t.expires_at).where(
+            t.mind_id == mid
+        ),
+        t.id,
+    ):
+        emit(
+            "awareness",
+            {
+                "id": r[0],
+                "category": r[1],
+                "content": r[2],
+                "priority": r[3],
+                "metadata": r[4] or {},
+                "created_at": iso(r[5]),
+                "expires_at": iso(r[6]),
+            },
+        )
     s = SessionRow
-    for r in _pages(conn, select(s.id, s.gop_id, s.project_id, s.status, s.kind, s.started_at,
-                                 s.ended_at, s.summary).where(s.mind_id == mid), s.id):
-        emit("session", {"id": r[0], "gop_id": r[1], "project_id": r[2], "status": r[3],
-                         "kind": r[4], "started_at": iso(r[5]), "ended_at": iso(r[6]),
-                         "summary": r[7]})
+    for r in _pages(
+        conn,
+        select(
+            s.id, s.gop_id, s.project_id, s.status, s.kind, s.started_at, s.ended_at, s.summary
+        ).where(s.mind_id == mid),
+        s.id,
+    ):
+        emit(
+            "session",
+            {
+                "id": r[0],
+                "gop_id": r[1],
+                "project_id": r[2],
+                "status": r[3],
+                "kind": r[4],
+                "started_at": iso(r[5]),
+                "ended_at": iso(r[6]),
+                "summary": r[7],
+            },
+        )
     f = FrameRow
-    for r in _pages(conn, select(f.id, f.frame_type, f.gop_id, f.t, f.base_frame_id, f.content,
-                                 f.importance, f.source, f.access_count, f.created_at,
-                                 f.last_accessed).where(f.mind_id == mid), f.id):
-        emit("frame", {"id": r[0], "frame_type": r[1], "gop_id": r[2], "t": r[3],
-                       "base_frame_id": r[4], "content": r[5], "importance": r[6], "source": r[7],
-                       "access_count": r[8], "created_at": iso(r[9]), "last_accessed": iso(r[10])})
+    for r in _pages(
+        conn,
+        select(
+            f.id,
+            f.frame_type,
+            f.gop_id,
+            f.t,
+            f.base_frame_id,
+            f.content,
+            f.importance,
+            f.source,
+            f.access_count,
+            f.created_at,
+            f.last_accessed,
+        ).where(f.mind_id == mid),
+        f.id,
+    ):
+        emit(
+            "frame",
+            {
+                "id": r[0],
+                "frame_type": r[1],
+                "gop_id": r[2],
+                "t": r[3],
+                "base_frame_id": r[4],
+                "content": r[5],
+                "importance": r[6],
+                "source": r[7],
+                "access_count": r[8],
+                "created_at": iso(r[9]),
+                "last_accessed": iso(r[10]),
+            },
+        )
     e = EntityRow
-    for r in _pages(conn, select(e.id, e.entity_type, e.name, e.properties, e.valid_from,
-                                 e.valid_to, e.recorded_at).where(e.mind_id == mid), e.id):
-        emit("entity", {"id": r[0], "entity_type": r[1], "name": r[2], "properties": r[3] or {},
-                        "valid_from": iso(r[4]), "valid_to": iso(r[5]), "recorded_at": iso(r[6])})
+    for r in _pages(
+        conn,
+        select(
+            e.id, e.entity_type, e.name, e.properties, e.valid_from, e.valid_to, e.recorded_at
+        ).where(e.mind_id == mid),
+        e.id,
+    ):
+        emit(
+            "entity",
+            {
+                "id": r[0],
+                "entity_type": r[1],
+                "name": r[2],
+                "properties": r[3] or {},
+                "valid_from": iso(r[4]),
+                "valid_to": iso(r[5]),
+                "recorded_at": iso(r[6]),
+            },
+        )
     x = RelationRow
-    for r in _pages(conn, select(x.id, x.source_id, x.target_id, x.relation_type, x.confidence,
-                                 x.properties, x.valid_from, x.valid_to, x.recorded_at)
-                    .where(x.mind_id == mid), x.id):
-        emit("relation", {"id": r[0], "source_id": r[1], "target_id": r[2], "relation_type": r[3],
-                          "confidence": r[4], "properties": r[5] or {}, "valid_from": iso(r[6]),
-                          "valid_to": iso(r[7]), "recorded_at": iso(r[8])})
+    for r in _pages(
+        conn,
+        select(
+            x.id,
+            x.source_id,
+            x.target_id,
+            x.relation_type,
+            x.confidence,
+            x.properties,
+            x.valid_from,
+            x.valid_to,
+            x.recorded_at,
+        ).where(x.mind_id == mid),
+        x.id,
+    ):
+        emit(
+            "relation",
+            {
+                "id": r[0],
+                "source_id": r[1],
+                "target_id": r[2],
+                "relation_type": r[3],
+                "confidence": r[4],
+                "properties": r[5] or {},
+                "valid_from": iso(r[6]),
+                "valid_to": iso(r[7]),
+                "recorded_at": iso(r[8]),
+            },
+        )
     for ids in _id_pages(conn, frames_of_mind):
         m = EntityMentionRow
-        for r in conn.execute(select(m.frame_id, m.entity_id).where(m.frame_id.in_(ids))
-                              .order_by(m.frame_id, m.entity_id)):
+        for r in conn.execute(
+            select(m.frame_id, m.entity_id)
+            .where(m.frame_id.in_(ids))
+            .order_by(m.frame_id, m.entity_id)
+        ):
             emit("mention", {"entity_id": r[1], "frame_id": r[0]})
     _export_kv(conn, mid, emit)
     h = HarvestSourceRow
-    for r in _pages(conn, select(h.id, h.source, h.display_name, h.source_path, h.last_synced_at,
-                                 h.items_imported, h.frames_created, h.auto_sync,
-                                 h.sync_interval_hours, h.last_content_hash, h.created_at)
-                    .where(h.mind_id == mid), h.id):
-        emit("harvest_source", {"source": r[1], "display_name": r[2], "source_path": r[3],
-                                "last_synced_at": iso(r[4]), "items_imported": r[5],
-                                "frames_created": r[6], "auto_sync": bool(r[7]),
-                                "sync_interval_hours": r[8], "last_content_hash": r[9],
-                                "created_at": iso(r[10])})
+    for r in _pages(
+        conn,
+        select(
+            h.id,
+            h.source,
+            h.display_name,
+            h.source_path,
+            h.last_synced_at,
+            h.items_imported,
+            h.frames_created,
+            h.auto_sync,
+            h.sync_interval_hours,
+            h.last_content_hash,
+            h.created_at,
+        ).where(h.mind_id == mid),
+        h.id,
+    ):
+        emit(
+            "harvest_source",
+            {
+                "source": r[1],
+                "display_name": r[2],
+                "source_path": r[3],
+                "last_synced_at": iso(r[4]),
+                "items_imported": r[5],
+                "frames_created": r[6],
+                "auto_sync": bool(r[7]),
+                "sync_interval_hours": r[8],
+                "last_content_hash": r[9],
+                "created_at": iso(r[10]),
+            },
+        )
     if schema is not None:
-        emit("validation_schema", {"required_properties": schema.get("required_properties", {}),
-                                   "allowed_relations": schema.get("allowed_relations")})
-    for model in conn.execute(select(EmbeddingModelRow).where(EmbeddingModelRow.id.in_(model_ids))
-                              .order_by(EmbeddingModelRow.id)).mappings():
-        emit("embedding_model", {k: model[k] for k in
-                                 ("id", "provider", "model", "dimensions", "metric", "status")})
+        emit(
+            "validation_schema",
+            {
+                "required_properties": schema.get("required_properties", {}),
+                "allowed_relations": schema.get("allowed_relations"),
+            },
+        )
+    for model in conn.execute(
+        select(EmbeddingModelRow)
+        .where(EmbeddingModelRow.id.in_(model_ids))
+        .order_by(EmbeddingModelRow.id)
+    ).mappings():
+        emit(
+            "embedding_model",
+            {k: model[k] for k in ("id", "provider", "model", "dimensions", "metric", "status")},
+        )
     if include_vectors:
         _export_vectors(conn, mind, model_ids, emit)
 
@@ -243,16 +429,27 @@ def _id_pages(conn: sa.Connection, stmt: sa.Select[Any]) -> Iterator[list[int]]:
         yield page
 
 
-def _export_vectors(conn: sa.Connection, mind: MindContext, model_ids: Sequence[int],
-                    emit: Callable[[str, dict[str, Any]], None]) -> None:
+def _export_vectors(
+    conn: sa.Connection,
+    mind: MindContext,
+    model_ids: Sequence[int],
+    emit: Callable[[str, dict[str, Any]], None],
+) -> None:
     adapter = mind.adapter
     if not model_ids or not adapter.vector_backend_available(conn):
         return
     e = FrameEmbeddingRow
     for model_id in model_ids:
-        stmt = (select(e.frame_id, e.content_hash).join(FrameRow, FrameRow.id == e.frame_id)
-                .where(FrameRow.mind_id == mind.id, e.status == "ready", e.model_id == model_id,
-                       e.content_hash == FrameRow.content_hash))
+        stmt = (
+            select(e.frame_id, e.content_hash)
+            .join(FrameRow, FrameRow.id == e.frame_id)
+            .where(
+                FrameRow.mind_id == mind.id,
+                e.status == "ready",
+                e.model_id == model_id,
+                e.content_hash == FrameRow.content_hash,
+            )
+        )
         batch: list[tuple[int, str]] = []
         for row in _pages(conn, stmt, e.frame_id):
             batch.append((int(row[0]), str(row[1])))
@@ -262,13 +459,25 @@ def _export_vectors(conn: sa.Connection, mind: MindContext, model_ids: Sequence[
         _emit_vectors(conn, adapter, model_id, batch, emit)
 
 
-def _emit_vectors(conn: sa.Connection, adapter: Any, model_id: int, batch: list[tuple[int, str]],
-                  emit: Callable[[str, dict[str, Any]], None]) -> None:
+def _emit_vectors(
+    conn: sa.Connection,
+    adapter: Any,
+    model_id: int,
+    batch: list[tuple[int, str]],
+    emit: Callable[[str, dict[str, Any]], None],
+) -> None:
     vectors = adapter.read_vectors(conn, model_id, [fid for fid, _ in batch])
     for fid, digest in batch:
         if fid in vectors:
-            emit("vector", {"frame_id": fid, "model_id": model_id, "content_hash": digest,
-                            "vector": [_f32(x) for x in vectors[fid]]})
+            emit(
+                "vector",
+                {
+                    "frame_id": fid,
+                    "model_id": model_id,
+                    "content_hash": digest,
+                    "vector": [_f32(x) for x in vectors[fid]],
+                },
+            )
 
 
 def _f32(value: float) -> float:

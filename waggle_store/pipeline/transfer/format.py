@@ -8,7 +8,8 @@ every time parsed and every field checked, or raises :class:`LineError` saying w
 
 Why checks are spelled out here instead of delegating to the JSON Schema: the importer must name
 the line and the field in its error, must run without an optional ``jsonschema`` dependency, and
-must parse times with the library's own strict ISO-8601 rules (:func:`waggle_store.timeutil.parse_iso`).
+must parse times with the library's own strict ISO-8601 rules
+(:func:`waggle_store.timeutil.parse_iso`).
 """
 
 from __future__ import annotations
@@ -47,8 +48,18 @@ SCHEMA_FILE: Final = "waggle-mind-v1.schema.json"
 
 #: Every record type, in the order an export writes them.
 LINE_TYPES: Final = (
-    "identity", "awareness", "session", "frame", "entity", "relation", "mention", "kv",
-    "harvest_source", "validation_schema", "embedding_model", "vector",
+    "identity",
+    "awareness",
+    "session",
+    "frame",
+    "entity",
+    "relation",
+    "mention",
+    "kv",
+    "harvest_source",
+    "validation_schema",
+    "embedding_model",
+    "vector",
 )
 
 
@@ -79,8 +90,12 @@ def iso(value: datetime | None) -> str | None:
 def dump_line(record: Mapping[str, Any]) -> str:
     """One line of the file. Keys sorted so that two exports of the same data are byte-identical
     whatever order a database returns JSON object keys in (Postgres JSONB reorders them)."""
-    return json.dumps(record, ensure_ascii=False, sort_keys=True, allow_nan=False,
-                      separators=(",", ":")) + "\n"
+    return (
+        json.dumps(
+            record, ensure_ascii=False, sort_keys=True, allow_nan=False, separators=(",", ":")
+        )
+        + "\n"
+    )
 
 
 # -- field checkers: each takes the raw JSON value and returns the Python value or raises ------
@@ -99,6 +114,7 @@ def _str(max_length: int | None = None, *, empty: bool = True) -> Checker:
         if max_length is not None and len(value) > max_length:
             raise LineError(f"is longer than {max_length} characters")
         return value
+
     return check
 
 
@@ -109,6 +125,7 @@ def _int(minimum: int | None = None) -> Checker:
         if minimum is not None and value < minimum:
             raise LineError(f"must be at least {minimum}, got {value}")
         return value
+
     return check
 
 
@@ -137,6 +154,7 @@ def _choice(options: tuple[str, ...]) -> Checker:
         if value not in options:
             raise LineError(f"must be one of {', '.join(options)}; got {value!r}")
         return str(value)
+
     return check
 
 
@@ -165,6 +183,7 @@ def _vector(value: Any) -> list[float]:
 def _optional(check: Checker) -> Checker:
     def optional(value: Any) -> Any:
         return None if value is None else check(value)
+
     return optional
 
 
@@ -177,50 +196,94 @@ _LABEL = _str(100, empty=False)
 #: checker is optional); fields not listed are ignored, so a newer minor writer stays readable.
 SPECS: Final[dict[str, dict[str, Checker]]] = {
     "identity": {
-        "name": _str(empty=False), "role": _TEXT, "department": _TEXT, "personality": _TEXT,
-        "capabilities": _TEXT, "system_prompt": _TEXT, "created_at": _time, "updated_at": _time,
+        "name": _str(empty=False),
+        "role": _TEXT,
+        "department": _TEXT,
+        "personality": _TEXT,
+        "capabilities": _TEXT,
+        "system_prompt": _TEXT,
+        "created_at": _time,
+        "updated_at": _time,
     },
     "awareness": {
-        "id": _ID, "category": _choice(AWARENESS_CATEGORIES), "content": _str(empty=False),
-        "priority": _int(), "metadata": _object, "created_at": _time,
+        "id": _ID,
+        "category": _choice(AWARENESS_CATEGORIES),
+        "content": _str(empty=False),
+        "priority": _int(),
+        "metadata": _object,
+        "created_at": _time,
         "expires_at": _optional(_time),
     },
     "session": {
-        "id": _ID, "gop_id": _GOP, "project_id": _optional(_str(MAX_NAME_LENGTH)),
-        "status": _choice(SESSION_STATUSES), "kind": _choice(SESSION_KINDS),
-        "started_at": _time, "ended_at": _optional(_time), "summary": _optional(_TEXT),
+        "id": _ID,
+        "gop_id": _GOP,
+        "project_id": _optional(_str(MAX_NAME_LENGTH)),
+        "status": _choice(SESSION_STATUSES),
+        "kind": _choice(SESSION_KINDS),
+        "started_at": _time,
+        "ended_at": _optional(_time),
+        "summary": _optional(_TEXT),
     },
     "frame": {
-        "id": _ID, "frame_type": _choice(FRAME_TYPES), "gop_id": _GOP, "t": _int(0),
-        "base_frame_id": _optional(_ID), "content": _str(empty=False),
-        "importance": _choice(IMPORTANCE_LEVELS), "source": _choice(FRAME_SOURCES),
-        "access_count": _int(0), "created_at": _time, "last_accessed": _time,
+        "id": _ID,
+        "frame_type": _choice(FRAME_TYPES),
+        "gop_id": _GOP,
+        "t": _int(0),
+        "base_frame_id": _optional(_ID),
+        "content": _str(empty=False),
+        "importance": _choice(IMPORTANCE_LEVELS),
+        "source": _choice(FRAME_SOURCES),
+        "access_count": _int(0),
+        "created_at": _time,
+        "last_accessed": _time,
     },
     "entity": {
-        "id": _ID, "entity_type": _LABEL, "name": _str(empty=False), "properties": _object,
-        "valid_from": _time, "valid_to": _optional(_time), "recorded_at": _time,
+        "id": _ID,
+        "entity_type": _LABEL,
+        "name": _str(empty=False),
+        "properties": _object,
+        "valid_from": _time,
+        "valid_to": _optional(_time),
+        "recorded_at": _time,
     },
     "relation": {
-        "id": _ID, "source_id": _ID, "target_id": _ID, "relation_type": _LABEL,
-        "confidence": _confidence, "properties": _object, "valid_from": _time,
-        "valid_to": _optional(_time), "recorded_at": _time,
+        "id": _ID,
+        "source_id": _ID,
+        "target_id": _ID,
+        "relation_type": _LABEL,
+        "confidence": _confidence,
+        "properties": _object,
+        "valid_from": _time,
+        "valid_to": _optional(_time),
+        "recorded_at": _time,
     },
     "mention": {"entity_id": _ID, "frame_id": _ID},
     "kv": {"key": _str(MAX_KEY_LENGTH, empty=False), "value": _any, "updated_at": _time},
     "harvest_source": {
-        "source": _str(255, empty=False), "display_name": _TEXT,
-        "source_path": _optional(_TEXT), "last_synced_at": _optional(_time),
-        "items_imported": _int(0), "frames_created": _int(0), "auto_sync": _bool,
-        "sync_interval_hours": _int(1), "last_content_hash": _optional(_str(64)),
+        "source": _str(255, empty=False),
+        "display_name": _TEXT,
+        "source_path": _optional(_TEXT),
+        "last_synced_at": _optional(_time),
+        "items_imported": _int(0),
+        "frames_created": _int(0),
+        "auto_sync": _bool,
+        "sync_interval_hours": _int(1),
+        "last_content_hash": _optional(_str(64)),
         "created_at": _time,
     },
     "validation_schema": {"required_properties": _object, "allowed_relations": _any},
     "embedding_model": {
-        "id": _ID, "provider": _str(50, empty=False), "model": _str(255, empty=False),
-        "dimensions": _int(1), "metric": _str(20, empty=False), "status": _str(10, empty=False),
+        "id": _ID,
+        "provider": _str(50, empty=False),
+        "model": _str(255, empty=False),
+        "dimensions": _int(1),
+        "metric": _str(20, empty=False),
+        "status": _str(10, empty=False),
     },
     "vector": {
-        "frame_id": _ID, "model_id": _ID, "content_hash": _str(64, empty=False),
+        "frame_id": _ID,
+        "model_id": _ID,
+        "content_hash": _str(64, empty=False),
         "vector": _vector,
     },
 }
@@ -244,11 +307,16 @@ def parse_header(text: str) -> dict[str, Any]:
     """The header line: format, version, mind name and kind, export time."""
     obj = _decode(text)
     if obj.get("type") != "header" or obj.get("format") != FORMAT_NAME:
-        raise LineError(f'the first line must be the header {{"type": "header", "format": "{FORMAT_NAME}", ...}}')
+        raise LineError(
+            'the first line must be the header '
+            f'{{"type": "header", "format": "{FORMAT_NAME}", ...}}'
+        )
     version = obj.get("version")
     if version != FORMAT_VERSION:
-        raise LineError(f"format version {version!r} is not one this waggle_store reads "
-                        f"(it reads version {FORMAT_VERSION})")
+        raise LineError(
+            f"format version {version!r} is not one this waggle_store reads "
+            f"(it reads version {FORMAT_VERSION})"
+        )
     mind = _field("mind", obj.get("mind"), _str(200, empty=False))
     kind = _field("kind", obj.get("kind", "workspace"), _choice(("workspace", "personal")))
     exported_at = _field("exported_at", obj.get("exported_at"), _time)
@@ -290,13 +358,19 @@ def make_line(obj: Mapping[str, Any]) -> Line:
 
 def _check_schema(fields: dict[str, Any]) -> None:
     required = fields["required_properties"]
-    if not all(isinstance(v, list) and all(isinstance(k, str) for k in v) for v in required.values()):
+    if not all(
+        isinstance(v, list) and all(isinstance(k, str) for k in v) for v in required.values()
+    ):
         raise LineError("field 'required_properties' must map entity types to lists of strings")
     allowed = fields["allowed_relations"]
     if allowed is not None and not (
         isinstance(allowed, list)
-        and all(isinstance(t, list) and len(t) == 3 and all(isinstance(p, str) for p in t)
-                for t in allowed)
+        and all(
+            isinstance(t, list) and len(t) == 3 and all(isinstance(p, str) for p in t)
+            for t in allowed
+        )
     ):
-        raise LineError("field 'allowed_relations' must be null or a list of "
-                        "[source_type, relation_type, target_type]")
+        raise LineError(
+            "field 'allowed_relations' must be null or a list of "
+            "[source_type, relation_type, target_type]"
+        )

@@ -63,13 +63,16 @@ def _rereadable(src: Source) -> Iterator[Callable[[], Any]]:
         yield rewind
         return
     with tempfile.TemporaryFile() as spool:
-        for chunk in iter(lambda: src.read(1 << 16), b"" if "b" in getattr(src, "mode", "b") else ""):
+        for chunk in iter(
+            lambda: src.read(1 << 16), b"" if "b" in getattr(src, "mode", "b") else ""
+        ):
             spool.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
         spool.flush()
 
         def reopen() -> _Borrowed:
             spool.seek(0)
             return _Borrowed(spool)
+
         yield reopen
 
 
@@ -109,7 +112,9 @@ def jsonl_records(src: Source) -> Iterator[tuple[dict[str, Any], RecordSource]]:
         except LineError as exc:
             raise InvalidInputError(f"line 1: {exc}") from exc
         if header is None:
-            raise InvalidInputError("line 1: the file is empty (a waggle-mind export starts with a header)")
+            raise InvalidInputError(
+                "line 1: the file is empty (a waggle-mind export starts with a header)"
+            )
 
         def records(_: Problems) -> Iterator[tuple[int, Line]]:
             with open_src() as handle:
@@ -123,6 +128,7 @@ def jsonl_records(src: Source) -> Iterator[tuple[dict[str, Any], RecordSource]]:
                         yield line_no, parse_line(text)
                     except LineError as exc:
                         raise InvalidInputError(f"line {line_no}: {exc}") from exc
+
         yield header, records
 
 
@@ -144,8 +150,15 @@ def _mind_id(session: Session, name: str, kind: str) -> int:
         return int(found)
 
 
-def run_import(store: StoreContext, name: str, kind: str, records: RecordSource, *,
-               progress: Progress | None = None, problems: Problems | None = None) -> ImportReport:
+def run_import(
+    store: StoreContext,
+    name: str,
+    kind: str,
+    records: RecordSource,
+    *,
+    progress: Progress | None = None,
+    problems: Problems | None = None,
+) -> ImportReport:
     """Check every record, then write them all into the mind ``name`` (created as ``kind`` if
     missing) in one transaction; see the module docstring."""
     problems = problems if problems is not None else Problems()
@@ -156,23 +169,42 @@ def run_import(store: StoreContext, name: str, kind: str, records: RecordSource,
             vector_model = model_key(store.embedder)
         except Exception as exc:  # noqa: BLE001 (the provider is down: vectors stay pending, reconcile repairs)
             log.warning("import cannot tell the embedder's model: %s", exc)
-            problems.add("vectors not imported", f"embedder error {exc}", "frames left pending",
-                         plan.vectors)
+            problems.add(
+                "vectors not imported", f"embedder error {exc}", "frames left pending", plan.vectors
+            )
     if plan.vectors and store.embedder is None:
-        problems.add("vectors not imported", "this store has no embedder",
-                     "frames left pending", plan.vectors)
+        problems.add(
+            "vectors not imported",
+            "this store has no embedder",
+            "frames left pending",
+            plan.vectors,
+        )
     with store.write() as session:
         mind_id = _mind_id(session, name, kind)
-        writer = MindWriter(session, mind_id, plan, adapter=store.adapter,
-                            vector_model=vector_model, progress=progress)
+        writer = MindWriter(
+            session,
+            mind_id,
+            plan,
+            adapter=store.adapter,
+            vector_model=vector_model,
+            progress=progress,
+        )
         for _, line in records(Problems()):  # pass 2: its problems were counted in pass 1
             writer.add(line)
         writer.finish()
     c = writer.counts.get
     return ImportReport(
-        mind=name, frames_imported=c("frames", 0), entities_imported=c("entity", 0),
-        relations_imported=c("relation", 0), sessions_imported=c("sessions", 0),
-        duplicates_skipped=c("duplicates", 0), problems=problems.lines(),
-        awareness_imported=c("awareness", 0), mentions_imported=c("mentions", 0),
-        kv_imported=c("kv", 0), vectors_imported=c("vectors", 0),
-        vectors_pending=c("vectors_pending", 0), harvest_sources_imported=c("harvest_sources", 0))
+        mind=name,
+        frames_imported=c("frames", 0),
+        entities_imported=c("entity", 0),
+        relations_imported=c("relation", 0),
+        sessions_imported=c("sessions", 0),
+        duplicates_skipped=c("duplicates", 0),
+        problems=problems.lines(),
+        awareness_imported=c("awareness", 0),
+        mentions_imported=c("mentions", 0),
+        kv_imported=c("kv", 0),
+        vectors_imported=c("vectors", 0),
+        vectors_pending=c("vectors_pending", 0),
+        harvest_sources_imported=c("harvest_sources", 0),
+    )

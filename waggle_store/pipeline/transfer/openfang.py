@@ -57,7 +57,9 @@ _LEVELS: Final = (("critical", 1.0), ("important", 0.8), ("normal", 0.5), ("temp
 
 
 def _level(value: Any) -> str:
-    number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.5
+    number = (
+        float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.5
+    )
     if number > 1.0:  # the HTTP memory-api's 0..10 scale
         number /= 10
     return next((name for name, floor in _LEVELS if number >= floor - 1e-9), "deprecated")
@@ -111,20 +113,39 @@ class _Converter:
         kept, sums = self._dedupe(fragments)
         gop = f"openfang:{self.doc.get('agent_id') or 'import'}"
         starts = [self.time(f.get("created_at"), "fragment created_at") for f in kept]
-        yield from self.line({"type": "session", "id": 1, "gop_id": gop[:255], "project_id": None,
-                              "status": "active", "kind": "named",
-                              "started_at": min(starts) if starts else iso(self.now),
-                              "ended_at": None, "summary": "OpenFang import"}, "session")
+        yield from self.line(
+            {
+                "type": "session",
+                "id": 1,
+                "gop_id": gop[:255],
+                "project_id": None,
+                "status": "active",
+                "kind": "named",
+                "started_at": min(starts) if starts else iso(self.now),
+                "ended_at": None,
+                "summary": "OpenFang import",
+            },
+            "session",
+        )
         for t, fragment in enumerate(kept):
             yield from self._fragment(fragment, t + 1, t, gop[:255], sums[t])
         yield from self._graph()
         kv = self.doc.get("kv") or {}
-        items = ([{"key": k, "value": v} for k, v in kv.items()] if isinstance(kv, dict)
-                 else [i for i in kv if isinstance(i, dict)])
+        items = (
+            [{"key": k, "value": v} for k, v in kv.items()]
+            if isinstance(kv, dict)
+            else [i for i in kv if isinstance(i, dict)]
+        )
         for item in items:
-            yield from self.line({"type": "kv", "key": item.get("key"), "value": item.get("value"),
-                                  "updated_at": self.time(item.get("updated_at", iso(self.now)), "kv updated_at")},
-                                 f"kv {item.get('key')!r}")
+            yield from self.line(
+                {
+                    "type": "kv",
+                    "key": item.get("key"),
+                    "value": item.get("value"),
+                    "updated_at": self.time(item.get("updated_at", iso(self.now)), "kv updated_at"),
+                },
+                f"kv {item.get('key')!r}",
+            )
 
     def _dedupe(self, fragments: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
         kept: list[dict[str, Any]] = []
@@ -132,15 +153,20 @@ class _Converter:
         first: dict[str, int] = {}
         for f in fragments:
             if f.get("deleted"):
-                self.problems.add("deleted fragment", str(f.get("id")), "skipped (OpenFang soft-deletes)")
+                self.problems.add(
+                    "deleted fragment", str(f.get("id")), "skipped (OpenFang soft-deletes)"
+                )
                 continue
             content = f.get("content")
             digest = content_hash(content) if isinstance(content, str) else ""
             raw = f.get("access_count")
             count = raw if isinstance(raw, int) and not isinstance(raw, bool) else 0
             if digest and digest in first:
-                self.problems.add("the same fragment stored twice", str(f.get("id")),
-                                  "merged into the first (access counts summed)")
+                self.problems.add(
+                    "the same fragment stored twice",
+                    str(f.get("id")),
+                    "merged into the first (access counts summed)",
+                )
                 sums[first[digest]] += max(0, count)
                 continue
             first[digest] = len(kept)
@@ -148,27 +174,53 @@ class _Converter:
             sums.append(max(0, count))
         return kept, sums
 
-    def _fragment(self, f: dict[str, Any], fid: int, t: int, gop: str,
-                  access_count: int) -> Iterator[tuple[int, Line]]:
-        waggle = (f.get("metadata") or {}).get("waggle") if isinstance(f.get("metadata"), dict) else None
+    def _fragment(
+        self, f: dict[str, Any], fid: int, t: int, gop: str, access_count: int
+    ) -> Iterator[tuple[int, Line]]:
+        waggle = (
+            (f.get("metadata") or {}).get("waggle") if isinstance(f.get("metadata"), dict) else None
+        )
         waggle = waggle if isinstance(waggle, dict) else {}
-        source = waggle.get("source") or _TO_SOURCE.get(_label(f.get("source")).replace("_", "").lower())
+        source = waggle.get("source") or _TO_SOURCE.get(
+            _label(f.get("source")).replace("_", "").lower()
+        )
         if source is None:
-            self.problems.add("unknown fragment source", f"{f.get('id')}: {f.get('source')!r}",
-                              "stored as 'import'")
+            self.problems.add(
+                "unknown fragment source",
+                f"{f.get('id')}: {f.get('source')!r}",
+                "stored as 'import'",
+            )
             source = "import"
-        importance = waggle.get("importance") or _level(f.get("importance", f.get("confidence", 0.5)))
+        importance = waggle.get("importance") or _level(
+            f.get("importance", f.get("confidence", 0.5))
+        )
         if f.get("embedding"):
-            self.problems.add("embedding not imported", str(f.get("id")),
-                              "the export does not name its model; reconcile embeds the frame")
+            self.problems.add(
+                "embedding not imported",
+                str(f.get("id")),
+                "the export does not name its model; reconcile embeds the frame",
+            )
         created = self.time(f.get("created_at"), "fragment created_at")
-        yield from self.line({
-            "type": "frame", "id": fid, "frame_type": "I", "gop_id": gop, "t": t, "base_frame_id": None,
-            "content": f.get("content"), "importance": importance, "source": source,
-            "access_count": access_count, "created_at": created,
-            "last_accessed": self.time(f.get("last_accessed_at", f.get("accessed_at", created)),
-                                       "fragment last_accessed_at"),
-        }, f"fragment {f.get('id')}")
+        yield from self.line(
+            {
+                "type": "frame",
+                "id": fid,
+                "frame_type": "I",
+                "gop_id": gop,
+                "t": t,
+                "base_frame_id": None,
+                "content": f.get("content"),
+                "importance": importance,
+                "source": source,
+                "access_count": access_count,
+                "created_at": created,
+                "last_accessed": self.time(
+                    f.get("last_accessed_at", f.get("accessed_at", created)),
+                    "fragment last_accessed_at",
+                ),
+            },
+            f"fragment {f.get('id')}",
+        )
 
     def _graph(self) -> Iterator[tuple[int, Line]]:
         ids: dict[str, int] = {}
@@ -182,11 +234,19 @@ class _Converter:
                 except ValueError:
                     props = {}
             created = self.time(e.get("created_at"), "entity created_at")
-            for item in self.line({
-                "type": "entity", "id": len(ids) + 1, "entity_type": _label(e.get("entity_type")),
-                "name": e.get("name"), "properties": props if isinstance(props, dict) else {},
-                "valid_from": created, "valid_to": None, "recorded_at": created,
-            }, f"entity {e.get('id')}"):
+            for item in self.line(
+                {
+                    "type": "entity",
+                    "id": len(ids) + 1,
+                    "entity_type": _label(e.get("entity_type")),
+                    "name": e.get("name"),
+                    "properties": props if isinstance(props, dict) else {},
+                    "valid_from": created,
+                    "valid_to": None,
+                    "recorded_at": created,
+                },
+                f"entity {e.get('id')}",
+            ):
                 ids[str(e.get("id"))] = len(ids) + 1
                 yield item
         for n, r in enumerate(self.doc.get("relations") or [], start=1):
@@ -198,17 +258,27 @@ class _Converter:
                 self.problems.add("relation to a missing entity", str(r.get("id", n)), "skipped")
                 continue
             created = self.time(r.get("created_at"), "relation created_at")
-            yield from self.line({
-                "type": "relation", "id": n, "source_id": src, "target_id": tgt,
-                "relation_type": _label(r.get("relation_type")),
-                "confidence": r.get("confidence", 1.0), "properties": r.get("properties") or {},
-                "valid_from": created, "valid_to": None, "recorded_at": created,
-            }, f"relation {r.get('id', n)}")
+            yield from self.line(
+                {
+                    "type": "relation",
+                    "id": n,
+                    "source_id": src,
+                    "target_id": tgt,
+                    "relation_type": _label(r.get("relation_type")),
+                    "confidence": r.get("confidence", 1.0),
+                    "properties": r.get("properties") or {},
+                    "valid_from": created,
+                    "valid_to": None,
+                    "recorded_at": created,
+                },
+                f"relation {r.get('id', n)}",
+            )
 
 
 @contextmanager
-def openfang_records(src: str | os.PathLike[str] | IO[str] | IO[bytes]
-                     ) -> Iterator[tuple[RecordSource, Problems]]:
+def openfang_records(
+    src: str | os.PathLike[str] | IO[str] | IO[bytes],
+) -> Iterator[tuple[RecordSource, Problems]]:
     """The record source of an OpenFang memory JSON export, and the Problems it fills."""
     try:
         if isinstance(src, (str, os.PathLike)):
@@ -220,9 +290,13 @@ def openfang_records(src: str | os.PathLike[str] | IO[str] | IO[bytes]
         raise InvalidInputError(f"no file at {os.fspath(src)!r}") from exc  # type: ignore[arg-type]
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"not an OpenFang memory export (not JSON): {exc}") from exc
-    if not isinstance(doc, dict) or not any(k in doc for k in ("fragments", "entities", "relations", "kv")):
-        raise InvalidInputError("not an OpenFang memory export: expected a JSON object with "
-                                "fragments, entities, relations and kv")
+    if not isinstance(doc, dict) or not any(
+        k in doc for k in ("fragments", "entities", "relations", "kv")
+    ):
+        raise InvalidInputError(
+            "not an OpenFang memory export: expected a JSON object with "
+            "fragments, entities, relations and kv"
+        )
 
     def records(found: Problems) -> Iterator[tuple[int, Line]]:
         return _Converter(doc, found).records()
@@ -230,8 +304,9 @@ def openfang_records(src: str | os.PathLike[str] | IO[str] | IO[bytes]
     yield records, Problems()
 
 
-def export_openfang(mind: MindContext, dest: Destination,
-                    progress: Callable[[int, int], None] | None = None) -> ExportReport:
+def export_openfang(
+    mind: MindContext, dest: Destination, progress: Callable[[int, int], None] | None = None
+) -> ExportReport:
     """Write the mind in OpenFang's export shape: every frame a fragment, the active entities
     and relations, the kv pairs (see the module docstring)."""
     counts = {"fragments": 0, "entities": 0, "relations": 0, "kv": 0}
@@ -242,47 +317,141 @@ def export_openfang(mind: MindContext, dest: Destination,
         head = {"format": FORMAT, "version": 1, "agent_id": agent, "exported_at": iso(utcnow())}
         write(dump_line(head)[:-2] + ',"fragments":[')
         f = FrameRow
-        rows = _pages(conn, select(f.id, f.content, f.source, f.importance, f.access_count, f.created_at,
-                                   f.last_accessed, f.frame_type, f.gop_id, f.t).where(f.mind_id == mind.id), f.id)
+        rows = _pages(
+            conn,
+            select(
+                f.id,
+                f.content,
+                f.source,
+                f.importance,
+                f.access_count,
+                f.created_at,
+                f.last_accessed,
+                f.frame_type,
+                f.gop_id,
+                f.t,
+            ).where(f.mind_id == mind.id),
+            f.id,
+        )
         for n, r in enumerate(rows):
-            write(("," if n else "") + "\n" + dump_line({
-                "id": str(r[0]), "agent_id": agent, "content": r[1], "source": _FROM_SOURCE[r[2]],
-                "importance": dict(_LEVELS)[r[3]], "access_count": r[4], "created_at": iso(r[5]),
-                "last_accessed_at": iso(r[6]), "scope": "episodic",
-                "metadata": {"waggle": {"frame_type": r[7], "gop_id": r[8], "t": r[9],
-                                        "importance": r[3], "source": r[2]}}})[:-1])
+            write(
+                ("," if n else "")
+                + "\n"
+                + dump_line(
+                    {
+                        "id": str(r[0]),
+                        "agent_id": agent,
+                        "content": r[1],
+                        "source": _FROM_SOURCE[r[2]],
+                        "importance": dict(_LEVELS)[r[3]],
+                        "access_count": r[4],
+                        "created_at": iso(r[5]),
+                        "last_accessed_at": iso(r[6]),
+                        "scope": "episodic",
+                        "metadata": {
+                            "waggle": {
+                                "frame_type": r[7],
+                                "gop_id": r[8],
+                                "t": r[9],
+                                "importance": r[3],
+                                "source": r[2],
+                            }
+                        },
+                    }
+                )[:-1]
+            )
             counts["fragments"] += 1
         write('],\n"entities":[')
         e = EntityRow
-        for n, r in enumerate(_pages(conn, select(e.id, e.entity_type, e.name, e.properties, e.valid_from)
-                                     .where(e.mind_id == mind.id, e.valid_to.is_(None)), e.id)):
-            write(("," if n else "") + "\n" + dump_line({
-                "id": str(r[0]), "agent_id": agent, "entity_type": r[1], "name": r[2],
-                "attributes": r[3] or {}, "created_at": iso(r[4])})[:-1])
+        for n, r in enumerate(
+            _pages(
+                conn,
+                select(e.id, e.entity_type, e.name, e.properties, e.valid_from).where(
+                    e.mind_id == mind.id, e.valid_to.is_(None)
+                ),
+                e.id,
+            )
+        ):
+            write(
+                ("," if n else "")
+                + "\n"
+                + dump_line(
+                    {
+                        "id": str(r[0]),
+                        "agent_id": agent,
+                        "entity_type": r[1],
+                        "name": r[2],
+                        "attributes": r[3] or {},
+                        "created_at": iso(r[4]),
+                    }
+                )[:-1]
+            )
             counts["entities"] += 1
         write('],\n"relations":[')
         x = RelationRow
-        active = select(EntityRow.id).where(EntityRow.mind_id == mind.id, EntityRow.valid_to.is_(None))
-        for n, r in enumerate(_pages(conn, select(x.id, x.source_id, x.relation_type, x.target_id,
-                                                  x.properties, x.confidence, x.valid_from)
-                                     .where(x.mind_id == mind.id, x.valid_to.is_(None),
-                                            x.source_id.in_(active), x.target_id.in_(active)), x.id)):
-            write(("," if n else "") + "\n" + dump_line({
-                "id": str(r[0]), "agent_id": agent, "from_entity_id": str(r[1]), "relation_type": r[2],
-                "to_entity_id": str(r[3]), "properties": r[4] or {}, "confidence": r[5],
-                "created_at": iso(r[6])})[:-1])
+        active = select(EntityRow.id).where(
+            EntityRow.mind_id == mind.id, EntityRow.valid_to.is_(None)
+        )
+        for n, r in enumerate(
+            _pages(
+                conn,
+                select(
+                    x.id,
+                    x.source_id,
+                    x.relation_type,
+                    x.target_id,
+                    x.properties,
+                    x.confidence,
+                    x.valid_from,
+                ).where(
+                    x.mind_id == mind.id,
+                    x.valid_to.is_(None),
+                    x.source_id.in_(active),
+                    x.target_id.in_(active),
+                ),
+                x.id,
+            )
+        ):
+            write(
+                ("," if n else "")
+                + "\n"
+                + dump_line(
+                    {
+                        "id": str(r[0]),
+                        "agent_id": agent,
+                        "from_entity_id": str(r[1]),
+                        "relation_type": r[2],
+                        "to_entity_id": str(r[3]),
+                        "properties": r[4] or {},
+                        "confidence": r[5],
+                        "created_at": iso(r[6]),
+                    }
+                )[:-1]
+            )
             counts["relations"] += 1
         write('],\n"kv":[')
-        total = conn.scalar(select(func.count()).select_from(KVRow).where(KVRow.mind_id == mind.id)) or 0
-        for n, (key, value, at) in enumerate(conn.execute(
-                select(KVRow.key, KVRow.value, KVRow.updated_at).where(KVRow.mind_id == mind.id)
-                .order_by(KVRow.key).execution_options(yield_per=1000))):
-            write(("," if n else "") + "\n" + dump_line({"key": key, "value": value,
-                                                         "updated_at": iso(at)})[:-1])
+        total = (
+            conn.scalar(select(func.count()).select_from(KVRow).where(KVRow.mind_id == mind.id))
+            or 0
+        )
+        for n, (key, value, at) in enumerate(
+            conn.execute(
+                select(KVRow.key, KVRow.value, KVRow.updated_at)
+                .where(KVRow.mind_id == mind.id)
+                .order_by(KVRow.key)
+                .execution_options(yield_per=1000)
+            )
+        ):
+            write(
+                ("," if n else "")
+                + "\n"
+                + dump_line({"key": key, "value": value, "updated_at": iso(at)})[:-1]
+            )
             counts["kv"] += 1
         write("]}\n")
         if progress is not None:
             done = sum(counts.values())
             progress(done, max(done, int(total)))
-    return ExportReport(path, sum(counts.values()), counts["fragments"], counts["entities"],
-                        counts["relations"])
+    return ExportReport(
+        path, sum(counts.values()), counts["fragments"], counts["entities"], counts["relations"]
+    )

@@ -89,15 +89,21 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
                                      "session record defines")
             place = (f["gop_id"], f["t"])
             if place in places:
-                raise _fail(line_no, f"frame {fid}: session {place[0]!r} already has a frame at t={place[1]}")
+                raise _fail(
+                    line_no,
+                    f"frame {fid}: session {place[0]!r} already has a frame at t={place[1]}",
+                )
             places.add(place)
             plan.frame_ids.add(fid)
             refs = [f["base_frame_id"]] if f["base_frame_id"] is not None else []
             if f["frame_type"] == "B":
                 parsed = b_references(f["content"])
                 if parsed is None:
-                    plan.problems.add("B-frame without references", f"frame {fid}",
-                                      "kept as it is, with nothing to remap")
+                    plan.problems.add(
+                        "B-frame without references",
+                        f"frame {fid}",
+                        "kept as it is, with nothing to remap",
+                    )
                 else:
                     refs.extend(parsed[1])
             frame_refs.extend((line_no, fid, ref) for ref in refs if ref not in plan.frame_ids)
@@ -106,23 +112,34 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
             # of every pair would be the largest thing pass 1 holds: no duplicate check.
             pair = (f["entity_id"], f["frame_id"])
             if f["entity_id"] not in seen["entity"] or f["frame_id"] not in plan.frame_ids:
-                raise _fail(line_no, f"mention of entity {pair[0]} in frame {pair[1]}: both must be "
-                                     "defined on earlier lines")
+                raise _fail(
+                    line_no,
+                    f"mention of entity {pair[0]} in frame {pair[1]}: both must be "
+                    "defined on earlier lines",
+                )
         elif kind == "vector":
             model = plan.models.get(f["model_id"])
             if model is None or f["frame_id"] not in plan.frame_ids:
-                raise _fail(line_no, f"vector of frame {f['frame_id']} in model {f['model_id']}: the "
-                                     "frame and the embedding_model must be defined on earlier lines")
+                raise _fail(
+                    line_no,
+                    f"vector of frame {f['frame_id']} in model {f['model_id']}: the "
+                    "frame and the embedding_model must be defined on earlier lines",
+                )
             if len(f["vector"]) != model[2]:
-                raise _fail(line_no, f"vector of frame {f['frame_id']} has {len(f['vector'])} "
-                                     f"dimensions; model {f['model_id']} has {model[2]}")
+                raise _fail(
+                    line_no,
+                    f"vector of frame {f['frame_id']} has {len(f['vector'])} "
+                    f"dimensions; model {f['model_id']} has {model[2]}",
+                )
             key = (f["frame_id"], f["model_id"])
             if key in vectors:
                 raise _fail(line_no, f"a second vector of frame {key[0]} in model {key[1]}")
             vectors.add(key)
             plan.vectors += 1
         else:
-            ident = f["key"] if kind == "kv" else f["source"] if kind == "harvest_source" else f["id"]
+            ident = (
+                f["key"] if kind == "kv" else f["source"] if kind == "harvest_source" else f["id"]
+            )
             if ident in seen[kind]:
                 raise _fail(line_no, f"{kind} {ident!r} is defined twice")
             if kind == "session":
@@ -132,14 +149,21 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
             elif kind == "relation":
                 for end in ("source_id", "target_id"):
                     if f[end] not in seen["entity"]:
-                        raise _fail(line_no, f"relation {ident}: {end} {f[end]} is not an entity "
-                                             "defined on an earlier line")
+                        raise _fail(
+                            line_no,
+                            f"relation {ident}: {end} {f[end]} is not an entity "
+                            "defined on an earlier line",
+                        )
             elif kind == "embedding_model":
                 plan.models[ident] = (f["provider"], f["model"], f["dimensions"])
             seen[kind].add(ident)
     dangling = [(at, fid, ref) for at, fid, ref in frame_refs if ref not in plan.frame_ids]
     if dangling:
         at, fid, ref = dangling[0]
-        plan.problems.add("frame reference to a frame not in the file",
-                          f"frame {fid} -> {ref} (line {at})", "reference dropped", len(dangling))
+        plan.problems.add(
+            "frame reference to a frame not in the file",
+            f"frame {fid} -> {ref} (line {at})",
+            "reference dropped",
+            len(dangling),
+        )
     return plan

@@ -14,7 +14,8 @@ The seed's data bugs are repaired here, each counted in the report, none fatal (
 * frames whose session row is missing (foreign keys off): the session is created;
 * two frames at the same ``t`` of a session (the seed's racy ``MAX(t)+1``): renumbered after the
   session's last frame;
-* ``source``/``importance`` values the seed's own CHECK rejects (``team_sync``): ``import``/``normal``;
+* ``source``/``importance`` values the seed's own CHECK rejects (``team_sync``):
+``import``/``normal``;
 * the same active entity stored many times (§23.11): merged into the first, relations follow;
 * vectors: ``memory_frames_vec`` holds 1024-float vectors, zero-padded from whatever model made
   them, and the file does not say which model that was; they are not imported, the frames are
@@ -61,7 +62,9 @@ def seed_time(value: Any, problems: Problems, what: str) -> datetime | None:
     except ValueError:
         return None
     if parsed.tzinfo is None:
-        problems.add("time without a zone", f"{what} {text!r}", "read as UTC (SQLite's datetime('now'))")
+        problems.add(
+            "time without a zone", f"{what} {text!r}", "read as UTC (SQLite's datetime('now'))"
+        )
         return parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
 
@@ -71,7 +74,9 @@ class _Reader:
 
     def __init__(self, conn: sqlite3.Connection, problems: Problems) -> None:
         self.db, self.problems = conn, problems
-        self.tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        self.tables = {
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
         self.n = 0
         self.now = iso(utcnow())
 
@@ -80,12 +85,17 @@ class _Reader:
             return iter(())
         return self.db.execute(f'SELECT * FROM "{table}" ORDER BY {order}')
 
-    def time(self, row: sqlite3.Row, column: str, what: str, *, default: str | None = None) -> str | None:
+    def time(
+        self, row: sqlite3.Row, column: str, what: str, *, default: str | None = None
+    ) -> str | None:
         value = row[column] if column in row.keys() else None  # noqa: SIM118 (sqlite3.Row: `in` tests values)
         parsed = seed_time(value, self.problems, f"{what} {column}")
         if parsed is None and value not in (None, ""):
-            self.problems.add("unreadable time", f"{what} {column}={value!r}",
-                              "replaced by the import time" if default else "left empty")
+            self.problems.add(
+                "unreadable time",
+                f"{what} {column}={value!r}",
+                "replaced by the import time" if default else "left empty",
+            )
             return default
         return iso(parsed) if parsed is not None else default
 
@@ -116,33 +126,66 @@ class _Reader:
             if not name.strip():
                 self.problems.add("identity without a name", "identity", "named 'unnamed'")
                 name = "unnamed"
-            yield from self.line({"type": "identity", "name": name, **{
-                k: row[k] or "" for k in ("role", "department", "personality", "capabilities",
-                                          "system_prompt")},
-                "created_at": self.time(row, "created_at", "identity", default=self.now),
-                "updated_at": self.time(row, "updated_at", "identity", default=self.now)}, "identity")
+            yield from self.line(
+                {
+                    "type": "identity",
+                    "name": name,
+                    **{
+                        k: row[k] or ""
+                        for k in (
+                            "role",
+                            "department",
+                            "personality",
+                            "capabilities",
+                            "system_prompt",
+                        )
+                    },
+                    "created_at": self.time(row, "created_at", "identity", default=self.now),
+                    "updated_at": self.time(row, "updated_at", "identity", default=self.now),
+                },
+                "identity",
+            )
             break
         for row in self.rows("awareness", "id"):
             meta = row["metadata"] if "metadata" in row.keys() else "{}"  # noqa: SIM118 (sqlite3.Row: `in` tests values)
-            yield from self.line({
-                "type": "awareness", "id": row["id"], "category": row["category"],
-                "content": row["content"], "priority": row["priority"] or 0,
-                "metadata": self.json_object(meta, f"awareness {row['id']} metadata"),
-                "created_at": self.time(row, "created_at", f"awareness {row['id']}", default=self.now),
-                "expires_at": self.time(row, "expires_at", f"awareness {row['id']}")},
-                f"awareness {row['id']}")
+            yield from self.line(
+                {
+                    "type": "awareness",
+                    "id": row["id"],
+                    "category": row["category"],
+                    "content": row["content"],
+                    "priority": row["priority"] or 0,
+                    "metadata": self.json_object(meta, f"awareness {row['id']} metadata"),
+                    "created_at": self.time(
+                        row, "created_at", f"awareness {row['id']}", default=self.now
+                    ),
+                    "expires_at": self.time(row, "expires_at", f"awareness {row['id']}"),
+                },
+                f"awareness {row['id']}",
+            )
         yield from self._sessions_and_frames()
         yield from self._graph()
         for row in self.rows("harvest_sources", "id"):
-            yield from self.line({
-                "type": "harvest_source", "source": row["source"], "display_name": row["display_name"] or "",
-                "source_path": row["source_path"],
-                "last_synced_at": self.time(row, "last_synced_at", f"harvest source {row['source']!r}"),
-                "items_imported": row["items_imported"] or 0, "frames_created": row["frames_created"] or 0,
-                "auto_sync": bool(row["auto_sync"]), "sync_interval_hours": row["sync_interval_hours"] or 24,
-                "last_content_hash": row["last_content_hash"],
-                "created_at": self.time(row, "created_at", f"harvest source {row['source']!r}",
-                                        default=self.now)}, f"harvest source {row['source']!r}")
+            yield from self.line(
+                {
+                    "type": "harvest_source",
+                    "source": row["source"],
+                    "display_name": row["display_name"] or "",
+                    "source_path": row["source_path"],
+                    "last_synced_at": self.time(
+                        row, "last_synced_at", f"harvest source {row['source']!r}"
+                    ),
+                    "items_imported": row["items_imported"] or 0,
+                    "frames_created": row["frames_created"] or 0,
+                    "auto_sync": bool(row["auto_sync"]),
+                    "sync_interval_hours": row["sync_interval_hours"] or 24,
+                    "last_content_hash": row["last_content_hash"],
+                    "created_at": self.time(
+                        row, "created_at", f"harvest source {row['source']!r}", default=self.now
+                    ),
+                },
+                f"harvest source {row['source']!r}",
+            )
         self._not_imported()
 
     def _sessions_and_frames(self) -> Iterator[tuple[int, Line]]:
@@ -151,61 +194,111 @@ class _Reader:
         for row in self.rows("sessions", "id"):
             gop = row["gop_id"]
             named = gop.startswith(_NAMED_PREFIXES)
-            for item in self.line({
-                "type": "session", "id": row["id"], "gop_id": gop, "project_id": row["project_id"],
-                "status": row["status"], "kind": "named" if named else "auto",
-                "started_at": self.time(row, "started_at", f"session {gop!r}", default=self.now),
-                "ended_at": self.time(row, "ended_at", f"session {gop!r}"), "summary": row["summary"],
-            }, f"session {gop!r}"):
+            for item in self.line(
+                {
+                    "type": "session",
+                    "id": row["id"],
+                    "gop_id": gop,
+                    "project_id": row["project_id"],
+                    "status": row["status"],
+                    "kind": "named" if named else "auto",
+                    "started_at": self.time(
+                        row, "started_at", f"session {gop!r}", default=self.now
+                    ),
+                    "ended_at": self.time(row, "ended_at", f"session {gop!r}"),
+                    "summary": row["summary"],
+                },
+                f"session {gop!r}",
+            ):
                 gops.add(gop)
                 yield item
             next_id = max(next_id, int(row["id"]) + 1)
-        frame_ids = {int(r[0]) for r in self.db.execute("SELECT id FROM memory_frames")} \
-            if "memory_frames" in self.tables else set()
+        frame_ids = (
+            {int(r[0]) for r in self.db.execute("SELECT id FROM memory_frames")}
+            if "memory_frames" in self.tables
+            else set()
+        )
         used: dict[str, set[int]] = {}
         for row in self.rows("memory_frames", "id"):
             fid, gop = int(row["id"]), row["gop_id"]
             if gop not in gops:
-                self.problems.add("frame whose session is missing", f"frame {fid} in {gop!r}",
-                                  "session created (closed)")
-                yield from self.line({"type": "session", "id": next_id, "gop_id": gop, "project_id": None,
-                                      "status": "closed", "kind": "named", "started_at": self.time(
-                                          row, "created_at", f"frame {fid}", default=self.now),
-                                      "ended_at": None, "summary": None}, f"session {gop!r}")
+                self.problems.add(
+                    "frame whose session is missing",
+                    f"frame {fid} in {gop!r}",
+                    "session created (closed)",
+                )
+                yield from self.line(
+                    {
+                        "type": "session",
+                        "id": next_id,
+                        "gop_id": gop,
+                        "project_id": None,
+                        "status": "closed",
+                        "kind": "named",
+                        "started_at": self.time(
+                            row, "created_at", f"frame {fid}", default=self.now
+                        ),
+                        "ended_at": None,
+                        "summary": None,
+                    },
+                    f"session {gop!r}",
+                )
                 gops.add(gop)
                 next_id += 1
             yield from self._frame(row, fid, frame_ids, used.setdefault(gop, set()))
 
-    def _frame(self, row: sqlite3.Row, fid: int, frame_ids: set[int],
-               used: set[int]) -> Iterator[tuple[int, Line]]:
+    def _frame(
+        self, row: sqlite3.Row, fid: int, frame_ids: set[int], used: set[int]
+    ) -> Iterator[tuple[int, Line]]:
         t = int(row["t"] or 0)
         if t in used:
             new_t = max(used) + 1
-            self.problems.add("two frames at the same t of a session", f"frame {fid} t={t}",
-                              "renumbered after the session's last frame")
+            self.problems.add(
+                "two frames at the same t of a session",
+                f"frame {fid} t={t}",
+                "renumbered after the session's last frame",
+            )
             t = new_t
         base = row["base_frame_id"]
         if base is not None and int(base) not in frame_ids:
-            self.problems.add("orphaned base frame", f"frame {fid} -> {base}", "base reference dropped")
+            self.problems.add(
+                "orphaned base frame", f"frame {fid} -> {base}", "base reference dropped"
+            )
             base = None
         source = row["source"] if "source" in row.keys() else "user_stated"  # noqa: SIM118 (sqlite3.Row: `in` tests values)
         if source not in FRAME_SOURCES:
-            self.problems.add("frame source outside the schema", f"frame {fid} source={source!r}",
-                              "stored as 'import'")
+            self.problems.add(
+                "frame source outside the schema",
+                f"frame {fid} source={source!r}",
+                "stored as 'import'",
+            )
             source = "import"
         importance = row["importance"]
         if importance not in IMPORTANCE_LEVELS:
-            self.problems.add("frame importance outside the schema", f"frame {fid} importance={importance!r}",
-                              "stored as 'normal'")
+            self.problems.add(
+                "frame importance outside the schema",
+                f"frame {fid} importance={importance!r}",
+                "stored as 'normal'",
+            )
             importance = "normal"
         created = self.time(row, "created_at", f"frame {fid}", default=self.now)
-        for item in self.line({
-            "type": "frame", "id": fid, "frame_type": row["frame_type"], "gop_id": row["gop_id"], "t": t,
-            "base_frame_id": base, "content": row["content"], "importance": importance,
-            "source": source, "access_count": max(0, int(row["access_count"] or 0)),
-            "created_at": created,
-            "last_accessed": self.time(row, "last_accessed", f"frame {fid}", default=created),
-        }, f"frame {fid}"):
+        for item in self.line(
+            {
+                "type": "frame",
+                "id": fid,
+                "frame_type": row["frame_type"],
+                "gop_id": row["gop_id"],
+                "t": t,
+                "base_frame_id": base,
+                "content": row["content"],
+                "importance": importance,
+                "source": source,
+                "access_count": max(0, int(row["access_count"] or 0)),
+                "created_at": created,
+                "last_accessed": self.time(row, "last_accessed", f"frame {fid}", default=created),
+            },
+            f"frame {fid}",
+        ):
             used.add(t)
             yield item
 
@@ -217,17 +310,26 @@ class _Reader:
             valid_to = self.time(row, "valid_to", f"entity {eid}")
             key = (etype, name_key(name or ""))
             if valid_to is None and key in first:
-                self.problems.add("the same active entity stored twice", f"entity {eid} {name!r}",
-                                  f"merged into entity {first[key]}")
+                self.problems.add(
+                    "the same active entity stored twice",
+                    f"entity {eid} {name!r}",
+                    f"merged into entity {first[key]}",
+                )
                 alias[eid] = first[key]
                 continue
-            for item in self.line({
-                "type": "entity", "id": eid, "entity_type": etype, "name": name,
-                "properties": self.json_object(row["properties"], f"entity {eid} properties"),
-                "valid_from": self.time(row, "valid_from", f"entity {eid}", default=self.now),
-                "valid_to": valid_to,
-                "recorded_at": self.time(row, "recorded_at", f"entity {eid}", default=self.now),
-            }, f"entity {eid}"):
+            for item in self.line(
+                {
+                    "type": "entity",
+                    "id": eid,
+                    "entity_type": etype,
+                    "name": name,
+                    "properties": self.json_object(row["properties"], f"entity {eid} properties"),
+                    "valid_from": self.time(row, "valid_from", f"entity {eid}", default=self.now),
+                    "valid_to": valid_to,
+                    "recorded_at": self.time(row, "recorded_at", f"entity {eid}", default=self.now),
+                },
+                f"entity {eid}",
+            ):
                 alias[eid] = eid
                 if valid_to is None:
                     first[key] = eid
@@ -242,20 +344,33 @@ class _Reader:
             valid_to = self.time(row, "valid_to", f"relation {rid}")
             edge = (src, tgt, row["relation_type"])
             if valid_to is None and edge in edges:
-                self.problems.add("the same active relation stored twice", f"relation {rid}", "skipped")
+                self.problems.add(
+                    "the same active relation stored twice", f"relation {rid}", "skipped"
+                )
                 continue
             confidence = float(row["confidence"] if row["confidence"] is not None else 1.0)
             if not 0.0 <= confidence <= 1.0:
-                self.problems.add("confidence outside 0..1", f"relation {rid} = {confidence}", "clamped")
+                self.problems.add(
+                    "confidence outside 0..1", f"relation {rid} = {confidence}", "clamped"
+                )
                 confidence = min(1.0, max(0.0, confidence))
-            for item in self.line({
-                "type": "relation", "id": rid, "source_id": src, "target_id": tgt,
-                "relation_type": row["relation_type"], "confidence": confidence,
-                "properties": self.json_object(row["properties"], f"relation {rid} properties"),
-                "valid_from": self.time(row, "valid_from", f"relation {rid}", default=self.now),
-                "valid_to": valid_to,
-                "recorded_at": self.time(row, "recorded_at", f"relation {rid}", default=self.now),
-            }, f"relation {rid}"):
+            for item in self.line(
+                {
+                    "type": "relation",
+                    "id": rid,
+                    "source_id": src,
+                    "target_id": tgt,
+                    "relation_type": row["relation_type"],
+                    "confidence": confidence,
+                    "properties": self.json_object(row["properties"], f"relation {rid} properties"),
+                    "valid_from": self.time(row, "valid_from", f"relation {rid}", default=self.now),
+                    "valid_to": valid_to,
+                    "recorded_at": self.time(
+                        row, "recorded_at", f"relation {rid}", default=self.now
+                    ),
+                },
+                f"relation {rid}",
+            ):
                 if valid_to is None:
                     edges.add(edge)
                 yield item
@@ -263,13 +378,20 @@ class _Reader:
     def _not_imported(self) -> None:
         if "memory_frames_vec_rowids" in self.tables:
             count = self.db.execute("SELECT count(*) FROM memory_frames_vec_rowids").fetchone()[0]
-            self.problems.add("vectors not imported", "memory_frames_vec (1024 floats, zero-padded, "
-                              "model not recorded)", "frames left pending: store.reconcile() embeds "
-                              "them with the store's model", int(count))
+            self.problems.add(
+                "vectors not imported",
+                "memory_frames_vec (1024 floats, zero-padded, model not recorded)",
+                "frames left pending: store.reconcile() embeds them with the store's model",
+                int(count),
+            )
         if "embedding_usage" in self.tables:
             count = self.db.execute("SELECT count(*) FROM embedding_usage").fetchone()[0]
-            self.problems.add("embedding_usage rows not imported", "embedding_usage",
-                              "a per-user quota counter of the old app, not memory", int(count))
+            self.problems.add(
+                "embedding_usage rows not imported",
+                "embedding_usage",
+                "a per-user quota counter of the old app, not memory",
+                int(count),
+            )
 
 
 @contextmanager
@@ -286,8 +408,10 @@ def waggle_mind_records(path: str | os.PathLike[str]) -> Iterator[tuple[RecordSo
         raise InvalidInputError(f"{os.fspath(path)!r} is not a SQLite database: {exc}") from exc
     with closing(conn):
         if "memory_frames" not in tables or "sessions" not in tables:
-            raise InvalidInputError(f"{os.fspath(path)!r} is not a Waggle .mind file "
-                                    "(it has no memory_frames or sessions table)")
+            raise InvalidInputError(
+                f"{os.fspath(path)!r} is not a Waggle .mind file "
+                "(it has no memory_frames or sessions table)"
+            )
         problems = Problems()
 
         def records(found: Problems) -> Iterator[tuple[int, Line]]:

@@ -117,11 +117,15 @@ class MindWriter(GraphWriter):
     # -- simple records -----------------------------------------------------------------------
 
     def _write_identity(self, rows: list[dict[str, Any]]) -> None:
-        existing = self.s.scalar(select(IdentityRow.name).where(IdentityRow.mind_id == self.mind_id))
+        existing = self.s.scalar(
+            select(IdentityRow.name).where(IdentityRow.mind_id == self.mind_id))
         if existing is not None:
             if existing != rows[0]["name"]:
-                self.problems.add("identity already set in this mind", repr(rows[0]["name"]),
-                                  f"kept the mind's own identity ({existing!r})")
+                self.problems.add(
+                    "identity already set in this mind",
+                    repr(rows[0]["name"]),
+                    f"kept the mind's own identity ({existing!r})",
+                )
             return
         self.s.execute(insert(table(IdentityRow)), [{**rows[0], "mind_id": self.mind_id}])
 
@@ -129,23 +133,44 @@ class MindWriter(GraphWriter):
         new = rows[0]
         schema = ValidationSchema(
             {k: list(v) for k, v in new["required_properties"].items()},
-            None if new["allowed_relations"] is None else [(a, b, c) for a, b, c in new["allowed_relations"]])
+            None
+            if new["allowed_relations"] is None
+            else [(a, b, c) for a, b, c in new["allowed_relations"]],
+        )
         current = ValidationSchemaRepository(self.s, self.mind_id).get()
         if current is None:
             ValidationSchemaRepository(self.s, self.mind_id).set(schema)
         elif current != schema:
-            self.problems.add("validation schema differs from the mind's", "validation_schema",
-                              "kept the mind's own schema")
+            self.problems.add(
+                "validation schema differs from the mind's",
+                "validation_schema",
+                "kept the mind's own schema",
+            )
 
     def _write_awareness(self, rows: list[dict[str, Any]]) -> None:
         a = AwarenessRow
-        have = set(self.s.execute(select(a.category, a.content).where(
-            a.mind_id == self.mind_id, a.id <= self.pre["awareness"],
-            a.content.in_({r["content"] for r in rows}))).all())
-        fresh = [{"mind_id": self.mind_id, "category": r["category"], "content": r["content"],
-                  "priority": r["priority"], "metadata": r["metadata"], "created_at": r["created_at"],
-                  "expires_at": r["expires_at"]}
-                 for r in rows if (r["category"], r["content"]) not in have]
+        have = set(
+            self.s.execute(
+                select(a.category, a.content).where(
+                    a.mind_id == self.mind_id,
+                    a.id <= self.pre["awareness"],
+                    a.content.in_({r["content"] for r in rows}),
+                )
+            ).all()
+        )
+        fresh = [
+            {
+                "mind_id": self.mind_id,
+                "category": r["category"],
+                "content": r["content"],
+                "priority": r["priority"],
+                "metadata": r["metadata"],
+                "created_at": r["created_at"],
+                "expires_at": r["expires_at"],
+            }
+            for r in rows
+            if (r["category"], r["content"]) not in have
+        ]
         if fresh:
             self.s.execute(insert(table(a)), fresh)
         self._count("awareness", len(fresh))
@@ -153,23 +178,50 @@ class MindWriter(GraphWriter):
     def _write_session(self, rows: list[dict[str, Any]]) -> None:
         s = SessionRow
         gops = [r["gop_id"] for r in rows]
-        existing = set(self.s.scalars(select(s.gop_id).where(s.mind_id == self.mind_id, s.gop_id.in_(gops))))
+        existing = set(
+            self.s.scalars(select(s.gop_id).where(s.mind_id == self.mind_id, s.gop_id.in_(gops)))
+        )
         for gop in existing:
-            last = self.s.scalar(select(func.max(FrameRow.t)).where(
-                FrameRow.mind_id == self.mind_id, FrameRow.gop_id == gop))
+            last = self.s.scalar(
+                select(func.max(FrameRow.t)).where(
+                    FrameRow.mind_id == self.mind_id, FrameRow.gop_id == gop
+                )
+            )
             self.t_offset[gop] = 0 if last is None else int(last) + 1
-        active = {p or "" for p in self.s.scalars(select(s.project_id).where(
-            s.mind_id == self.mind_id, s.status == "active", s.kind == "auto"))}
+        active = {
+            p or ""
+            for p in self.s.scalars(
+                select(s.project_id).where(
+                    s.mind_id == self.mind_id, s.status == "active", s.kind == "auto"
+                )
+            )
+        }
         fresh = []
         for r in rows:
             if r["gop_id"] in existing:
                 continue
-            row = {"mind_id": self.mind_id, **{k: r[k] for k in (
-                "gop_id", "project_id", "kind", "status", "started_at", "ended_at", "summary")}}
+            row = {
+                "mind_id": self.mind_id,
+                **{
+                    k: r[k]
+                    for k in (
+                        "gop_id",
+                        "project_id",
+                        "kind",
+                        "status",
+                        "started_at",
+                        "ended_at",
+                        "summary",
+                    )
+                },
+            }
             if row["status"] == "active" and row["kind"] == "auto":
                 if (row["project_id"] or "") in active:
-                    self.problems.add("second active session for a project", repr(row["gop_id"]),
-                                      "imported as closed (the mind has its own active session)")
+                    self.problems.add(
+                        "second active session for a project",
+                        repr(row["gop_id"]),
+                        "imported as closed (the mind has its own active session)",
+                    )
                     row.update(status="closed", ended_at=row["ended_at"] or utcnow())
                 active.add(row["project_id"] or "")
             fresh.append(row)
@@ -178,27 +230,44 @@ class MindWriter(GraphWriter):
         self._count("sessions", len(fresh))
 
     def _write_kv(self, rows: list[dict[str, Any]]) -> None:
-        have = {k: at for k, at in self.s.execute(select(KVRow.key, KVRow.updated_at).where(
-            KVRow.mind_id == self.mind_id, KVRow.key.in_([r["key"] for r in rows])))}
+        have = dict(
+            self.s.execute(
+                select(KVRow.key, KVRow.updated_at).where(
+                    KVRow.mind_id == self.mind_id, KVRow.key.in_([r["key"] for r in rows])
+                )
+            )
+        )
         fresh = [r for r in rows if r["key"] not in have]
         newer = [r for r in rows if r["key"] in have and have[r["key"]] < r["updated_at"]]
         if fresh:
             self.s.execute(insert(table(KVRow)), [{**r, "mind_id": self.mind_id} for r in fresh])
         for r in newer:
-            self.s.execute(update(KVRow).where(KVRow.mind_id == self.mind_id, KVRow.key == r["key"])
-                           .values(value=r["value"], updated_at=r["updated_at"]))
+            self.s.execute(
+                update(KVRow)
+                .where(KVRow.mind_id == self.mind_id, KVRow.key == r["key"])
+                .values(value=r["value"], updated_at=r["updated_at"])
+            )
         self._count("kv", len(fresh) + len(newer))
 
     def _write_harvest_source(self, rows: list[dict[str, Any]]) -> None:
         h = HarvestSourceRow
-        have = set(self.s.scalars(select(h.source).where(
-            h.mind_id == self.mind_id, h.source.in_([r["source"] for r in rows]))))
+        have = set(
+            self.s.scalars(
+                select(h.source).where(
+                    h.mind_id == self.mind_id, h.source.in_([r["source"] for r in rows])
+                )
+            )
+        )
         fresh = [{**r, "mind_id": self.mind_id} for r in rows if r["source"] not in have]
         if fresh:
             self.s.execute(insert(table(h)), fresh)
         if len(fresh) < len(rows):
-            self.problems.add("harvest source already registered", repr(rows[0]["source"]),
-                              "kept the mind's own record", len(rows) - len(fresh))
+            self.problems.add(
+                "harvest source already registered",
+                repr(rows[0]["source"]),
+                "kept the mind's own record",
+                len(rows) - len(fresh),
+            )
         self._count("harvest_sources", len(fresh))
 
     # -- frames -------------------------------------------------------------------------------
@@ -230,13 +299,25 @@ class MindWriter(GraphWriter):
                 content, waiting = self._remap_content(content)
             base = r["base_frame_id"]
             after = base is not None and base not in frames and base in self.plan.frame_ids
-            prepared.append((r, content, content_hash(content), waiting, frames.get(base) if base else None,
-                             base if after else None))
+            prepared.append(
+                (
+                    r,
+                    content,
+                    content_hash(content),
+                    waiting,
+                    frames.get(base) if base else None,
+                    base if after else None,
+                )
+            )
         dupes: dict[tuple[str, str], int] = {}
         for fid, digest, ftype in self.s.execute(
             select(FrameRow.id, FrameRow.content_hash, FrameRow.frame_type)
-            .where(FrameRow.mind_id == self.mind_id, FrameRow.id <= self.pre["frame"],
-                   FrameRow.content_hash.in_({p[2] for p in prepared})).order_by(FrameRow.id)
+            .where(
+                FrameRow.mind_id == self.mind_id,
+                FrameRow.id <= self.pre["frame"],
+                FrameRow.content_hash.in_({p[2] for p in prepared}),
+            )
+            .order_by(FrameRow.id)
         ):
             dupes.setdefault((digest, ftype), int(fid))
         for r, _, digest, _, _, _ in prepared:  # map the duplicates before B-frames look them up
@@ -247,8 +328,13 @@ class MindWriter(GraphWriter):
         if late:
             for fid, digest in self.s.execute(
                 select(FrameRow.id, FrameRow.content_hash)
-                .where(FrameRow.mind_id == self.mind_id, FrameRow.id <= self.pre["frame"],
-                       FrameRow.frame_type == "B", FrameRow.content_hash.in_(late)).order_by(FrameRow.id)
+                .where(
+                    FrameRow.mind_id == self.mind_id,
+                    FrameRow.id <= self.pre["frame"],
+                    FrameRow.frame_type == "B",
+                    FrameRow.content_hash.in_(late),
+                )
+                .order_by(FrameRow.id)
             ):
                 dupes.setdefault((digest, "B"), int(fid))
         fresh, later = [], []
@@ -258,29 +344,59 @@ class MindWriter(GraphWriter):
                 frames[r["id"]] = dupe
                 self._count("duplicates")
                 continue
-            fresh.append({"mind_id": self.mind_id, "frame_type": r["frame_type"], "gop_id": r["gop_id"],
-                          "t": r["t"] + self.t_offset.get(r["gop_id"], 0), "base_frame_id": base,
-                          "content": content, "content_hash": digest, "importance": r["importance"],
-                          "source": r["source"], "access_count": r["access_count"],
-                          "created_at": r["created_at"], "last_accessed": r["last_accessed"]})
+            fresh.append(
+                {
+                    "mind_id": self.mind_id,
+                    "frame_type": r["frame_type"],
+                    "gop_id": r["gop_id"],
+                    "t": r["t"] + self.t_offset.get(r["gop_id"], 0),
+                    "base_frame_id": base,
+                    "content": content,
+                    "content_hash": digest,
+                    "importance": r["importance"],
+                    "source": r["source"],
+                    "access_count": r["access_count"],
+                    "created_at": r["created_at"],
+                    "last_accessed": r["last_accessed"],
+                }
+            )
             later.append((r["id"], waiting, later_base))
         if not fresh:
             return
         frames_t = table(FrameRow)
-        new_ids = [int(i) for i in self.s.scalars(
-            insert(frames_t).returning(frames_t.c.id, sort_by_parameter_order=True), fresh)]
+        new_ids = [
+            int(i)
+            for i in self.s.scalars(
+                insert(frames_t).returning(frames_t.c.id, sort_by_parameter_order=True), fresh
+            )
+        ]
         for (old, _, _), new in zip(later, new_ids, strict=True):
             frames[old] = new
             self.inserted_frames.add(new)
-        self.s.execute(insert(table(FrameEmbeddingRow)), [
-            {"frame_id": new, "model_id": None, "content_hash": row["content_hash"], "status": "pending",
-             "error": None, "updated_at": utcnow()} for new, row in zip(new_ids, fresh, strict=True)])
+        self.s.execute(
+            insert(table(FrameEmbeddingRow)),
+            [
+                {
+                    "frame_id": new,
+                    "model_id": None,
+                    "content_hash": row["content_hash"],
+                    "status": "pending",
+                    "error": None,
+                    "updated_at": utcnow(),
+                }
+                for new, row in zip(new_ids, fresh, strict=True)
+            ],
+        )
         self._count("frames", len(fresh))
         # References to frames of this same chunk (a P-frame's base just before it, most often)
         # are known now; the rest wait for frames further down the file.
-        self._resolve([(new, row["content"] if waiting else None, later_base)
-                       for new, row, (_, waiting, later_base) in zip(new_ids, fresh, later, strict=True)
-                       if waiting or later_base is not None])
+        self._resolve(
+            [
+                (new, row["content"] if waiting else None, later_base)
+                for new, row, (_, waiting, later_base) in zip(new_ids, fresh, later, strict=True)
+                if waiting or later_base is not None
+            ]
+        )
 
     def _retry_b(self, item: tuple[Any, ...]) -> tuple[Any, ...]:
         """A B-frame that waited on frames of its own chunk, once the chunk's duplicates are
@@ -289,7 +405,9 @@ class MindWriter(GraphWriter):
         content, waiting = self._remap_content(r["content"])
         return (r, content, content_hash(content), waiting, *item[4:]) if not waiting else item
 
-    def _resolve(self, items: list[tuple[int, str | None, int | None]], *, final: bool = False) -> None:
+    def _resolve(
+        self, items: list[tuple[int, str | None, int | None]], *, final: bool = False
+    ) -> None:
         """Map the waiting references of ``(new id, unmapped B content or None, old base id or
         None)``; what still waits is kept for later (or dropped when ``final``)."""
         bases, contents = [], []
@@ -307,21 +425,33 @@ class MindWriter(GraphWriter):
                 else:
                     if waiting:  # final: map what can be mapped, drop the rest
                         mapped = self._drop_unmapped(content)
-                    contents.append({"b_id": new_id, "b_content": mapped, "b_hash": content_hash(mapped)})
+                    contents.append(
+                        {"b_id": new_id, "b_content": mapped, "b_hash": content_hash(mapped)}
+                    )
             if still and not final:
                 self.fixups.append((new_id, content, old_base))
         t = table(FrameRow)
         if bases:
-            self.s.execute(update(t).where(t.c.id == sa.bindparam("b_id"))
-                           .values(base_frame_id=sa.bindparam("b_base")), bases)
+            self.s.execute(
+                update(t)
+                .where(t.c.id == sa.bindparam("b_id"))
+                .values(base_frame_id=sa.bindparam("b_base")),
+                bases,
+            )
         if contents:
-            self.s.execute(update(t).where(t.c.id == sa.bindparam("b_id"))
-                           .values(content=sa.bindparam("b_content"), content_hash=sa.bindparam("b_hash")),
-                           contents)
+            self.s.execute(
+                update(t)
+                .where(t.c.id == sa.bindparam("b_id"))
+                .values(content=sa.bindparam("b_content"), content_hash=sa.bindparam("b_hash")),
+                contents,
+            )
             e = table(FrameEmbeddingRow)
-            self.s.execute(update(e).where(e.c.frame_id == sa.bindparam("b_id"))
-                           .values(content_hash=sa.bindparam("b_hash")),
-                           [{"b_id": c["b_id"], "b_hash": c["b_hash"]} for c in contents])
+            self.s.execute(
+                update(e)
+                .where(e.c.frame_id == sa.bindparam("b_id"))
+                .values(content_hash=sa.bindparam("b_hash")),
+                [{"b_id": c["b_id"], "b_hash": c["b_hash"]} for c in contents],
+            )
 
     def _drop_unmapped(self, content: str) -> str:
         parsed = b_references(content)

@@ -78,16 +78,43 @@ class GraphWriter:
                    sa.tuple_(x.source_id, x.target_id, x.relation_type).in_(list(set(ends))))
             .order_by(x.id)
         ):
-            have.setdefault((src, tgt, rtype) if vt is None else (src, tgt, rtype, vf, vt), int(rid))
-        matches = [have.get(end if r["valid_to"] is None else (*end, r["valid_from"], r["valid_to"]))
-                   for r, end in zip(rows, ends, strict=True)]
-        self._merge_insert("relation", x, rows, matches, lambda r: {
-            "source_id": ents[r["source_id"]], "target_id": ents[r["target_id"]],
-            **{k: r[k] for k in ("relation_type", "confidence", "properties", "valid_from",
-                                 "valid_to", "recorded_at")}})
+            have.setdefault(
+                (src, tgt, rtype) if vt is None else (src, tgt, rtype, vf, vt), int(rid)
+            )
+        matches = [
+            have.get(end if r["valid_to"] is None else (*end, r["valid_from"], r["valid_to"]))
+            for r, end in zip(rows, ends, strict=True)
+        ]
+        self._merge_insert(
+            "relation",
+            x,
+            rows,
+            matches,
+            lambda r: {
+                "source_id": ents[r["source_id"]],
+                "target_id": ents[r["target_id"]],
+                **{
+                    k: r[k]
+                    for k in (
+                        "relation_type",
+                        "confidence",
+                        "properties",
+                        "valid_from",
+                        "valid_to",
+                        "recorded_at",
+                    )
+                },
+            },
+        )
 
-    def _merge_insert(self, kind: str, model: Any, rows: list[dict[str, Any]],
-                      matches: Sequence[int | None], values: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    def _merge_insert(
+        self,
+        kind: str,
+        model: Any,
+        rows: list[dict[str, Any]],
+        matches: Sequence[int | None],
+        values: Callable[[dict[str, Any]], dict[str, Any]],
+    ) -> None:
         ids = self.ids[kind]
         fresh, olds = [], []
         for r, match in zip(rows, matches, strict=True):
@@ -98,16 +125,23 @@ class GraphWriter:
                 olds.append(r["id"])
         if fresh:
             target = table(model)
-            new_ids = self.s.scalars(insert(target).returning(target.c.id, sort_by_parameter_order=True), fresh)
+            new_ids = self.s.scalars(
+                insert(target).returning(target.c.id, sort_by_parameter_order=True), fresh
+            )
             for old, new in zip(olds, new_ids, strict=True):
                 ids[old] = int(new)
         self._count(kind, len(fresh))
 
     def _write_mention(self, rows: list[dict[str, Any]]) -> None:
-        pairs = {(self.ids["entity"][r["entity_id"]], self.ids["frame"][r["frame_id"]]) for r in rows}
+        pairs = {
+            (self.ids["entity"][r["entity_id"]], self.ids["frame"][r["frame_id"]]) for r in rows
+        }
         m = EntityMentionRow
-        have = set(self.s.execute(select(m.entity_id, m.frame_id).where(
-            m.frame_id.in_({f for _, f in pairs}))).all())
+        have = set(
+            self.s.execute(
+                select(m.entity_id, m.frame_id).where(m.frame_id.in_({f for _, f in pairs}))
+            ).all()
+        )
         fresh = sorted(pairs - have, key=lambda p: (p[1], p[0]))
         if fresh:
             self.s.execute(insert(table(m)), [{"entity_id": e, "frame_id": f} for e, f in fresh])
@@ -123,8 +157,11 @@ class GraphWriter:
         for r in rows:
             key = ModelKey(*self.plan.models[r["model_id"]])
             if key != self.vector_model:
-                self.problems.add("vector of another embedding model", f"{key.provider}/{key.model}",
-                                  "not imported; reconcile embeds the frame with the store's model")
+                self.problems.add(
+                    "vector of another embedding model",
+                    f"{key.provider}/{key.model}",
+                    "not imported; reconcile embeds the frame with the store's model",
+                )
                 continue
             new = self.ids["frame"][r["frame_id"]]
             if new in self.inserted_frames:
