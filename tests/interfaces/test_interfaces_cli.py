@@ -126,7 +126,8 @@ def test_every_command_with_its_exit_code(target: Any, tmp_path: Path) -> None:
     assert stats["frames"]["total"] == len(texts)
     assert cli.json("--mind", "other", "stats")["frames"]["total"] == 0
 
-    assert set(cli.json("reconcile")) == {"fts_fixed", "vectors_fixed", "orphans_removed"}
+    assert set(cli.json("reconcile")) == {"fts_fixed", "vectors_fixed", "orphans_removed",
+                                          "problems", "repaired"}
     health = cli.json("health")
     assert health["dialect"] == target.dialect
 
