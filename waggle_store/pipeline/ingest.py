@@ -111,12 +111,22 @@ def _session_head(session: Session, mind_id: int, gop_id: str) -> tuple[int | No
     return (None if base is None else int(base)), (0 if high is None else int(high) + 1)
 
 
-def _insert_frames(session: Session, rows: list[dict[str, Any]]) -> list[int]:
+def _insert_frames(session: Session, mind_id: int, gop_id: str,
+                   rows: list[dict[str, Any]]) -> list[int]:
+    """Insert the rows (consecutive ``t`` of one session) and return their ids, in row order.
+
+    A plain executemany, then one range read of the ids by ``t``: with RETURNING, SQLAlchemy
+    sends SQLite one INSERT per row to keep the ids in parameter order. ``(mind, gop, t)`` is
+    unique and the session row is locked, so the read finds exactly these rows."""
     if not rows:
         return []
-    result = session.execute(
-        insert(_FRAMES).returning(_FRAMES.c.id, sort_by_parameter_order=True), rows)
-    return [int(i) for i in result.scalars()]
+    session.execute(insert(_FRAMES), rows)
+    first, last = rows[0]["t"], rows[-1]["t"]
+    ids = {t: i for t, i in session.execute(
+        select(FrameRow.t, FrameRow.id).where(FrameRow.mind_id == mind_id,
+                                              FrameRow.gop_id == gop_id,
+                                              FrameRow.t.between(first, last)))}
+    return [int(ids[row["t"]]) for row in rows]
 
 
 def _plan_frames(session: Session, mind_id: int, gop_id: str, items: Sequence[Item],
@@ -145,11 +155,11 @@ def _plan_frames(session: Session, mind_id: int, gop_id: str, items: Sequence[It
     new_ids: list[int] = []
     if rows and base_id is None:  # an empty session: its first frame is the keyframe
         rows[0]["frame_type"] = "I"
-        new_ids = _insert_frames(session, rows[:1])
+        new_ids = _insert_frames(session, mind_id, gop_id, rows[:1])
         for row in rows[1:]:
             row["base_frame_id"] = new_ids[0]
         rows = rows[1:]
-    new_ids += _insert_frames(session, rows)
+    new_ids += _insert_frames(session, mind_id, gop_id, rows)
     by_hash = dict(zip(planned, new_ids, strict=True))
     by_hash.update(existing)
     return [by_hash[h] for h in hashes], new_ids, touches
