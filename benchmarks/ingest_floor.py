@@ -44,7 +44,7 @@ from waggle_store.models.knowledge import EntityMentionRow, EntityRow, RelationR
 from waggle_store.testing import embedded_postgres
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ingest import turns  # noqa: E402  (the generator of benchmarks/ingest.py)
+from ingest import turns  # the generator of benchmarks/ingest.py
 
 warnings.filterwarnings("ignore", category=WaggleStoreWarning)
 warnings.filterwarnings("ignore", category=sa.exc.SAWarning)

@@ -122,11 +122,11 @@ def _insert_frames(session: Session, mind_id: int, gop_id: str,
         return []
     session.execute(insert(_FRAMES), rows)
     first, last = rows[0]["t"], rows[-1]["t"]
-    ids = {t: i for t, i in session.execute(
+    ids = {int(t): int(i) for t, i in session.execute(
         select(FrameRow.t, FrameRow.id).where(FrameRow.mind_id == mind_id,
                                               FrameRow.gop_id == gop_id,
                                               FrameRow.t.between(first, last)))}
-    return [int(ids[row["t"]]) for row in rows]
+    return [ids[row["t"]] for row in rows]
 
 
 def _plan_frames(session: Session, mind_id: int, gop_id: str, items: Sequence[Item],
