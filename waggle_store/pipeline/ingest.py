@@ -133,7 +133,7 @@ def _plan_frames(session: Session, mind_id: int, gop_id: str, items: Sequence[It
                  hashes: Sequence[str], now: datetime) -> tuple[list[int], list[int], Counter[int]]:
     """Insert the chunk's new frames; returns (frame id per item, new frame ids, touches)."""
     existing = _existing(session, mind_id, hashes)
-    SessionRepository(session, mind_id).require(gop_id, lock=True)
+    SessionRepository(session, mind_id).lock(gop_id)
     base_id, next_t = _session_head(session, mind_id, gop_id)
     touches: Counter[int] = Counter()
     planned: dict[str, dict[str, Any]] = {}  # hash -> the new frame's row
