@@ -3,6 +3,7 @@
     python benchmarks/ingest_floor.py                          # SQLite and Postgres
     python benchmarks/ingest_floor.py --only sqlite --turns 5000 --session-turns 10000
     python benchmarks/ingest_floor.py --pg-url postgresql+psycopg://...   # else embedded PG
+    python benchmarks/ingest_floor.py --locomo locomo10.json    # LoCoMo's turns, not synthetic
 
 Three measurements per dialect, ratios from one run (absolute figures are noisy on a shared
 machine):
@@ -50,6 +51,27 @@ warnings.filterwarnings("ignore", category=WaggleStoreWarning)
 warnings.filterwarnings("ignore", category=sa.exc.SAWarning)
 
 CHUNK = 250  # turns per transaction on the floor side: the library's BATCH_CHUNK
+LOCOMO: list[str] = []  # --locomo: the dataset's turns, used instead of the synthetic ones
+
+
+def texts_for(n: int, seed: int) -> list[str]:
+    """``n`` distinct turns: LoCoMo's (repeated with a pass number when it has fewer), else
+    ``ingest.py``'s synthetic generator."""
+    if not LOCOMO:
+        return turns(n, seed)
+    start = seed % len(LOCOMO)
+    return [LOCOMO[(start + i) % len(LOCOMO)]
+            + ("" if i < len(LOCOMO) else f" (pass {i // len(LOCOMO)})") for i in range(n)]
+
+
+def load_locomo(path: Path) -> list[str]:
+    out: list[str] = []
+    for sample in json.loads(path.read_text()):
+        conv = sample["conversation"]
+        for key in sorted((k for k in conv if k.startswith("session_") and k[8:].isdigit()),
+                          key=lambda k: int(k[8:])):
+            out.extend(f"{t['speaker']}: {t['text']}" for t in conv[key])
+    return list(dict.fromkeys(out))
 
 
 @contextmanager
@@ -174,7 +196,7 @@ def _insert_all(store: ws.Store, name: str, cols: list[str], rows: list[tuple[An
 
 
 def bench_batch(dialect: str, pg_url: str | None, n: int) -> tuple[float, float]:
-    texts = turns(n)
+    texts = texts_for(n, 7)
     with _store(dialect, pg_url) as lib:
         mind = lib.mind("bench")
         started = time.perf_counter()
@@ -188,7 +210,7 @@ def bench_batch(dialect: str, pg_url: str | None, n: int) -> tuple[float, float]
 
 def bench_session(dialect: str, pg_url: str | None, n: int, window: int = 1000) -> list[float]:
     """Milliseconds per turn of each ``window`` turns of one session of ``n`` turns."""
-    texts = turns(n, seed=11)
+    texts = texts_for(n, 11)
     per_turn: list[float] = []
     with _store(dialect, pg_url) as store:
         mind = store.mind("long")
@@ -201,7 +223,7 @@ def bench_session(dialect: str, pg_url: str | None, n: int, window: int = 1000) 
 
 
 def bench_create_i(dialect: str, pg_url: str | None, n: int) -> tuple[float, float]:
-    texts = [f"create_i memory number {i}: {t}" for i, t in enumerate(turns(n, seed=3))]
+    texts = [f"create_i memory number {i}: {t}" for i, t in enumerate(texts_for(n, 3))]
     with _store(dialect, pg_url) as store:
         mind = store.mind("frames")
         gop = mind.sessions.ensure("g").gop_id
@@ -254,7 +276,10 @@ def main() -> None:
     parser.add_argument("--skip", action="append", default=[],
                         choices=["batch", "session", "create_i"])
     parser.add_argument("--pg-url", default=os.environ.get("WAGGLE_BENCH_PG_URL"))
+    parser.add_argument("--locomo", type=Path, help="LoCoMo JSON: ingest its turns instead")
     args = parser.parse_args()
+    if args.locomo is not None:
+        LOCOMO.extend(load_locomo(args.locomo))
     stop = None
     try:
         for dialect in ("sqlite", "postgresql"):
