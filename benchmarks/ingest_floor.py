@@ -75,12 +75,13 @@ def load_locomo(path: Path) -> list[str]:
 
 
 @contextmanager
-def _store(dialect: str, pg_url: str | None) -> Iterator[ws.Store]:
+def _store(dialect: str, pg_url: str | None, embedder: str | None = "hashing"
+           ) -> Iterator[ws.Store]:
     """A fresh store: a new SQLite file, or a new Postgres schema (dropped afterwards)."""
     if dialect == "sqlite":
         tmp = Path(tempfile.mkdtemp(prefix="waggle-floor-"))
         try:
-            with ws.open_store(f"sqlite:///{tmp / 'f.db'}", embedder="hashing") as store:
+            with ws.open_store(f"sqlite:///{tmp / 'f.db'}", embedder=embedder) as store:
                 yield store
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -88,7 +89,7 @@ def _store(dialect: str, pg_url: str | None) -> Iterator[ws.Store]:
     assert pg_url is not None
     schema = "floor_" + uuid.uuid4().hex[:8]
     try:
-        with ws.open_store(pg_url, schema=schema, embedder="hashing") as store:
+        with ws.open_store(pg_url, schema=schema, embedder=embedder) as store:
             yield store
     finally:
         engine = sa.create_engine(pg_url)
@@ -208,11 +209,12 @@ def bench_batch(dialect: str, pg_url: str | None, n: int) -> tuple[float, float]
     return n / lib_s, n / floor_s
 
 
-def bench_session(dialect: str, pg_url: str | None, n: int, window: int = 1000) -> list[float]:
+def bench_session(dialect: str, pg_url: str | None, n: int, embedder: str | None,
+                  window: int = 1000) -> list[float]:
     """Milliseconds per turn of each ``window`` turns of one session of ``n`` turns."""
     texts = texts_for(n, 11)
     per_turn: list[float] = []
-    with _store(dialect, pg_url) as store:
+    with _store(dialect, pg_url, embedder) as store:
         mind = store.mind("long")
         gop = mind.sessions.ensure("long-session").gop_id
         for start in range(0, n, window):
@@ -272,6 +274,9 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=5000)
     parser.add_argument("--session-turns", type=int, default=10_000)
     parser.add_argument("--create-i", type=int, default=2000)
+    parser.add_argument("--session-embedder", choices=["hashing", "none"], default="hashing",
+                        help="none: no vectors (pgvector's HNSW insert cost grows with the "
+                             "table, as any index's)")
     parser.add_argument("--only", choices=["sqlite", "postgres"])
     parser.add_argument("--skip", action="append", default=[],
                         choices=["batch", "session", "create_i"])
@@ -296,8 +301,10 @@ def main() -> None:
                       f"turns/s, floor {floor:7.0f} turns/s, ratio {floor / lib:5.2f}x",
                       flush=True)
             if "session" not in args.skip:
-                ms = bench_session(dialect, url, args.session_turns)
-                print(f"{dialect:10s} one session of {args.session_turns} turns, ms/turn per "
+                embedder = None if args.session_embedder == "none" else "hashing"
+                ms = bench_session(dialect, url, args.session_turns, embedder)
+                print(f"{dialect:10s} one session of {args.session_turns} turns "
+                      f"({args.session_embedder}), ms/turn per "
                       f"1,000: {' '.join(f'{m:.2f}' for m in ms)}; last/first "
                       f"{ms[-1] / ms[0]:.2f}x", flush=True)
             if "create_i" not in args.skip:
