@@ -16,27 +16,32 @@ from waggle_store.models import FrameEmbeddingRow, FrameRow, SessionRow
 
 __all__ = ["DUPLICATE_I", "INSERT_FRAME", "INSERT_MANIFEST", "LOCK_SESSION"]
 
+# Table columns, not ORM attributes: a statement of plain columns skips the ORM's result
+# loading when a Session executes it.
 _FRAMES = cast(Table, FrameRow.__table__)
 _MANIFESTS = cast(Table, FrameEmbeddingRow.__table__)
+_SESSIONS = cast(Table, SessionRow.__table__)
+_F = _FRAMES.c
 
 #: The session row, locked (FOR NO KEY UPDATE on Postgres; SQLite's BEGIN IMMEDIATE already
 #: serialises writers): params ``mind_id``, ``gop_id``.
 LOCK_SESSION: Final = (
-    select(SessionRow.gop_id)
-    .where(SessionRow.mind_id == bindparam("mind_id"), SessionRow.gop_id == bindparam("gop_id"))
+    select(_SESSIONS.c.gop_id)
+    .where(_SESSIONS.c.mind_id == bindparam("mind_id"),
+           _SESSIONS.c.gop_id == bindparam("gop_id"))
     .with_for_update(key_share=True)
 )
 
 #: The newest I-frame of the mind with this content hash: params ``mind_id``, ``content_hash``.
 DUPLICATE_I: Final = (
-    select(FrameRow.id)
-    .where(FrameRow.mind_id == bindparam("mind_id"),
-           FrameRow.content_hash == bindparam("content_hash"), FrameRow.frame_type == "I")
-    .order_by(FrameRow.id.desc()).limit(1)
+    select(_F.id)
+    .where(_F.mind_id == bindparam("mind_id"), _F.content_hash == bindparam("content_hash"),
+           _F.frame_type == "I")
+    .order_by(_F.id.desc()).limit(1)
 )
 
-_NEXT_T = select(func.coalesce(func.max(FrameRow.t), -1) + 1).where(
-    FrameRow.mind_id == bindparam("q_mind"), FrameRow.gop_id == bindparam("q_gop")
+_NEXT_T = select(func.coalesce(func.max(_F.t), -1) + 1).where(
+    _F.mind_id == bindparam("q_mind"), _F.gop_id == bindparam("q_gop")
 ).scalar_subquery()
 
 #: One frame with ``t`` = the session's MAX(t) + 1 (the caller holds the session lock); returns

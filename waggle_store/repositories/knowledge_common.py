@@ -11,7 +11,7 @@ import json
 import math
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -40,7 +40,8 @@ MAX_TYPE_LENGTH = 100  # the entity_type / relation_type columns are VARCHAR(100
 MAX_NAME_LENGTH = 500
 _LOCK_INFO_KEY = "waggle_store.knowledge.graph_lock"
 #: Built once: every write path runs it (building it per call cost as much as executing it).
-_LOCK_MIND = (sa.select(MindRow.id).where(MindRow.id == sa.bindparam("mind_id"))
+_MINDS = cast(sa.Table, MindRow.__table__)  # plain columns: no ORM result loading
+_LOCK_MIND = (sa.select(_MINDS.c.id).where(_MINDS.c.id == sa.bindparam("mind_id"))
               .with_for_update(key_share=True))
 
 
