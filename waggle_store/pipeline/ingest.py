@@ -78,6 +78,10 @@ class Item:
 
 @dataclass
 class Written:
+    """One item's outcome. ``relations`` counts the edges its write created: for a chunk of
+    several items, the chunk's total (edges are ensured set-at-a-time; only single cognify
+    reports the number)."""
+
     frame_id: int
     entities: int
     relations: int
