@@ -72,6 +72,15 @@ def _vec_json(vector: Sequence[float]) -> str:
     return "[" + ",".join(map(repr, map(float, vector))) + "]"
 
 
+def _vec_blob(vector: Sequence[float]) -> bytes:
+    """vec0's native input, little-endian float32: what it would parse the JSON text into, at a
+    fraction of the cost of formatting and parsing 384 decimal numbers per vector (issue 15)."""
+    floats = array("f", vector)
+    if sys.byteorder == "big":
+        floats.byteswap()
+    return floats.tobytes()
+
+
 class SQLiteAdapter:
     dialect = "sqlite"
 
@@ -252,7 +261,7 @@ class SQLiteAdapter:
                 {
                     "id": int(r.frame_id),
                     "mind_id": int(r.mind_id),
-                    "embedding": _vec_json(r.vector),
+                    "embedding": _vec_blob(r.vector),
                     "gop_id": r.gop_id,
                     "ts": r.created_at.timestamp(),
                 }

@@ -47,6 +47,11 @@ class FrameRow(Base):
         Index("ix_waggle_memory_frames_mind_id_content_hash", "mind_id", "content_hash"),
         Index("ix_waggle_memory_frames_mind_id_created_at", "mind_id", "created_at"),
         Index("ix_waggle_memory_frames_base_frame_id", "base_frame_id"),
+        # The session's latest I-frame is one index seek, whatever the number of P-frames that
+        # follow it (ordering the (mind, gop, t) unique index by t walked back through all of
+        # them, so ingest cost grew with the session's length). Migration 0005.
+        Index("ix_waggle_memory_frames_mind_id_gop_id_frame_type_t", "mind_id", "gop_id",
+              "frame_type", "t"),
         # AUTOINCREMENT: a deleted frame's id is never reused, so a stale index row can never
         # attach itself to a newer frame.
         {"sqlite_autoincrement": True},

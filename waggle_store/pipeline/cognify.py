@@ -27,12 +27,17 @@ from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.knowledge.extract import extract_entities, extract_relations
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS, FrameRow
 from waggle_store.pipeline.cognify_vectors import embed_texts, vector_plan, write_vectors
+from waggle_store.pipeline.ingest import (
+    CO_OCCURRENCE,
+    CO_OCCURRENCE_CONFIDENCE,
+    Item,
+    Written,
+    write_chunk,
+)
 from waggle_store.pipeline.linker import MemoryLinker
 from waggle_store.records import (
     BatchResult,
     CognifyResult,
-    ExtractedEntity,
-    ExtractedRelation,
     MemoryInput,
     SearchResult,
     ValidationSchema,
@@ -63,34 +68,12 @@ log = logging.getLogger(__name__)
 #: Extraction reads at most this much of a text (the seed's cap): entity rules are linear, but
 #: a 1 MB paste should not turn into thousands of graph writes.
 EXTRACT_CHARS: Final = 10_000
-CO_OCCURRENCE: Final = "co_occurs_with"
-CO_OCCURRENCE_CONFIDENCE: Final = 0.8
 #: Items per write transaction in cognify_batch: few transactions, but none that holds the
 #: SQLite write lock for long.
 BATCH_CHUNK: Final = 250
 
 
-@dataclass
-class _Item:
-    index: int
-    content: str
-    importance: str
-    source: str
-    created_at: datetime | None
-    entities: list[ExtractedEntity]
-    relations: list[ExtractedRelation]
-
-
-@dataclass
-class _Written:
-    frame_id: int
-    entities: int
-    relations: int
-    vector_ready: bool
-    vector_error: str | None = None
-
-
-def _prepare(index: int, item: str | MemoryInput, importance: str, source: str) -> _Item:
+def _prepare(index: int, item: str | MemoryInput, importance: str, source: str) -> Item:
     if isinstance(item, MemoryInput):
         content, created, imp, src = item.content, item.created_at, item.importance, item.source
     elif isinstance(item, str):
@@ -105,7 +88,7 @@ def _prepare(index: int, item: str | MemoryInput, importance: str, source: str) 
     when = optional_utc(created, name="created_at")
     entities = extract_entities(content[:EXTRACT_CHARS])
     relations = extract_relations(content[:EXTRACT_CHARS], entities)
-    return _Item(index, content, imp, src, when, entities, relations)
+    return Item(index, content, imp, src, when, entities, relations)
 
 
 def _resolve_gop(session: Session, mind_id: int, gop_id: str | None) -> str:
@@ -124,7 +107,7 @@ def _existing_frame(session: Session, mind_id: int, content: str) -> FrameRow | 
     )
 
 
-def _write_frame(session: Session, mind_id: int, gop_id: str, item: _Item) -> tuple[int, bool]:
+def _write_frame(session: Session, mind_id: int, gop_id: str, item: Item) -> tuple[int, bool]:
     """The frame for this item: an existing one with the same memory, else a new P or I frame."""
     frames = FrameRepository(session, mind_id)
     existing = _existing_frame(session, mind_id, item.content)
@@ -144,7 +127,7 @@ def _write_frame(session: Session, mind_id: int, gop_id: str, item: _Item) -> tu
     return frame.id, True
 
 
-def _write_graph(session: Session, mind_id: int, frame_id: int, item: _Item,
+def _write_graph(session: Session, mind_id: int, frame_id: int, item: Item,
                  schema: ValidationSchema | None) -> tuple[int, int]:
     """Entities, mentions, co-occurrence and semantic relations; returns (entities, new edges).
 
@@ -180,11 +163,11 @@ def _write_graph(session: Session, mind_id: int, frame_id: int, item: _Item,
     return len(ids), created
 
 
-def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
+def _write_items(mind: MindContext, items: Sequence[Item], gop_id: str | None,
                  vectors: list[list[float]] | None, embed_error: str | None,
-                 on_error: Callable[[_Item, Exception], None] | None) -> dict[int, _Written]:
-    """One write transaction for these items; each item in its own savepoint when on_error is set."""
-    written: dict[int, _Written] = {}
+                 on_error: Callable[[Item, Exception], None] | None) -> dict[int, Written]:
+    """One write transaction for these items: set-based (:func:`write_chunk`); item by item,
+    each in its own savepoint, only when on_error is set and the chunk failed as a whole."""
     with mind.write() as session:
         # The mind row first, as in every write path (then session rows: see
         # FrameRepository.create_i). Taken once at the root so the per-item savepoints reuse
@@ -205,23 +188,42 @@ def _write_items(mind: MindContext, items: Sequence[_Item], gop_id: str | None,
                 model_id = None
         if vectors is not None:  # the request this chunk's vectors came from, in the usage log
             UsageRepository(session).record_embedding(mind.id, embedder, len(items))
-        pending_vectors: dict[int, list[float] | None] = {}
-        for position, item in enumerate(items):
-            try:
-                with session.begin_nested():
-                    frame_id, _new = _write_frame(session, mind.id, gop, item)
-                    n_entities, n_relations = _write_graph(session, mind.id, frame_id, item, schema)
-            except (WaggleStoreError, sa_exc.IntegrityError) as exc:
-                if on_error is None:
-                    raise
-                on_error(item, exc)
-                continue
-            pending_vectors[frame_id] = vectors[position] if vectors is not None else None
-            written[item.index] = _Written(frame_id, n_entities, n_relations, False)
-        ready = write_vectors(session, mind, pending_vectors, model_id, embed_error)
-        for w in written.values():
-            w.vector_ready = w.frame_id in ready
-            w.vector_error = None if w.vector_ready else embed_error
+        if on_error is None:
+            return write_chunk(session, mind, gop, items, schema, vectors, model_id, embed_error)
+        try:
+            # One savepoint per chunk, not per item: only if an item fails on its own is the
+            # chunk written again item by item, each in its own savepoint.
+            with session.begin_nested():
+                return write_chunk(session, mind, gop, items, schema, vectors, model_id,
+                                   embed_error)
+        except (WaggleStoreError, sa_exc.IntegrityError) as exc:
+            log.info("cognify_batch writes a chunk item by item after: %s", exc)
+        return _write_one_by_one(session, mind, gop, items, schema, vectors, model_id,
+                                 embed_error, on_error)
+
+
+def _write_one_by_one(session: Session, mind: MindContext, gop: str, items: Sequence[Item],
+                      schema: ValidationSchema | None, vectors: list[list[float]] | None,
+                      model_id: int | None, embed_error: str | None,
+                      on_error: Callable[[Item, Exception], None]) -> dict[int, Written]:
+    """The item-at-a-time write, each item in a savepoint: the fallback that isolates the
+    item that fails from the others (its failure is reported through ``on_error``)."""
+    written: dict[int, Written] = {}
+    pending_vectors: dict[int, list[float] | None] = {}
+    for position, item in enumerate(items):
+        try:
+            with session.begin_nested():
+                frame_id, _new = _write_frame(session, mind.id, gop, item)
+                n_entities, n_relations = _write_graph(session, mind.id, frame_id, item, schema)
+        except (WaggleStoreError, sa_exc.IntegrityError) as exc:
+            on_error(item, exc)
+            continue
+        pending_vectors[frame_id] = vectors[position] if vectors is not None else None
+        written[item.index] = Written(frame_id, n_entities, n_relations, False)
+    ready = write_vectors(session, mind, pending_vectors, model_id, embed_error)
+    for w in written.values():
+        w.vector_ready = w.frame_id in ready
+        w.vector_error = None if w.vector_ready else embed_error
     return written
 
 
@@ -302,14 +304,14 @@ def cognify_batch(mind: MindContext, items: Iterable[str | MemoryInput], *,
     raw = list(items)
     frame_ids: list[int | None] = [None] * len(raw)
     failures: list[tuple[int, str]] = []
-    prepared: list[_Item] = []
+    prepared: list[Item] = []
     for index, item in enumerate(raw):
         try:
             prepared.append(_prepare(index, item, importance, "user_stated"))
         except WaggleStoreError as exc:
             failures.append((index, f"{type(exc).__name__}: {exc}"))
 
-    def on_error(item: _Item, exc: Exception) -> None:
+    def on_error(item: Item, exc: Exception) -> None:
         failures.append((item.index, f"{type(exc).__name__}: {exc}"))
 
     use_vectors, not_embedded = vector_plan(mind)

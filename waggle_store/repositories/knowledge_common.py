@@ -11,7 +11,7 @@ import json
 import math
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -40,6 +40,10 @@ __all__ = [
 MAX_TYPE_LENGTH = 100  # the entity_type / relation_type columns are VARCHAR(100)
 MAX_NAME_LENGTH = 500
 _LOCK_INFO_KEY = "waggle_store.knowledge.graph_lock"
+#: Built once: every write path runs it (building it per call cost as much as executing it).
+_MINDS = cast(sa.Table, MindRow.__table__)  # plain columns: no ORM result loading
+_LOCK_MIND = (sa.select(_MINDS.c.id).where(_MINDS.c.id == sa.bindparam("mind_id"))
+              .with_for_update(key_share=True))
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,5 @@ def lock_graph(session: Session, mind_id: int) -> None:
         session.info[_LOCK_INFO_KEY] = held
     if mind_id in held[1].get(root, ()) or mind_id in held[1].get(scope, ()):
         return
-    session.execute(
-        sa.select(MindRow.id).where(MindRow.id == mind_id).with_for_update(key_share=True))
+    session.execute(_LOCK_MIND, {"mind_id": mind_id})
     held[1].setdefault(scope, set()).add(mind_id)

@@ -21,6 +21,7 @@ from waggle_store.errors import ConflictError, NotFoundError
 from waggle_store.models import SESSION_STATUSES, SessionRow
 from waggle_store.records import Session as SessionRecord
 from waggle_store.repositories.common import check_choice, check_name, check_text, insert_or_none
+from waggle_store.repositories.frame_sql import LOCK_SESSION
 from waggle_store.timeutil import utcnow
 
 _BASE36 = string.digits + string.ascii_lowercase
@@ -66,6 +67,16 @@ class SessionRepository:
             raise NotFoundError(
                 f"no session {gop_id!r} in this mind (create it with sessions.ensure)")
         return row
+
+    def lock(self, gop_id: str) -> None:
+        """:meth:`require` with ``lock=True`` for writers that need only the lock: one column,
+        no ORM row loaded (frames.create_i and cognify take it on every write)."""
+        check_name(gop_id, name="gop_id")
+        # A prebuilt statement (repositories/frame_sql.py): this runs once per frame written.
+        found = self.session.scalar(LOCK_SESSION, {"mind_id": self.mind_id, "gop_id": gop_id})
+        if found is None:
+            raise NotFoundError(
+                f"no session {gop_id!r} in this mind (create it with sessions.ensure)")
 
     def get(self, gop_id: str) -> SessionRecord | None:
         row = self.row(gop_id)

@@ -1,0 +1,333 @@
+"""Ingest against the storage floor: the library and the raw rows it stores, side by side.
+
+    python benchmarks/ingest_floor.py                          # SQLite and Postgres
+    python benchmarks/ingest_floor.py --only sqlite --turns 5000 --session-turns 10000
+    python benchmarks/ingest_floor.py --pg-url postgresql+psycopg://...   # else embedded PG
+    python benchmarks/ingest_floor.py --locomo locomo10.json    # LoCoMo's turns, not synthetic
+
+Three measurements per dialect, ratios from one run (absolute figures are noisy on a shared
+machine):
+
+1. ``cognify_batch`` of ``--turns`` synthetic conversation turns (``ingest.py``'s generator,
+   hashing embedder) vs the floor: the very rows the library stored (frames, manifests,
+   entities, mentions, relations, vectors) read back and inserted into a fresh store of the same
+   schema (FTS triggers / generated columns, vector table) with raw DBAPI ``executemany``, one
+   transaction per 250 turns like the library.
+2. Session length: one 10,000-turn session ingested 1,000 turns per call; the per-turn cost of
+   the last 1,000 turns over the first 1,000 (1.0 = independent of the session's length).
+3. ``frames.create_i`` in a loop (one call, one transaction) vs a raw insert of the frame and its
+   manifest, one transaction each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+import waggle_store as ws
+from waggle_store.dialects import vector_table_name
+from waggle_store.engine import WaggleStoreWarning
+from waggle_store.models import FrameEmbeddingRow, FrameRow
+from waggle_store.models.base import table_name
+from waggle_store.models.knowledge import EntityMentionRow, EntityRow, RelationRow
+from waggle_store.testing import embedded_postgres
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ingest import turns  # the generator of benchmarks/ingest.py
+
+warnings.filterwarnings("ignore", category=WaggleStoreWarning)
+warnings.filterwarnings("ignore", category=sa.exc.SAWarning)
+
+CHUNK = 250  # turns per transaction on the floor side: the library's BATCH_CHUNK
+LOCOMO: list[str] = []  # --locomo: the dataset's turns, used instead of the synthetic ones
+
+
+def texts_for(n: int, seed: int) -> list[str]:
+    """``n`` distinct turns: LoCoMo's (repeated with a pass number when it has fewer), else
+    ``ingest.py``'s synthetic generator."""
+    if not LOCOMO:
+        return turns(n, seed)
+    start = seed % len(LOCOMO)
+    return [LOCOMO[(start + i) % len(LOCOMO)]
+            + ("" if i < len(LOCOMO) else f" (pass {i // len(LOCOMO)})") for i in range(n)]
+
+
+def load_locomo(path: Path) -> list[str]:
+    out: list[str] = []
+    for sample in json.loads(path.read_text()):
+        conv = sample["conversation"]
+        for key in sorted((k for k in conv if k.startswith("session_") and k[8:].isdigit()),
+                          key=lambda k: int(k[8:])):
+            out.extend(f"{t['speaker']}: {t['text']}" for t in conv[key])
+    return list(dict.fromkeys(out))
+
+
+@contextmanager
+def _store(dialect: str, pg_url: str | None, embedder: str | None = "hashing"
+           ) -> Iterator[ws.Store]:
+    """A fresh store: a new SQLite file, or a new Postgres schema (dropped afterwards)."""
+    if dialect == "sqlite":
+        tmp = Path(tempfile.mkdtemp(prefix="waggle-floor-"))
+        try:
+            with ws.open_store(f"sqlite:///{tmp / 'f.db'}", embedder=embedder) as store:
+                yield store
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
+    assert pg_url is not None
+    schema = "floor_" + uuid.uuid4().hex[:8]
+    try:
+        with ws.open_store(pg_url, schema=schema, embedder=embedder) as store:
+            yield store
+    finally:
+        engine = sa.create_engine(pg_url)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        engine.dispose()
+
+
+def _columns(table: Any) -> list[str]:
+    return [c.name for c in table.columns]
+
+
+def _read(store: ws.Store, sql: str) -> list[tuple[Any, ...]]:
+    with store.engine.connect() as conn:
+        rows = [tuple(r) for r in conn.exec_driver_sql(sql)]
+    # Postgres returns JSON columns as dicts; the driver sends str as "unknown", cast on insert.
+    return [tuple(json.dumps(v) if isinstance(v, (dict, list)) else v for v in r) for r in rows]
+
+
+def _table_rows(store: ws.Store, table: Any, order: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    cols = _columns(table)
+    return cols, _read(store, f"SELECT {', '.join(cols)} FROM {table.name} ORDER BY {order}")
+
+
+def _floor(source: ws.Store, target: ws.Store) -> list[float]:
+    """Insert ``source``'s ingested rows into ``target`` with raw executemany; the seconds of
+    each 250-turn transaction."""
+    pg = source.engine.dialect.name == "postgresql"
+    mark = "%s" if pg else "?"
+    # Untimed set-up: the rows cognify_batch needs before its first turn (mind, session, model).
+    for name in ("minds", "sessions", "embedding_models", "mind_embedding_models"):
+        cols = _columns(sa.Table(table_name(name), sa.MetaData(), autoload_with=source.engine,
+                                 schema=source.schema))
+        rows = _read(source, f"SELECT {', '.join(cols)} FROM {table_name(name)}")
+        _insert_all(target, name, cols, rows, mark)
+    f_cols, frames = _table_rows(source, FrameRow.__table__, "id")
+    m_cols, manifests = _table_rows(source, FrameEmbeddingRow.__table__, "frame_id")
+    e_cols, entities = _table_rows(source, EntityRow.__table__, "id")
+    n_cols, mentions = _table_rows(source, EntityMentionRow.__table__, "frame_id, entity_id")
+    r_cols, relations = _table_rows(source, RelationRow.__table__, "id")
+    models = _read(source, "SELECT id, dimensions FROM waggle_embedding_models")
+    vtable, v_cols, vectors = "", [], []  # no embedder: no vectors
+    for model_id, dims in models:
+        with target.write() as session:
+            target.adapter.ensure_vector_table(session, model_id, dims, repair=False)
+        vtable = vector_table_name(model_id)
+        if pg:
+            v_cols = ["frame_id", "mind_id", "embedding", "gop_id", "created_at"]
+            vectors = _read(source, f"SELECT frame_id, mind_id, embedding::text, gop_id, "
+                                    f"created_at FROM {vtable} ORDER BY frame_id")
+        else:
+            v_cols = ["rowid", "mind_id", "embedding", "gop_id", "created_ts"]
+            vectors = _read(source, f"SELECT rowid, mind_id, embedding, gop_id, created_ts "
+                                    f"FROM {vtable} ORDER BY rowid")
+    # Each row goes into the chunk of the turn that first needed it (FKs hold chunk by chunk).
+    chunk_of = {f[0]: i // CHUNK for i, f in enumerate(frames)}
+    first_mention: dict[int, int] = {}
+    for entity_id, frame_id in ((m[n_cols.index("entity_id")], m[n_cols.index("frame_id")])
+                                for m in mentions):
+        first_mention[entity_id] = min(first_mention.get(entity_id, 10**9), chunk_of[frame_id])
+    entity_chunk = {e[0]: first_mention.get(e[0], 0) for e in entities}
+    src, tgt = r_cols.index("source_id"), r_cols.index("target_id")
+    plan: list[tuple[str, list[str], list[tuple[Any, ...]], Callable[[tuple[Any, ...]], int]]] = [
+        ("memory_frames", f_cols, frames, lambda r: chunk_of[r[0]]),
+        ("frame_embeddings", m_cols, manifests, lambda r: chunk_of[r[0]]),
+        ("knowledge_entities", e_cols, entities, lambda r: entity_chunk[r[0]]),
+        ("entity_mentions", n_cols, mentions,
+         lambda r: chunk_of[r[n_cols.index("frame_id")]]),
+        ("knowledge_relations", r_cols, relations,
+         lambda r: max(entity_chunk[r[src]], entity_chunk[r[tgt]])),
+        (vtable, v_cols, vectors, lambda r: chunk_of[r[0]]),
+    ]
+    chunks = max(chunk_of.values(), default=-1) + 1
+    batches = [[(name, cols, [r for r in rows if key(r) == c]) for name, cols, rows, key in plan]
+               for c in range(chunks)]
+    raw = target.engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        seconds: list[float] = []
+        for batch in batches:
+            started = time.perf_counter()
+            if not pg:
+                cur.execute("BEGIN IMMEDIATE")
+            for name, cols, rows in batch:
+                if rows:
+                    cur.executemany(_insert_sql(name, cols, mark, pg), rows)
+            raw.commit() if pg else cur.execute("COMMIT")
+            seconds.append(time.perf_counter() - started)
+        return seconds
+    finally:
+        raw.close()
+
+
+def _insert_sql(name: str, cols: list[str], mark: str, pg: bool) -> str:
+    values = ", ".join("CAST(%s AS vector)" if pg and c == "embedding" else mark for c in cols)
+    return f"INSERT INTO {table_name(name)} ({', '.join(cols)}) VALUES ({values})"
+
+
+def _insert_all(store: ws.Store, name: str, cols: list[str], rows: list[tuple[Any, ...]],
+                mark: str) -> None:
+    if not rows:
+        return
+    raw = store.engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        cur.executemany(_insert_sql(name, cols, mark, mark == "%s"), rows)
+        raw.commit()
+    finally:
+        raw.close()
+
+
+def bench_batch(dialect: str, pg_url: str | None, n: int) -> tuple[float, float]:
+    texts = texts_for(n, 7)
+    with _store(dialect, pg_url) as lib:
+        mind = lib.mind("bench")
+        started = time.perf_counter()
+        result = mind.cognify_batch(texts)
+        lib_s = time.perf_counter() - started
+        assert not result.failures, result.failures[:3]
+        with _store(dialect, pg_url) as floor:
+            floor_s = sum(_floor(lib, floor))
+    return n / lib_s, n / floor_s
+
+
+def bench_session(dialect: str, pg_url: str | None, n: int, embedder: str | None,
+                  window: int = 1000) -> tuple[list[float], list[float]]:
+    """Milliseconds per turn of each ``window`` turns of one session of ``n`` turns: the
+    library's, and the floor's for the same rows (whose indexes grow with the tables too)."""
+    texts = texts_for(n, 11)
+    per_turn: list[float] = []
+    with _store(dialect, pg_url, embedder) as store:
+        mind = store.mind("long")
+        gop = mind.sessions.ensure("long-session").gop_id
+        for start in range(0, n, window):
+            began = time.perf_counter()
+            mind.cognify_batch(texts[start:start + window], gop_id=gop)
+            per_turn.append(1000 * (time.perf_counter() - began) / window)
+        with _store(dialect, pg_url, embedder) as floor:
+            chunks = _floor(store, floor)
+    step = window // CHUNK
+    floor_ms = [1000 * sum(chunks[i:i + step]) / window for i in range(0, len(chunks), step)]
+    return per_turn, floor_ms
+
+
+def bench_create_i(dialect: str, pg_url: str | None, n: int) -> tuple[float, float]:
+    texts = [f"create_i memory number {i}: {t}" for i, t in enumerate(texts_for(n, 3))]
+    with _store(dialect, pg_url) as store:
+        mind = store.mind("frames")
+        gop = mind.sessions.ensure("g").gop_id
+        started = time.perf_counter()
+        for text in texts:
+            mind.frames.create_i(gop, text)
+        lib_rate = n / (time.perf_counter() - started)
+    with _store(dialect, pg_url) as store:
+        mind = store.mind("frames")
+        gop = mind.sessions.ensure("g").gop_id
+        (mind_id,), = _read(store, "SELECT id FROM waggle_minds WHERE name = 'frames'")
+        pg = dialect == "postgresql"
+        mark = "%s" if pg else "?"
+        cols = [c for c in _columns(FrameRow.__table__) if c != "id"]
+        frame_sql = _insert_sql("memory_frames", cols, mark, pg) + " RETURNING id"
+        manifest_sql = _insert_sql("frame_embeddings", ["frame_id", "content_hash", "status",
+                                                        "updated_at"], mark, pg)
+        from waggle_store.repositories.common import content_hash
+        from waggle_store.timeutil import utcnow
+        raw = store.engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            started = time.perf_counter()
+            for t, text in enumerate(texts):
+                now = utcnow() if pg else utcnow().isoformat(sep=" ")
+                digest = content_hash(text)
+                row = {"mind_id": mind_id, "frame_type": "I", "gop_id": gop, "t": t,
+                       "base_frame_id": None, "content": text, "content_hash": digest,
+                       "importance": "normal", "source": "user_stated", "access_count": 0,
+                       "created_at": now, "last_accessed": now, "salience": None}
+                if not pg:
+                    cur.execute("BEGIN IMMEDIATE")
+                cur.execute(frame_sql, [row[c] for c in cols])
+                (frame_id,) = cur.fetchone()
+                cur.execute(manifest_sql, (frame_id, digest, "pending", now))
+                raw.commit() if pg else cur.execute("COMMIT")
+            raw_rate = n / (time.perf_counter() - started)
+        finally:
+            raw.close()
+    return lib_rate, raw_rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--turns", type=int, default=5000)
+    parser.add_argument("--session-turns", type=int, default=10_000)
+    parser.add_argument("--create-i", type=int, default=2000)
+    parser.add_argument("--session-embedder", choices=["hashing", "none"], default="hashing",
+                        help="none: no vectors (pgvector's HNSW insert cost grows with the "
+                             "table, as any index's)")
+    parser.add_argument("--only", choices=["sqlite", "postgres"])
+    parser.add_argument("--skip", action="append", default=[],
+                        choices=["batch", "session", "create_i"])
+    parser.add_argument("--pg-url", default=os.environ.get("WAGGLE_BENCH_PG_URL"))
+    parser.add_argument("--locomo", type=Path, help="LoCoMo JSON: ingest its turns instead")
+    args = parser.parse_args()
+    if args.locomo is not None:
+        LOCOMO.extend(load_locomo(args.locomo))
+    stop = None
+    try:
+        for dialect in ("sqlite", "postgresql"):
+            if args.only is not None and not dialect.startswith(args.only):
+                continue
+            url = None
+            if dialect == "postgresql":
+                url = args.pg_url
+                if url is None:
+                    url, stop = embedded_postgres("waggle-floor-pg-")
+            if "batch" not in args.skip:
+                lib, floor = bench_batch(dialect, url, args.turns)
+                print(f"{dialect:10s} cognify_batch {args.turns} turns: library {lib:7.0f} "
+                      f"turns/s, floor {floor:7.0f} turns/s, ratio {floor / lib:5.2f}x",
+                      flush=True)
+            if "session" not in args.skip:
+                embedder = None if args.session_embedder == "none" else "hashing"
+                ms, fl = bench_session(dialect, url, args.session_turns, embedder)
+                print(f"{dialect:10s} one session of {args.session_turns} turns "
+                      f"({args.session_embedder}), ms/turn per 1,000:\n"
+                      f"  library {' '.join(f'{m:.2f}' for m in ms)}; last/first "
+                      f"{ms[-1] / ms[0]:.2f}x\n"
+                      f"  floor   {' '.join(f'{m:.2f}' for m in fl)}; last/first "
+                      f"{fl[-1] / fl[0]:.2f}x", flush=True)
+            if "create_i" not in args.skip:
+                lib, floor = bench_create_i(dialect, url, args.create_i)
+                print(f"{dialect:10s} frames.create_i x{args.create_i}: library {lib:7.0f}/s, "
+                      f"raw {floor:7.0f}/s, ratio {floor / lib:5.2f}x", flush=True)
+    finally:
+        if stop is not None:
+            stop()
+
+
+if __name__ == "__main__":
+    main()
