@@ -39,6 +39,7 @@ without numpy the lane is vec0's.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import threading
 import time
@@ -52,6 +53,12 @@ from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import Executor, LaneFilter, LaneHit, vector_table_name
 from waggle_store.dialects.common import checked_knn, current_hits, frame_filters, run_lane
+from waggle_store.dialects.sqlite_vecload import (
+    current_frames,
+    load_chunks,
+    load_rows,
+    qualifying_sql,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -131,6 +138,7 @@ class _Lane:
     gop_codes: dict[str, int] = field(default_factory=dict)
     rows: dict[int, int] = field(default_factory=dict)
     stale: bool = False
+    dead: int = 0
 
     @property
     def nbytes(self) -> int:
@@ -252,8 +260,6 @@ class VectorIndex:
     def _verify(executor: Executor, model_id: int, pairs: list[list[Any]], where: LaneFilter,
                 mind_id: int) -> list[LaneHit]:
         """The candidates that the database confirms, with their frames, in the given order."""
-        import json
-
         params: dict[str, Any] = {"c": json.dumps(pairs), "model_id": model_id,
                                   "check_mind": mind_id}
         filters = frame_filters(LaneFilter([mind_id], where.gop_id, where.since, where.until),
@@ -265,52 +271,28 @@ class VectorIndex:
 
     # -- loading --------------------------------------------------------------------------
 
-    def _qualifying(self, executor: Executor, key: tuple[int, int],
-                    frame_ids: Sequence[int] | None) -> list[Any]:
-        """``(id, embedding, gop_id, created_ts)`` of the frames of the mind whose manifest is
-        ready for the model with the frame's current content hash (all, or of ``frame_ids``)."""
-        mind_id, model_id = key
-        ids = ""
-        params: dict[str, Any] = {"mind_id": mind_id, "model_id": model_id}
-        if frame_ids is not None:
-            params["ids"] = "[" + ",".join(str(int(i)) for i in frame_ids) + "]"
-            ids = "AND v.rowid IN (SELECT value FROM json_each(:ids))"
-        return run_lane(
-            executor,
-            f"SELECT v.rowid, v.embedding, v.gop_id, v.created_ts FROM {vector_table_name(model_id)} v "
-            "JOIN frame_embeddings e ON e.frame_id = v.rowid AND e.status = 'ready' "
-            "AND e.model_id = :model_id "
-            "JOIN memory_frames f ON f.id = v.rowid AND f.content_hash = e.content_hash "
-            f"AND f.mind_id = :mind_id WHERE v.mind_id = :mind_id {ids}",
-            params,
-        )
-
     def _load(self, executor: Executor, np_: Any, key: tuple[int, int], seq: int) -> _Lane | None:
+        """Read the (mind, model) in full (:mod:`~waggle_store.dialects.sqlite_vecload`), or None
+        if it would not fit in the budget (least recently searched lanes are evicted first)."""
         mind_id, model_id = key
-        count = int(run_lane(executor, f"SELECT count(*) FROM {vector_table_name(model_id)} "
-                             "WHERE mind_id = :mind_id", {"mind_id": mind_id})[0][0])
+        current = current_frames(executor, mind_id, model_id)
+        count = len(current)
         dims = self._dims(executor, model_id)
         need = count * (4 * dims + 21)
-        others = sum(lane.nbytes for k, lane in self._lanes.items() if k != key)
         if need > self.budget:
             return None
+        others = sum(lane.nbytes for k, lane in self._lanes.items() if k != key)
         while self._lanes and others + need > self.budget:
             _, evicted = self._lanes.popitem(last=False)
             others -= evicted.nbytes
-        rows = self._qualifying(executor, key, None)
-        n = len(rows)
-        lane = _Lane(seq, dims, np_.empty((n, dims), np_.float32), np_.empty(n, np_.int64),
-                     np_.empty(n, np_.float64), np_.empty(n, np_.int32), np_.zeros(n, np_.bool_))
-        if n:
-            lane.matrix[:] = np_.frombuffer(b"".join(bytes(r[1]) for r in rows),
-                                            dtype="<f4").reshape(n, dims)
-            lane.ids[:] = [int(r[0]) for r in rows]
-            lane.ts[:] = [float(r[3]) for r in rows]
-            lane.gops[:] = [lane.gop_codes.setdefault(str(r[2]), len(lane.gop_codes))
-                            for r in rows]
-            lane.alive[:] = True
-            lane.rows = {int(r[0]): i for i, r in enumerate(rows)}
-            lane.n = n
+        lane = _Lane(seq, dims, np_.empty((count, dims), np_.float32), np_.empty(count, np_.int64),
+                     np_.empty(count, np_.float64), np_.empty(count, np_.int32),
+                     np_.zeros(count, np_.bool_))
+        valid_ids = np_.fromiter((int(r[0]) for r in current), np_.int64, count)
+        codes = np_.fromiter((lane.gop_codes.setdefault(str(r[1]), len(lane.gop_codes))
+                              for r in current), np_.int32, count)
+        if not load_chunks(executor, np_, lane, mind_id, model_id, valid_ids, codes):
+            load_rows(executor, np_, lane, mind_id, model_id)
         return lane
 
     @staticmethod
@@ -320,10 +302,13 @@ class VectorIndex:
 
     def _apply(self, executor: Executor, np_: Any, lane: _Lane, key: tuple[int, int],
                changed: Sequence[int]) -> None:
-        """Bring the frames of ``changed`` up to date: re-read, overwrite, append or drop."""
+        """Bring the frames of ``changed`` up to date: re-read, overwrite, append or drop (a
+        dropped row stays masked; once a quarter of the rows are, the next search reloads)."""
         for start in range(0, len(changed), 500):
             chunk = changed[start:start + 500]
-            found = {int(r[0]): r for r in self._qualifying(executor, key, chunk)}
+            found = {int(r[0]): r for r in run_lane(
+                executor, qualifying_sql(key[1], True),
+                {"mind_id": key[0], "model_id": key[1], "ids": json.dumps(list(chunk))})}
             for frame_id in chunk:
                 row = lane.rows.get(frame_id)
                 now = found.get(frame_id)
@@ -331,6 +316,7 @@ class VectorIndex:
                     if row is not None:
                         lane.alive[row] = False
                         del lane.rows[frame_id]
+                        lane.dead += 1
                     continue
                 if row is None:
                     row = self._append_row(np_, lane)
@@ -340,6 +326,8 @@ class VectorIndex:
                 lane.ts[row] = float(now[3])
                 lane.gops[row] = lane.gop_codes.setdefault(str(now[2]), len(lane.gop_codes))
                 lane.alive[row] = True
+        if lane.dead > 1000 and lane.dead * 4 > lane.n:
+            lane.stale = True
 
     @staticmethod
     def _append_row(np_: Any, lane: _Lane) -> int:
