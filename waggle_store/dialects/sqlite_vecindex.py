@@ -117,6 +117,10 @@ def _numpy() -> Any:
         return None
 
 
+def _and(mask: Any, more: Any) -> Any:
+    return more if mask is None else mask & more
+
+
 def budget_from_env() -> int:
     raw = os.environ.get("WAGGLE_VECTOR_INDEX_BYTES", "").strip()
     return int(raw) if raw else DEFAULT_BUDGET
@@ -224,30 +228,34 @@ class VectorIndex:
                 vector: Sequence[float], where: LaneFilter, mind_id: int,
                 limit: int) -> list[LaneHit]:
         n = lane.n
-        mask = lane.alive[:n].copy()
-        if where.gop_id is not None:
-            code = lane.gop_codes.get(where.gop_id)
-            if code is None:
-                return []
-            mask &= lane.gops[:n] == code
-        if where.since is not None:
-            mask &= lane.ts[:n] >= where.since.timestamp()
-        if where.until is not None:
-            mask &= lane.ts[:n] <= where.until.timestamp()
         q = np_.asarray(vector, dtype=np_.float32)
         norm = float(np_.linalg.norm(q))
         if norm == 0.0 or n == 0:
             return []
+        # One pass over the matrix; the filters are masks over the metadata arrays, built only
+        # when something narrows the mind (each costs a pass over n values, not n × d).
+        mask = None if lane.dead == 0 else lane.alive[:n]
+        if where.gop_id is not None:
+            code = lane.gop_codes.get(where.gop_id)
+            if code is None:
+                return []
+            mask = _and(mask, lane.gops[:n] == code)
+        if where.since is not None:
+            mask = _and(mask, lane.ts[:n] >= where.since.timestamp())
+        if where.until is not None:
+            mask = _and(mask, lane.ts[:n] <= where.until.timestamp())
         sims = lane.matrix[:n] @ (q / norm)
-        distance = (1.0 - sims.astype(np_.float64))
-        distance[~mask] = np_.inf
-        available = int(mask.sum())
+        if mask is not None:
+            sims[~mask] = -np_.inf
+        available = n if mask is None else int(np_.count_nonzero(mask))
         k = min(max(limit, 1), available)
         while k > 0:
-            top = np_.argpartition(distance, k - 1)[:k] if k < n else np_.arange(n)
-            top = top[np_.isfinite(distance[top])]
-            order = np_.lexsort((lane.ids[top], distance[top]))
-            pairs = [[int(lane.ids[i]), float(distance[i])] for i in top[order]]
+            top = np_.argpartition(sims, n - k)[n - k:] if k < n else np_.arange(n)
+            top = top[np_.isfinite(sims[top])]
+            distance = 1.0 - sims[top].astype(np_.float64)
+            order = np_.lexsort((lane.ids[top], distance))
+            pairs = [[int(i), float(d)] for i, d in zip(lane.ids[top][order].tolist(),
+                                                        distance[order].tolist(), strict=True)]
             hits = self._verify(executor, model_id, pairs, where, mind_id)
             if len(hits) < len(pairs):
                 lane.stale = True  # the log missed a change: reload in full next time

@@ -59,7 +59,7 @@ def _has_shadow_tables(executor: Executor, table: str) -> bool:
 def load_chunks(executor: Executor, np_: Any, lane: Any, mind_id: int, model_id: int,
                 valid_ids: Any, gop_codes: Any) -> bool:
     """Fill ``lane`` (a ``_Lane`` with room for every valid frame) from the shadow tables; False
-    (``lane`` untouched) when they are not laid out as expected."""
+    (``lane`` left empty) when they are not laid out as expected."""
     table = vector_table_name(model_id)
     if not _has_shadow_tables(executor, table):
         return False
@@ -71,28 +71,26 @@ def load_chunks(executor: Executor, np_: Any, lane: Any, mind_id: int, model_id:
              "WHERE c.partition00 = :mind_id ORDER BY c.chunk_id"),
         {"mind_id": mind_id},
     )
-    parts = []
+    n = 0
     for size, validity, rowids, vectors, times in result:
         size = int(size)
         if (len(validity) * 8 < size or len(rowids) != 8 * size
                 or len(vectors) != 4 * dims * size or len(times) != 8 * size):
+            lane.n = 0
             return False
         used = np_.unpackbits(np_.frombuffer(validity, np_.uint8), bitorder="little")[:size]
         ids = np_.frombuffer(rowids, "<i8")
-        keep = used.astype(np_.bool_) & np_.isin(ids, valid_ids)
-        if keep.any():
-            parts.append((ids[keep], np_.frombuffer(vectors, "<f4").reshape(size, dims)[keep],
-                          np_.frombuffer(times, "<f8")[keep]))
-    total = sum(len(p[0]) for p in parts)
-    if total > len(lane.ids):
-        return False  # more current rows than current frames: not the layout we know
-    n = 0
-    for ids, vectors, times in parts:
-        m = len(ids)
-        lane.ids[n:n + m] = ids
-        lane.matrix[n:n + m] = vectors
-        lane.ts[n:n + m] = times
-        lane.gops[n:n + m] = gop_codes[np_.searchsorted(valid_ids, ids)]
+        # ``valid_ids`` is sorted: a binary search per row says whether (and where) it is current.
+        at = np_.minimum(np_.searchsorted(valid_ids, ids), max(len(valid_ids) - 1, 0))
+        keep = used.astype(np_.bool_) & (valid_ids[at] == ids) if len(valid_ids) else used < 0
+        m = int(keep.sum())
+        if n + m > len(lane.ids):  # more current rows than current frames: not that layout
+            lane.n = 0
+            return False
+        lane.ids[n:n + m] = ids[keep]
+        lane.matrix[n:n + m] = np_.frombuffer(vectors, "<f4").reshape(size, dims)[keep]
+        lane.ts[n:n + m] = np_.frombuffer(times, "<f8")[keep]
+        lane.gops[n:n + m] = gop_codes[at[keep]]
         n += m
     lane.alive[:n] = True
     lane.rows = {int(i): row for row, i in enumerate(lane.ids[:n].tolist())}
