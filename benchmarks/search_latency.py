@@ -47,10 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from sqlalchemy import func, select
 
 import waggle_store as ws
-from waggle_store.dialects import common
+from waggle_store.dialects import common, sqlite_vecindex
 from waggle_store.dialects import postgres as postgres_adapter
 from waggle_store.dialects import sqlite as sqlite_adapter
-from waggle_store.dialects import sqlite_vecindex
 from waggle_store.dialects.base import LaneFilter
 from waggle_store.embeddings import HashingEmbedder
 from waggle_store.models import FrameRow, SessionRow

@@ -67,7 +67,8 @@ def _seed(store: ws.Store, mind: ws.Mind, n: int, sessions: int = 3) -> list[int
 def _model_id(store: ws.Store, mind: ws.Mind) -> int:
     with store.read_connection() as conn:
         return int(conn.execute(text("SELECT model_id FROM mind_embedding_models WHERE "
-                                     "mind_id = :m AND status = 'active'"), {"m": mind.id}).scalar_one())
+                                     "mind_id = :m AND status = 'active'"),
+                                {"m": mind.id}).scalar_one())
 
 
 def _adapter(store: ws.Store) -> SQLiteAdapter:
@@ -152,7 +153,8 @@ def test_a_write_by_another_process_is_seen_by_the_next_search(
         print(frame.id)
         store.close()
     """)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
                           text=True, env=env, check=True)
     new_id = int(done.stdout.strip().splitlines()[-1])

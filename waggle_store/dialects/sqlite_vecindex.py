@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Final
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects.base import Executor, LaneFilter, LaneHit, vector_table_name
+from waggle_store.dialects.base import Executor, LaneFilter, LaneHit
 from waggle_store.dialects.common import checked_knn, current_hits, frame_filters, run_lane
 from waggle_store.dialects.sqlite_vecload import (
     current_frames,
@@ -71,18 +71,22 @@ DEFAULT_BUDGET: Final = 2 * 1024**3
 #: A (mind, model) over the budget is not counted again for this long (the count costs a scan).
 _TOO_BIG_RETRY_S: Final = 60.0
 
+
+
+def _trigger(name: str, event: str, table: str, frame: str) -> str:
+    return (f"CREATE TRIGGER IF NOT EXISTS {LOG_TABLE}_{name} AFTER {event} ON {table} "
+            f"BEGIN INSERT INTO {LOG_TABLE}(frame_id) VALUES ({frame}); END")
+
+
 LOG_DDL: Final = (
     f"CREATE TABLE IF NOT EXISTS {LOG_TABLE} (seq INTEGER PRIMARY KEY, frame_id INTEGER NOT NULL)",
-    f"CREATE TRIGGER IF NOT EXISTS {LOG_TABLE}_frame_ad AFTER DELETE ON memory_frames BEGIN "
-    f"INSERT INTO {LOG_TABLE}(frame_id) VALUES (old.id); END",
-    f"CREATE TRIGGER IF NOT EXISTS {LOG_TABLE}_frame_au AFTER UPDATE OF content_hash, gop_id, "
-    f"created_at, mind_id ON memory_frames BEGIN INSERT INTO {LOG_TABLE}(frame_id) VALUES (new.id); END",
-    f"CREATE TRIGGER IF NOT EXISTS {LOG_TABLE}_manifest_ai AFTER INSERT ON frame_embeddings "
-    f"BEGIN INSERT INTO {LOG_TABLE}(frame_id) VALUES (new.frame_id); END",
-    f"CREATE TRIGGER IF NOT EXISTS {LOG_TABLE}_manifest_au AFTER UPDATE OF status, content_hash, "
-    f"model_id ON frame_embeddings BEGIN INSERT INTO {LOG_TABLE}(frame_id) VALUES (new.frame_id); END",
-    f"CREATE TRIGGER IF NOT EXISTS {LOG_TABLE}_manifest_ad AFTER DELETE ON frame_embeddings "
-    f"BEGIN INSERT INTO {LOG_TABLE}(frame_id) VALUES (old.frame_id); END",
+    _trigger("frame_ad", "DELETE", "memory_frames", "old.id"),
+    _trigger("frame_au", "UPDATE OF content_hash, gop_id, created_at, mind_id", "memory_frames",
+             "new.id"),
+    _trigger("manifest_ai", "INSERT", "frame_embeddings", "new.frame_id"),
+    _trigger("manifest_au", "UPDATE OF status, content_hash, model_id", "frame_embeddings",
+             "new.frame_id"),
+    _trigger("manifest_ad", "DELETE", "frame_embeddings", "old.frame_id"),
 )
 
 
