@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import text
 
 import waggle_store as ws
+from waggle_store.dialects import sqlite_vecindex
 from waggle_store.dialects.base import LaneFilter, LaneHit
 from waggle_store.dialects.sqlite import SQLiteAdapter
 from waggle_store.dialects.sqlite_vecindex import LOG_TABLE
@@ -228,3 +229,35 @@ def test_without_budget_the_lane_is_vec0s(store_factory: Callable[..., ws.Store]
     indexed, vec0 = _lanes(store, mind, q, LaneFilter([mind.id]), 10)
     assert _ids(indexed) == _ids(vec0)
     assert _adapter(store).vector_index.nbytes == 0
+
+
+def test_the_vec0_scan_loader_reads_the_same_index(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where sqlite-vec's chunk tables are not laid out as expected, the index is read through
+    vec0's own scan: the same answers."""
+    store = store_factory(embedder=DenseEmbedder())
+    mind = store.mind("m")
+    _seed(store, mind, 90)
+    monkeypatch.setattr(sqlite_vecindex, "load_chunks", lambda *args: False)
+    q = DenseEmbedder().embed_query("q")
+    indexed, vec0 = _lanes(store, mind, q, LaneFilter([mind.id], gop_id="s1"), 10)
+    assert _ids(indexed) == _ids(vec0)
+    assert _adapter(store).vector_index.nbytes > 0
+
+
+def test_a_write_session_never_fills_the_index(store_factory: Callable[..., ws.Store]) -> None:
+    """A write transaction may hold uncommitted changes: it reads a current index but never
+    loads one (a rollback would leave the index ahead of the database)."""
+    store = store_factory(embedder=DenseEmbedder())
+    mind = store.mind("m")
+    ids = _seed(store, mind, 20)
+    adapter, model_id = _adapter(store), _model_id(store, mind)
+    q = DenseEmbedder().embed_query("memory number 4")
+    with store.write() as s:
+        hits = adapter.vector_search(s, model_id=model_id, vector=q, where=LaneFilter([mind.id]),
+                                     limit=5)
+    assert hits[0].frame_id == ids[4]
+    assert adapter.vector_index.nbytes == 0  # answered by vec0
+    assert mind.search("memory number 4", lanes=("vector",))[0].frame.id == ids[4]
+    assert adapter.vector_index.nbytes > 0
