@@ -28,12 +28,12 @@ manifest ready for the model with the frame's current hash, model still active: 
 :func:`checked_knn` join that also reads the page's frames), so even a wrong cache can return no
 deleted, changed or foreign frame; a candidate dropped there marks the cache for a full reload.
 
-Memory: a (mind, model) costs ``n × (4·d + 21)`` bytes (float32 rows, ids, times, session codes,
-flags): 1.55 GB for 1M frames of 384 dimensions. The index of a store keeps at most
-``WAGGLE_VECTOR_INDEX_BYTES`` (default :data:`DEFAULT_BUDGET` = 2 GiB; ``0`` turns the index off),
-evicting the least recently searched (mind, model) first; a mind larger than the budget is
-searched by vec0. numpy is imported on the first vector search (not at ``import waggle_store``);
-without numpy the lane is vec0's.
+Memory: a (mind, model) costs about ``n × (4·d + 131)`` bytes (float32 rows; ids, times, session
+codes, flags; the id -> row dict): 1.67 GB for 1M frames of 384 dimensions, 167 MB for 100k. The
+index of a store keeps at most ``WAGGLE_VECTOR_INDEX_BYTES`` (default :data:`DEFAULT_BUDGET` =
+2 GiB; ``0`` turns the index off), evicting the least recently searched (mind, model) first; a
+mind larger than the budget is searched by vec0. numpy is imported on the first vector search
+(not at ``import waggle_store``); without numpy the lane is vec0's.
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ LOG_TABLE: Final = "frame_vectors_log"
 #: Log entries kept; a cache further behind reloads in full.
 LOG_KEEP: Final = 200_000
 DEFAULT_BUDGET: Final = 2 * 1024**3
+#: What the frame id -> row dict costs per entry (measured: ~106 bytes on CPython 3.11).
+_ROW_ENTRY: Final = 110
 #: A (mind, model) over the budget is not counted again for this long (the count costs a scan).
 _TOO_BIG_RETRY_S: Final = 60.0
 
@@ -151,7 +153,7 @@ class _Lane:
     @property
     def nbytes(self) -> int:
         return int(self.matrix.nbytes + self.ids.nbytes + self.ts.nbytes + self.gops.nbytes
-                   + self.alive.nbytes)
+                   + self.alive.nbytes) + _ROW_ENTRY * len(self.rows)
 
 
 class VectorIndex:
@@ -290,7 +292,7 @@ class VectorIndex:
         current = current_frames(executor, mind_id, model_id)
         count = len(current)
         dims = self._dims(executor, model_id)
-        need = count * (4 * dims + 21)
+        need = count * (4 * dims + 21 + _ROW_ENTRY)
         if need > self.budget:
             return None
         others = sum(lane.nbytes for k, lane in self._lanes.items() if k != key)
