@@ -135,7 +135,9 @@ def budget_from_env() -> int:
 @dataclass
 class _Lane:
     """The vectors of one (mind, model) as of log position ``seq``; rows ``[:n]`` are used,
-    ``alive`` is False for rows whose frame stopped qualifying (re-used by a compaction)."""
+    ``alive`` is False for the ``dead`` rows whose frame stopped qualifying (masked until the
+    next full reload; a quarter of the rows dead, or a candidate the database refused, marks the
+    lane ``stale``: reloaded in full by the next search)."""
 
     seq: int
     dims: int
@@ -167,6 +169,7 @@ class VectorIndex:
         self._lock = threading.Lock()
 
     def clear(self) -> None:
+        """Forget every loaded (mind, model) (frees their memory; the next search reloads)."""
         with self._lock:
             self._lanes.clear()
             self._too_big.clear()
