@@ -187,7 +187,10 @@ class VectorIndex:
         np_ = _numpy() if self.budget > 0 else None
         if np_ is None or not self._has_log(executor):
             return None
-        low, high = run_lane(executor, f"SELECT min(seq), max(seq) FROM {LOG_TABLE}", {})[0]
+        # Two subqueries: SQLite answers a lone min() or max() from the primary key's ends,
+        # but ``SELECT min(seq), max(seq)`` scans the whole log (7 ms at its 200,000 entries).
+        low, high = run_lane(executor, f"SELECT (SELECT min(seq) FROM {LOG_TABLE}), "
+                             f"(SELECT max(seq) FROM {LOG_TABLE})", {})[0]
         seq = int(high or 0)
         key = (mind_id, model_id)
         with self._lock:
@@ -253,15 +256,19 @@ class VectorIndex:
             mask = _and(mask, lane.ts[:n] >= where.since.timestamp())
         if where.until is not None:
             mask = _and(mask, lane.ts[:n] <= where.until.timestamp())
-        sims = lane.matrix[:n] @ (q / norm)
+        # Negated in place, the nearest come first: numpy's introselect is ~30x slower for a
+        # k-th element at the top end of an array of many equal values (the hashing embedder's
+        # many exact 0.0 similarities: 28 ms against 0.9 ms at 1M).
+        neg = lane.matrix[:n] @ (q / norm)
+        np_.negative(neg, out=neg)
         if mask is not None:
-            sims[~mask] = -np_.inf
+            neg[~mask] = np_.inf
         available = n if mask is None else int(np_.count_nonzero(mask))
         k = min(max(limit, 1), available)
         while k > 0:
-            top = np_.argpartition(sims, n - k)[n - k:] if k < n else np_.arange(n)
-            top = top[np_.isfinite(sims[top])]
-            distance = 1.0 - sims[top].astype(np_.float64)
+            top = np_.argpartition(neg, k - 1)[:k] if k < n else np_.arange(n)
+            top = top[np_.isfinite(neg[top])]
+            distance = 1.0 + neg[top].astype(np_.float64)
             order = np_.lexsort((lane.ids[top], distance))
             pairs = [[int(i), float(d)] for i, d in zip(lane.ids[top][order].tolist(),
                                                         distance[order].tolist(), strict=True)]
