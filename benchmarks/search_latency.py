@@ -51,7 +51,7 @@ from waggle_store.dialects import common, sqlite_vecindex
 from waggle_store.dialects import postgres as postgres_adapter
 from waggle_store.dialects import sqlite as sqlite_adapter
 from waggle_store.dialects.base import LaneFilter
-from waggle_store.embeddings import HashingEmbedder
+from waggle_store.embeddings import HashingEmbedder, LocalEmbedder
 from waggle_store.models import FrameRow, SessionRow
 from waggle_store.pipeline.embed import embed_frames
 from waggle_store.repositories.vectors import register_model
@@ -225,12 +225,19 @@ def _bare_scan(lane: Any, vector: Any, k: int) -> None:
     top[np.argsort(d[top])]
 
 
+def _embedder(name: str) -> Any:
+    """384 dimensions either way: the deterministic hashing embedder, or all-MiniLM-L6-v2 (a
+    dense embedder; local, slow to build with: ~1 ms a frame here)."""
+    return HashingEmbedder(384) if name == "hashing" else LocalEmbedder()
+
+
 def recall_vs_vec0(store: ws.Store, mind: ws.Mind, count: int = 10) -> float:
     """recall@20 of the vector lane as it runs (the index) against vec0's exact KNN, counting
     ties at the 20th distance as found."""
     adapter = store.adapter
     _, queries = _texts(0)
-    embedder = HashingEmbedder(384)
+    embedder = store.embedder
+    assert embedder is not None
     with store.read_connection() as conn:
         model_id = int(conn.exec_driver_sql(
             f"SELECT model_id FROM mind_embedding_models WHERE mind_id = {mind.id}").scalar_one())
@@ -292,6 +299,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--pg-url", default=os.environ.get("WAGGLE_BENCH_PG_URL"))
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--embedder", choices=("hashing", "local"), default="hashing",
+                        help="hashing (default) or local all-MiniLM-L6-v2 (dense; SQLite files "
+                        "bench-N-local.db)")
     parser.add_argument(
         "--sqlite-lane", nargs="+", choices=("index", "vec0"), default=["index", "vec0"],
         help="SQLite vector lane: the in-process index (default of the library) and/or "
@@ -320,11 +330,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for n in args.n:
                     schema = None
                     if dialect == "sqlite":
-                        url = f"sqlite:///{data / f'bench-{n}.db'}"
+                        tag = "" if args.embedder == "hashing" else f"-{args.embedder}"
+                        url = f"sqlite:///{data / f'bench-{n}{tag}.db'}"
                     else:
                         url = pg_url
                         schema = f"bench_{n}" if args.keep else f"bench_{uuid.uuid4().hex[:8]}"
-                    store = ws.open_store(url, schema=schema, embedder=HashingEmbedder(384))
+                    store = ws.open_store(url, schema=schema, embedder=_embedder(args.embedder))
                     try:
                         t0 = time.perf_counter()
                         mind = store.mind("bench")
@@ -338,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         lanes = args.sqlite_lane if dialect == "sqlite" else ["knn"]
                         if dialect == "sqlite":
                             with store.write() as s:  # a store kept from before the change log
-                                register_model(s, store.adapter, HashingEmbedder(384),
+                                register_model(s, store.adapter, store.embedder,
                                                repair=True)
                         for lane in lanes:
                             if lane != "knn":
