@@ -7,6 +7,11 @@ columns), which keeps filtered pages full without a post-filter. What the KNN ca
 manifest (is this vector current for the frame's content?); those few stale rows are filtered
 afterwards and the scan widens (``k`` up to vec0's limit, then an exact scan) until the page is
 full or the candidates are exhausted.
+
+That KNN is a brute-force scan through the virtual-table interface (~900 ns a row), so the lane
+is first asked of the in-process exact index (:mod:`waggle_store.dialects.sqlite_vecindex`: a
+numpy matrix per (mind, model), kept coherent through a change log, every candidate verified in
+SQL); vec0's KNN answers when the index cannot (no numpy, no log yet, over its memory budget).
 """
 
 from __future__ import annotations
