@@ -261,3 +261,28 @@ def test_a_write_session_never_fills_the_index(store_factory: Callable[..., ws.S
     assert adapter.vector_index.nbytes == 0  # answered by vec0
     assert mind.search("memory number 4", lanes=("vector",))[0].frame.id == ids[4]
     assert adapter.vector_index.nbytes > 0
+
+
+def test_the_budget_bounds_the_index(store_factory: Callable[..., ws.Store]) -> None:
+    """Over the budget a mind is searched by vec0; two minds that do not fit together take
+    turns (the least recently searched is evicted)."""
+    store = store_factory(embedder=DenseEmbedder())
+    a, b = store.mind("a"), store.mind("b")
+    _seed(store, a, 40)
+    _seed(store, b, 40)
+    index = _adapter(store).vector_index
+    assert a.search("memory number 2", lanes=("vector",))
+    one = index.nbytes
+    index.clear()
+    index.budget = one + one // 2  # room for one mind, not two
+    q = DenseEmbedder().embed_query("memory number 2")
+    for mind in (a, b):
+        indexed, vec0 = _lanes(store, mind, q, LaneFilter([mind.id]), 10)
+        assert _ids(indexed) == _ids(vec0)
+        assert [key[0] for key in index._lanes] == [mind.id]
+        assert index.nbytes <= index.budget
+    index.clear()
+    index.budget = one // 2  # not even one
+    indexed, vec0 = _lanes(store, a, q, LaneFilter([a.id]), 10)
+    assert _ids(indexed) == _ids(vec0)
+    assert index.nbytes == 0

@@ -71,7 +71,7 @@ DEFAULT_BUDGET: Final = 2 * 1024**3
 #: What the frame id -> row dict costs per entry (measured: ~106 bytes on CPython 3.11).
 _ROW_ENTRY: Final = 110
 #: A (mind, model) over the budget is not counted again for this long (the count costs a scan).
-_TOO_BIG_RETRY_S: Final = 60.0
+_TOO_BIG_RETRY_S: Final = 300.0
 
 
 
