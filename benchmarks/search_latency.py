@@ -2,6 +2,7 @@
 
     python benchmarks/search_latency.py [--n 10000 100000] [--dialect sqlite postgres]
                                         [--pg-url URL] [--queries 200] [--keep DIR]
+                                        [--sqlite-lane index vec0]
 
 Builds a store of N synthetic frames (Zipf-distributed pseudo-words, 10 sessions) with the
 deterministic hashing embedder (384 dims), then times, per query:
@@ -9,10 +10,16 @@ deterministic hashing embedder (384 dims), then times, per query:
 * library: ``mind.search(q, limit=20)`` (query embedding, a pooled connection with its pre-ping,
   both lanes with 2x over-fetch, fusion, the graph-distance query when a candidate mentions an
   entity, scoring, explain);
+* first: the first search after opening (on SQLite's index lane: reading the mind into memory);
 * raw: the same query's lane statements (keyword lane with over-fetch 40; vector KNN k=40 with the
   mind filter and the manifest check, and ``set_config`` on Postgres), recorded from the library
   as its driver received them and replayed verbatim in one transaction on a DBAPI connection of
   the same engine and driver (psycopg: the same prepare_threshold).
+
+SQLite's vector lane runs as the in-process index (``--sqlite-lane index``: change-log check,
+numpy scan, verification statement; the raw side replays the statements and repeats the bare
+matrix product and top-k over the same matrix) and/or as sqlite-vec's KNN (``vec0``). R@20 is
+the index lane's recall@20 against vec0's exact KNN over 10 queries (1.000 = the same frames).
 
 On Postgres the tables are ``VACUUM ANALYZE``d after the load, as autovacuum would have done.
 
@@ -40,12 +47,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from sqlalchemy import func, select
 
 import waggle_store as ws
-from waggle_store.dialects import common
+from waggle_store.dialects import common, sqlite_vecindex
 from waggle_store.dialects import postgres as postgres_adapter
 from waggle_store.dialects import sqlite as sqlite_adapter
-from waggle_store.embeddings import HashingEmbedder
+from waggle_store.dialects.base import LaneFilter
+from waggle_store.embeddings import HashingEmbedder, LocalEmbedder
 from waggle_store.models import FrameRow, SessionRow
 from waggle_store.pipeline.embed import embed_frames
+from waggle_store.repositories.vectors import register_model
 from waggle_store.testing import embedded_postgres
 
 LIMIT = 20
@@ -138,13 +147,27 @@ def _lane_statements(
     the vector lane the KNN with its manifest check (plus ``set_config`` on Postgres). Not the
     pool's pre-ping, the model lookup or the graph-distance query: those are the library's.
     """
-    modules = (common, sqlite_adapter, postgres_adapter)
+    modules = (common, sqlite_adapter, postgres_adapter, sqlite_vecindex)
     real = common.run_lane
     recorded: list[Any] = []
 
     def recording(executor: Any, sql: str, params: dict[str, Any]) -> list[Any]:
         recorded.append(common.driver_statement(store.engine.dialect, sql, params))
         return real(executor, sql, params)
+
+    # The SQLite index lane's scan is numpy, not SQL: the raw side repeats the bare matrix
+    # product and top-k over the same matrix (recorded as a ("scan", lane, vector, k) step).
+    index = getattr(store.adapter, "vector_index", None)
+    real_search = index._search if index is not None else None
+
+    def scanning(executor: Any, np_: Any, lane: Any, model_id: int, vector: Any, where: Any,
+                 mind_id: int, limit: int) -> Any:
+        recorded.append(("scan", lane, np_.asarray(vector, np_.float32), limit))
+        assert real_search is not None
+        return real_search(executor, np_, lane, model_id, vector, where, mind_id, limit)
+
+    if index is not None:
+        index._search = scanning
 
     statements: dict[str, list[Any]] = {}
     for module in modules:
@@ -157,6 +180,8 @@ def _lane_statements(
     finally:
         for module in modules:
             module.run_lane = real  # type: ignore[attr-defined]
+        if index is not None:
+            del index._search
     return statements
 
 
@@ -175,7 +200,10 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
         cur = conn.cursor()
         if sqlite:  # isolation_level=None: the library's begin hook does this
             cur.execute("BEGIN DEFERRED")
-        for sql, args in statements[query]:
+        for sql, args, *scan in statements[query]:
+            if sql == "scan":
+                _bare_scan(args, *scan)
+                continue
             cur.execute(sql, args)
             cur.fetchall()
         if sqlite:
@@ -184,6 +212,49 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
             conn.commit()
 
     return run
+
+
+def _bare_scan(lane: Any, vector: Any, k: int) -> None:
+    """The least an exact in-memory lane must do: normalise, one matrix-vector product over the
+    mind, the top k by distance."""
+    import numpy as np
+
+    q = vector / np.linalg.norm(vector)
+    d = 1.0 - lane.matrix[: lane.n] @ q
+    top = np.argpartition(d, k - 1)[:k]
+    top[np.argsort(d[top])]
+
+
+def _embedder(name: str) -> Any:
+    """384 dimensions either way: the deterministic hashing embedder, or all-MiniLM-L6-v2 (a
+    dense embedder; local, slow to build with: ~1 ms a frame here)."""
+    return HashingEmbedder(384) if name == "hashing" else LocalEmbedder()
+
+
+def recall_vs_vec0(store: ws.Store, mind: ws.Mind, count: int = 10) -> float:
+    """recall@20 of the vector lane as it runs (the index) against vec0's exact KNN, counting
+    ties at the 20th distance as found."""
+    adapter = store.adapter
+    _, queries = _texts(0)
+    embedder = store.embedder
+    assert embedder is not None
+    with store.read_connection() as conn:
+        model_id = int(conn.exec_driver_sql(
+            f"SELECT model_id FROM mind_embedding_models WHERE mind_id = {mind.id}").scalar_one())
+    found = total = 0
+    for q in queries[:count]:
+        vector = embedder.embed_query(q)
+        with store.read_connection() as conn:
+            lane = adapter.vector_search(conn, model_id=model_id, vector=vector,
+                                         where=LaneFilter([mind.id]), limit=LIMIT)
+            exact = adapter._vector_search_one(  # type: ignore[attr-defined]
+                conn, model_id, vector, LaneFilter([mind.id]), mind.id, LIMIT)
+        # Tie-aware: a hit as near as vec0's 20th is one of an exact top 20 (the hashing
+        # embedder's distances tie often, and either scan may pick any of the tied frames).
+        bound = exact[-1].score + 1e-6 if exact else 0.0
+        found += sum(1 for h in lane if h.score <= bound)
+        total += len(exact)
+    return found / max(total, 1)
 
 
 def measure(store: ws.Store, mind: ws.Mind, n: int, count: int) -> dict[str, float]:
@@ -228,6 +299,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--pg-url", default=os.environ.get("WAGGLE_BENCH_PG_URL"))
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--embedder", choices=("hashing", "local"), default="hashing",
+                        help="hashing (default) or local all-MiniLM-L6-v2 (dense; SQLite files "
+                        "bench-N-local.db)")
+    parser.add_argument(
+        "--sqlite-lane", nargs="+", choices=("index", "vec0"), default=["index", "vec0"],
+        help="SQLite vector lane: the in-process index (default of the library) and/or "
+        "sqlite-vec's KNN (the index's fallback; the index turned off)",
+    )
     parser.add_argument(
         "--keep",
         metavar="DIR",
@@ -240,8 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "postgres" in args.dialect and not pg_url:
         pg_url, stop = embedded_postgres("waggle-bench-pg-")
     print(
-        f"{'dialect':10} {'N':>7} {'build s':>8} {'lib p50':>8} {'lib p95':>8} {'raw p50':>8} "
-        f"{'raw p95':>8} {'p50 ×':>6} {'p95 ×':>6}"
+        f"{'dialect':10} {'lane':6} {'N':>7} {'build s':>8} {'first s':>8} {'lib p50':>8} "
+        f"{'lib p95':>8} {'raw p50':>8} {'raw p95':>8} {'p50 ×':>6} {'p95 ×':>6} {'R@20':>5}"
     )
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -251,11 +330,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for n in args.n:
                     schema = None
                     if dialect == "sqlite":
-                        url = f"sqlite:///{data / f'bench-{n}.db'}"
+                        tag = "" if args.embedder == "hashing" else f"-{args.embedder}"
+                        url = f"sqlite:///{data / f'bench-{n}{tag}.db'}"
                     else:
                         url = pg_url
                         schema = f"bench_{n}" if args.keep else f"bench_{uuid.uuid4().hex[:8]}"
-                    store = ws.open_store(url, schema=schema, embedder=HashingEmbedder(384))
+                    store = ws.open_store(url, schema=schema, embedder=_embedder(args.embedder))
                     try:
                         t0 = time.perf_counter()
                         mind = store.mind("bench")
@@ -266,14 +346,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 )
                             mind = build(store, n)
                         built = time.perf_counter() - t0
-                        r = measure(store, mind, n, args.queries)
-                        print(
-                            f"{dialect:10} {n:>7} {built:8.1f} "
-                            f"{r['lib_p50']:8.2f} {r['lib_p95']:8.2f} "
-                            f"{r['raw_p50']:8.2f} {r['raw_p95']:8.2f} {r['ratio_p50']:6.2f} "
-                            f"{r['ratio_p95']:6.2f}",
-                            flush=True,
-                        )
+                        lanes = args.sqlite_lane if dialect == "sqlite" else ["knn"]
+                        if dialect == "sqlite":
+                            with store.write() as s:  # a store kept from before the change log
+                                register_model(s, store.adapter, store.embedder,
+                                               repair=True)
+                        for lane in lanes:
+                            if lane != "knn":
+                                store.adapter.vector_index.budget = (  # type: ignore[attr-defined]
+                                    0 if lane == "vec0" else sqlite_vecindex.budget_from_env())
+                            t0 = time.perf_counter()
+                            mind.search("first search", limit=LIMIT)  # loads the index
+                            first = time.perf_counter() - t0
+                            r = measure(store, mind, n, args.queries)
+                            recall = recall_vs_vec0(store, mind) if lane == "index" else 1.0
+                            print(
+                                f"{dialect:10} {lane:6} {n:>7} {built:8.1f} {first:8.2f} "
+                                f"{r['lib_p50']:8.2f} {r['lib_p95']:8.2f} "
+                                f"{r['raw_p50']:8.2f} {r['raw_p95']:8.2f} {r['ratio_p50']:6.2f} "
+                                f"{r['ratio_p95']:6.2f} {recall:5.3f}",
+                                flush=True,
+                            )
                     finally:
                         if schema and not args.keep:
                             with store.engine.begin() as conn:

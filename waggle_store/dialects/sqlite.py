@@ -7,6 +7,11 @@ columns), which keeps filtered pages full without a post-filter. What the KNN ca
 manifest (is this vector current for the frame's content?); those few stale rows are filtered
 afterwards and the scan widens (``k`` up to vec0's limit, then an exact scan) until the page is
 full or the candidates are exhausted.
+
+That KNN is a brute-force scan through the virtual-table interface (~900 ns a row), so the lane
+is first asked of the in-process exact index (:mod:`waggle_store.dialects.sqlite_vecindex`: a
+numpy matrix per (mind, model), kept coherent through a change log, every candidate verified in
+SQL); vec0's KNN answers when the index cannot (no numpy, no log yet, over its memory budget).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from waggle_store.dialects.common import (
     run_lane,
 )
 from waggle_store.dialects.info import engine_info
+from waggle_store.dialects.sqlite_vecindex import VectorIndex, ensure_log, log_changes
 from waggle_store.models.idioms import rowcount
 
 #: sqlite-vec 0.1.x refuses a KNN ``k`` above this.
@@ -87,6 +93,8 @@ class SQLiteAdapter:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._vector_tables = VectorTables()
+        #: The in-process exact index in front of vec0's KNN (dialects/sqlite_vecindex.py).
+        self.vector_index = VectorIndex()
 
     def capabilities(self, session: Session) -> Capabilities:
         info = engine_info(self.engine)
@@ -152,7 +160,11 @@ class SQLiteAdapter:
     ) -> list[LaneHit]:
         hits: list[LaneHit] = []
         for mind_id in where.mind_ids:
-            hits.extend(self._vector_search_one(session, model_id, vector, where, int(mind_id), limit))
+            found = self.vector_index.search(session, model_id, vector, where, int(mind_id), limit)
+            if found is None:  # no numpy, no change log yet, over the memory budget: vec0
+                found = self._vector_search_one(session, model_id, vector, where, int(mind_id),
+                                                limit)
+            hits.extend(found)
         hits.sort(key=lambda h: (h.score, h.frame_id))
         return hits[:limit]
 
@@ -238,6 +250,7 @@ class SQLiteAdapter:
                 f"DELETE FROM {table} WHERE rowid = old.id; END"
             )
         )
+        ensure_log(session)  # what keeps the in-process index coherent with the tables
         self._vector_tables.ensured_in(session, model_id)
 
     def vector_table_exists(self, session: Session, model_id: int) -> bool:
@@ -276,6 +289,7 @@ class SQLiteAdapter:
             text(f"DELETE FROM {vector_table_name(model_id)} WHERE rowid = :id"),
             [{"id": int(i)} for i in frame_ids],
         )
+        log_changes(session, frame_ids)  # vec0 takes no triggers (upsert deletes first)
 
     def read_vectors(self, session: Executor, model_id: int,
                      frame_ids: Sequence[int]) -> dict[int, list[float]]:
