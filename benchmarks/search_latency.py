@@ -240,7 +240,8 @@ def recall_vs_vec0(store: ws.Store, mind: ws.Mind, count: int = 10) -> float:
     assert embedder is not None
     with store.read_connection() as conn:
         model_id = int(conn.exec_driver_sql(
-            f"SELECT model_id FROM mind_embedding_models WHERE mind_id = {mind.id}").scalar_one())
+            "SELECT model_id FROM waggle_mind_embedding_models "
+            f"WHERE mind_id = {mind.id}").scalar_one())
     found = total = 0
     for q in queries[:count]:
         vector = embedder.embed_query(q)

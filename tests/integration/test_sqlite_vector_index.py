@@ -67,7 +67,7 @@ def _seed(store: ws.Store, mind: ws.Mind, n: int, sessions: int = 3) -> list[int
 
 def _model_id(store: ws.Store, mind: ws.Mind) -> int:
     with store.read_connection() as conn:
-        return int(conn.execute(text("SELECT model_id FROM mind_embedding_models WHERE "
+        return int(conn.execute(text("SELECT model_id FROM waggle_mind_embedding_models WHERE "
                                      "mind_id = :m AND status = 'active'"),
                                 {"m": mind.id}).scalar_one())
 
@@ -196,7 +196,7 @@ def test_a_change_the_log_missed_is_caught_by_the_verification(
     with store.write() as s:
         for name in ("frame_ad", "manifest_ad"):
             s.execute(text(f"DROP TRIGGER {LOG_TABLE}_{name}"))
-        s.execute(text("DELETE FROM memory_frames WHERE id = :id"), {"id": ids[3]})
+        s.execute(text("DELETE FROM waggle_memory_frames WHERE id = :id"), {"id": ids[3]})
     hits = mind.search("memory number 3", lanes=("vector",), limit=10)
     assert ids[3] not in [r.frame.id for r in hits]
     assert len(hits) == 10  # the page is still full

@@ -78,11 +78,15 @@ def frame_select(alias: str = "f") -> str:
     frame mentions any entity (an index probe per hit; the search skips its graph-distance query
     when no candidate does)."""
     columns = ", ".join(f"{alias}.{name}" for name in FRAME_COLUMNS)
-    return f"{columns}, EXISTS (SELECT 1 FROM {T_MENTIONS} m WHERE m.frame_id = {alias}.id) AS mentions"
+    mentions = f"EXISTS (SELECT 1 FROM {T_MENTIONS} m WHERE m.frame_id = {alias}.id) AS mentions"
+    return f"{columns}, {mentions}"
 
 
 #: Where ``frame_select()`` puts the two times and the mention flag, after ``id, score``.
-_CREATED, _LAST_ACCESSED = 2 + FRAME_COLUMNS.index("created_at"), 2 + FRAME_COLUMNS.index("last_accessed")
+_CREATED, _LAST_ACCESSED = (
+    2 + FRAME_COLUMNS.index("created_at"),
+    2 + FRAME_COLUMNS.index("last_accessed"),
+)
 _MENTIONS = 2 + len(FRAME_COLUMNS)
 assert (_CREATED, _LAST_ACCESSED) == (_MENTIONS - 2, _MENTIONS - 1)  # the times close the frame
 _TIME_READERS: dict[tuple[str, str], Callable[[Any], Any]] = {}
@@ -207,7 +211,11 @@ def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[Any]:
         if lost:
             conn.invalidate(exc)
         raise sa_exc.DBAPIError.instance(
-            statement, args, exc, dialect.loaded_dbapi.Error, connection_invalidated=lost,
+            statement,
+            args,
+            exc,
+            dialect.loaded_dbapi.Error,
+            connection_invalidated=lost,
             dialect=dialect,
         ) from exc
     finally:
@@ -218,12 +226,15 @@ def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[Any]:
 def timed(sql: str) -> TextClause:
     """``text(sql)`` with the time parameters typed as the ``created_at`` column."""
     clause = text(sql)
-    binds = [bindparam(name, type_=_TS) for name in ("since", "until") if re.search(rf":{name}\b", sql)]
+    binds = [
+        bindparam(name, type_=_TS) for name in ("since", "until") if re.search(rf":{name}\b", sql)
+    ]
     return clause.bindparams(*binds) if binds else clause
 
 
-def like_search(session: Executor, *, operator: str, patterns: Sequence[str], where: LaneFilter,
-                limit: int) -> list[LaneHit]:
+def like_search(
+    session: Executor, *, operator: str, patterns: Sequence[str], where: LaneFilter, limit: int
+) -> list[LaneHit]:
     """The escaped-LIKE fallback for a keyword index that errors: newest matches first.
 
     ``operator`` is the dialect's case-insensitive match (SQLite ``LIKE`` folds ASCII, Postgres
@@ -247,8 +258,9 @@ def like_search(session: Executor, *, operator: str, patterns: Sequence[str], wh
     return frame_hits(session, rows)
 
 
-def frames_missing_vectors(session: Session, table: str, key: str, model_id: int,
-                           mind_id: int | None) -> list[int]:
+def frames_missing_vectors(
+    session: Session, table: str, key: str, model_id: int, mind_id: int | None
+) -> list[int]:
     """Frames whose manifest says ready for ``model_id`` but whose row in the vector ``table``
     (frame id in column ``key``: ``rowid`` for vec0, ``frame_id`` on Postgres) is missing."""
     params: dict[str, Any] = {"model_id": model_id}

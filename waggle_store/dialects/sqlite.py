@@ -118,7 +118,8 @@ class SQLiteAdapter:
             connection_of(session)  # no connection made yet: the probe runs on connect
         return bool(info.vector_extension)
 
-    def in_values(self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]) -> ColumnElement[bool]:
+    def in_values(self, column: ColumnElement[Any], name: str,
+                  type_: TypeEngine[Any]) -> ColumnElement[bool]:
         return column.in_(bindparam(name, expanding=True, type_=type_))
 
     # -- lanes ------------------------------------------------------------------------------
@@ -162,8 +163,9 @@ class SQLiteAdapter:
         for mind_id in where.mind_ids:
             found = self.vector_index.search(session, model_id, vector, where, int(mind_id), limit)
             if found is None:  # no numpy, no change log yet, over the memory budget: vec0
-                found = self._vector_search_one(session, model_id, vector, where, int(mind_id),
-                                                limit)
+                found = self._vector_search_one(
+                    session, model_id, vector, where, int(mind_id), limit
+                )
             hits.extend(found)
         hits.sort(key=lambda h: (h.score, h.frame_id))
         return hits[:limit]
@@ -194,7 +196,8 @@ class SQLiteAdapter:
         knn = checked_knn(
             f"(SELECT rowid, distance FROM {table} WHERE embedding MATCH :q AND k = :k "
             f"AND mind_id = :mind_id {' '.join(extra)}) c",
-            "rowid", "distance",
+            "rowid",
+            "distance",
         )
         params["model_id"] = model_id
         k = min(max(limit, 1), VEC0_MAX_K)
@@ -210,11 +213,19 @@ class SQLiteAdapter:
         return self._exact_vector_search(session, model_id, qvec, where, mind_id, limit)
 
     def _exact_vector_search(
-        self, session: Executor, model_id: int, qvec: str, where: LaneFilter, mind_id: int, limit: int
+        self,
+        session: Executor,
+        model_id: int,
+        qvec: str,
+        where: LaneFilter,
+        mind_id: int,
+        limit: int,
     ) -> list[LaneHit]:
         """Scan every matching frame: only reached when stale vectors crowd out a 4096-wide KNN."""
         params: dict[str, Any] = {"q": qvec, "model_id": model_id, "limit": limit}
-        filters = frame_filters(LaneFilter([mind_id], where.gop_id, where.since, where.until), params)
+        filters = frame_filters(
+            LaneFilter([mind_id], where.gop_id, where.since, where.until), params
+        )
         rows = run_lane(
             session,
             f"SELECT f.id, vec_distance_cosine(v.embedding, :q) AS d, {frame_select()} "
@@ -229,8 +240,9 @@ class SQLiteAdapter:
 
     # -- vector index maintenance -------------------------------------------------------------
 
-    def ensure_vector_table(self, session: Session, model_id: int, dimensions: int, *,
-                            repair: bool = False) -> None:
+    def ensure_vector_table(
+        self, session: Session, model_id: int, dimensions: int, *, repair: bool = False
+    ) -> None:
         if self._vector_tables.ready(model_id) and not repair:
             return
         table = vector_table_name(model_id)
@@ -254,10 +266,13 @@ class SQLiteAdapter:
         self._vector_tables.ensured_in(session, model_id)
 
     def vector_table_exists(self, session: Session, model_id: int) -> bool:
-        return session.execute(
-            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
-            {"name": vector_table_name(model_id)},
-        ).scalar() is not None
+        return (
+            session.execute(
+                text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
+                {"name": vector_table_name(model_id)},
+            ).scalar()
+            is not None
+        )
 
     def upsert_vectors(self, session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
         if not rows:
@@ -291,16 +306,19 @@ class SQLiteAdapter:
         )
         log_changes(session, frame_ids)  # vec0 takes no triggers (upsert deletes first)
 
-    def read_vectors(self, session: Executor, model_id: int,
-                     frame_ids: Sequence[int]) -> dict[int, list[float]]:
+    def read_vectors(
+        self, session: Executor, model_id: int, frame_ids: Sequence[int]
+    ) -> dict[int, list[float]]:
         # vec0 returns a float[] column as its little-endian float32 blob.
         found: dict[int, list[float]] = {}
         ids = [int(i) for i in frame_ids]
         for start in range(0, len(ids), 500):
             rows = connection_of(session).execute(
-                text(f"SELECT rowid, embedding FROM {vector_table_name(model_id)} "
-                     "WHERE rowid IN :ids").bindparams(bindparam("ids", expanding=True)),
-                {"ids": ids[start:start + 500]},
+                text(
+                    f"SELECT rowid, embedding FROM {vector_table_name(model_id)} "
+                    "WHERE rowid IN :ids"
+                ).bindparams(bindparam("ids", expanding=True)),
+                {"ids": ids[start : start + 500]},
             )
             for frame_id, blob in rows:
                 floats = array("f", bytes(blob))
@@ -312,7 +330,9 @@ class SQLiteAdapter:
     def frames_missing_vectors(
         self, session: Session, model_id: int, mind_id: int | None
     ) -> list[int]:
-        return frames_missing_vectors(session, vector_table_name(model_id), "rowid", model_id, mind_id)
+        return frames_missing_vectors(
+            session, vector_table_name(model_id), "rowid", model_id, mind_id
+        )
 
     def remove_vector_orphans(self, session: Session, model_id: int) -> int:
         table = vector_table_name(model_id)
@@ -332,10 +352,13 @@ class SQLiteAdapter:
 
     def _has_fts_table(self, session: Session) -> bool:
         """A dropped FTS5 table has no rows to fix (``verify_derived`` reports it)."""
-        return session.execute(
-            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
-            {"name": T_FTS},
-        ).scalar() is not None
+        return (
+            session.execute(
+                text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
+                {"name": T_FTS},
+            ).scalar()
+            is not None
+        )
 
     def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
         if not self._has_fts_table(session):
@@ -351,7 +374,8 @@ class SQLiteAdapter:
             for r in session.execute(
                 text(
                     f"SELECT f.id FROM {T_FRAMES} f LEFT JOIN {T_FTS} x "
-                    f"ON x.rowid = f.id WHERE (x.rowid IS NULL OR x.content IS NOT f.content) {mind}"
+                    "ON x.rowid = f.id "
+                    f"WHERE (x.rowid IS NULL OR x.content IS NOT f.content) {mind}"
                 ),
                 params,
             ).all()
@@ -371,9 +395,7 @@ class SQLiteAdapter:
         if not self._has_fts_table(session):
             return 0
         result = session.execute(
-            text(
-                f"DELETE FROM {T_FTS} WHERE rowid NOT IN (SELECT id FROM {T_FRAMES})"
-            )
+            text(f"DELETE FROM {T_FTS} WHERE rowid NOT IN (SELECT id FROM {T_FRAMES})")
         )
         return rowcount(result)
 
@@ -382,8 +404,9 @@ class SQLiteAdapter:
     def verify_derived(self, session: Executor) -> list[DerivedProblem]:
         return derived.sqlite_problems(session, vectors=self.vector_backend_available(session))
 
-    def repair_derived(self, session: Session,
-                       problems: Sequence[DerivedProblem]) -> list[DerivedProblem]:
+    def repair_derived(
+        self, session: Session, problems: Sequence[DerivedProblem]
+    ) -> list[DerivedProblem]:
         if derived.keyword_broken(problems):
             derived.sqlite_repair_keyword(session)
         derived.repair_vector_tables(self, session, problems)

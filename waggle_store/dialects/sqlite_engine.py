@@ -71,7 +71,8 @@ def pick_sqlite_driver() -> tuple[ModuleType, str]:
 
 
 def sqlite_wal_reset_affected(version: tuple[int, int, int]) -> bool:
-    """SQLite 3.7.0–3.51.2 have the WAL-reset corruption bug, except the 3.44.6 and 3.50.7 backports."""
+    """SQLite 3.7.0–3.51.2 have the WAL-reset corruption bug, except the 3.44.6 and 3.50.7
+    backports."""
     if version in ((3, 44, 6), (3, 50, 7)):
         return False
     return (3, 7, 0) <= version <= (3, 51, 2)
@@ -116,8 +117,10 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
             f"got {config.sqlite_synchronous!r}"
         )
     module, label, no_extensions = _sqlite_driver()
-    options = {"schema_translate_map": schema_translate_map(None),
-               **kwargs.pop("execution_options", {})}
+    options = {
+        "schema_translate_map": schema_translate_map(None),
+        **kwargs.pop("execution_options", {}),
+    }
     engine = sa.create_engine(url, module=module, execution_options=options, **kwargs)
     info = engine_info(engine)
     info.driver = label

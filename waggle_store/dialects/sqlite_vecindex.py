@@ -51,7 +51,14 @@ from typing import TYPE_CHECKING, Any, Final
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects.base import Executor, LaneFilter, LaneHit
+from waggle_store.dialects.base import (
+    T_EMBEDDINGS,
+    T_FRAMES,
+    T_MODELS,
+    Executor,
+    LaneFilter,
+    LaneHit,
+)
 from waggle_store.dialects.common import checked_knn, current_hits, frame_filters, run_lane
 from waggle_store.dialects.sqlite_vecload import (
     current_frames,
@@ -59,12 +66,13 @@ from waggle_store.dialects.sqlite_vecload import (
     load_rows,
     qualifying_sql,
 )
+from waggle_store.models.base import table_name
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-LOG_TABLE: Final = "frame_vectors_log"
+LOG_TABLE: Final = table_name("frame_vectors_log")
 #: Log entries kept; a cache further behind reloads in full.
 LOG_KEEP: Final = 200_000
 DEFAULT_BUDGET: Final = 2 * 1024**3
@@ -82,13 +90,13 @@ def _trigger(name: str, event: str, table: str, frame: str) -> str:
 
 LOG_DDL: Final = (
     f"CREATE TABLE IF NOT EXISTS {LOG_TABLE} (seq INTEGER PRIMARY KEY, frame_id INTEGER NOT NULL)",
-    _trigger("frame_ad", "DELETE", "memory_frames", "old.id"),
-    _trigger("frame_au", "UPDATE OF content_hash, gop_id, created_at, mind_id", "memory_frames",
+    _trigger("frame_ad", "DELETE", T_FRAMES, "old.id"),
+    _trigger("frame_au", "UPDATE OF content_hash, gop_id, created_at, mind_id", T_FRAMES,
              "new.id"),
-    _trigger("manifest_ai", "INSERT", "frame_embeddings", "new.frame_id"),
-    _trigger("manifest_au", "UPDATE OF status, content_hash, model_id", "frame_embeddings",
+    _trigger("manifest_ai", "INSERT", T_EMBEDDINGS, "new.frame_id"),
+    _trigger("manifest_au", "UPDATE OF status, content_hash, model_id", T_EMBEDDINGS,
              "new.frame_id"),
-    _trigger("manifest_ad", "DELETE", "frame_embeddings", "old.frame_id"),
+    _trigger("manifest_ad", "DELETE", T_EMBEDDINGS, "old.frame_id"),
 )
 
 
@@ -289,7 +297,7 @@ class VectorIndex:
         filters = frame_filters(LaneFilter([mind_id], where.gop_id, where.since, where.until),
                                 params, alias="m")
         source = ("(SELECT j.key AS pos, m.id AS id, j.value ->> 1 AS d FROM json_each(:c) j "
-                  f"JOIN memory_frames m ON m.id = j.value ->> 0 WHERE {filters}) c")
+                  f"JOIN {T_FRAMES} m ON m.id = j.value ->> 0 WHERE {filters}) c")
         rows = run_lane(executor, checked_knn(source, "id", "d") + " ORDER BY c.pos", params)
         return current_hits(executor, rows, model_id)
 
@@ -321,7 +329,7 @@ class VectorIndex:
 
     @staticmethod
     def _dims(executor: Executor, model_id: int) -> int:
-        return int(run_lane(executor, "SELECT dimensions FROM embedding_models WHERE id = :m",
+        return int(run_lane(executor, f"SELECT dimensions FROM {T_MODELS} WHERE id = :m",
                             {"m": model_id})[0][0])
 
     def _apply(self, executor: Executor, np_: Any, lane: _Lane, key: tuple[int, int],

@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from waggle_store.dialects.base import Executor, vector_table_name
+from waggle_store.dialects.base import T_EMBEDDINGS, T_FRAMES, Executor, vector_table_name
 from waggle_store.dialects.common import connection_of, run_lane
 
 
@@ -29,7 +29,7 @@ def current_frames(executor: Executor, mind_id: int, model_id: int) -> list[Any]
     frame's current content hash, by id."""
     return run_lane(
         executor,
-        "SELECT f.id, f.gop_id FROM memory_frames f JOIN frame_embeddings e ON e.frame_id = f.id "
+        f"SELECT f.id, f.gop_id FROM {T_FRAMES} f JOIN {T_EMBEDDINGS} e ON e.frame_id = f.id "
         "AND e.status = 'ready' AND e.model_id = :model_id AND e.content_hash = f.content_hash "
         "WHERE f.mind_id = :mind_id ORDER BY f.id",
         {"mind_id": mind_id, "model_id": model_id},
@@ -42,9 +42,9 @@ def qualifying_sql(model_id: int, some: bool) -> str:
     ids = "AND v.rowid IN (SELECT value FROM json_each(:ids))" if some else ""
     return (
         f"SELECT v.rowid, v.embedding, v.gop_id, v.created_ts FROM {vector_table_name(model_id)} v "
-        "JOIN frame_embeddings e ON e.frame_id = v.rowid AND e.status = 'ready' "
+        f"JOIN {T_EMBEDDINGS} e ON e.frame_id = v.rowid AND e.status = 'ready' "
         "AND e.model_id = :model_id "
-        "JOIN memory_frames f ON f.id = v.rowid AND f.content_hash = e.content_hash "
+        f"JOIN {T_FRAMES} f ON f.id = v.rowid AND f.content_hash = e.content_hash "
         f"AND f.mind_id = :mind_id WHERE v.mind_id = :mind_id {ids}"
     )
 
