@@ -15,6 +15,10 @@ The manifest (is this vector current for the frame's content?) is checked on the
 candidates; stale ones are dropped and the KNN widens until the page is full. Iterative scans stop
 at ``hnsw.max_scan_tuples``, so a short page is completed by an exact scan, which is only reached
 when the filtered set is small enough for that to be cheap.
+
+The vector tables' DDL and row maintenance live in :mod:`waggle_store.dialects.postgres_maint`
+(kept apart so each module stays under 400 lines); the adapter's methods delegate to it and
+``HNSW_MAX_VECTOR_DIMS`` is re-exported from here, where it was defined first.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
 
-from waggle_store.dialects import derived
+from waggle_store.dialects import derived, postgres_maint
 from waggle_store.dialects.base import (
     T_EMBEDDINGS,
     T_FRAMES,
@@ -53,23 +57,21 @@ from waggle_store.dialects.common import (
     like_search,
     run_lane,
 )
-from waggle_store.models.base import UTCDateTime
-from waggle_store.models.idioms import rowcount
+from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
+from waggle_store.dialects.postgres_maint import vec_literal as _vec_literal
 
-#: pgvector's HNSW indexes ``vector`` up to this many dimensions, ``halfvec`` up to 4,000.
-HNSW_MAX_VECTOR_DIMS: Final = 2000
 #: The keyword lane counts the searched minds' frames (idf's ``N``) in every statement below this
 #: many frames; above it, it reuses a count for up to FRAME_COUNT_TTL seconds.
 FRAME_COUNT_EXACT_BELOW: Final = 5000
 FRAME_COUNT_TTL: Final = 60.0
 #: Widest KNN page asked of the HNSW index before an exact scan takes over.
 KNN_MAX_K: Final = 4096
-_TS = UTCDateTime()
 #: Per transaction (``is_local``), so nothing leaks to the next user of the pooled connection.
 _HNSW_SETTINGS: Final = (
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
     "set_config('hnsw.ef_search', :ef, true)"
 )
+
 
 
 def tsquery_terms(terms: Sequence[str]) -> list[str]:
@@ -82,10 +84,6 @@ def tsquery_terms(terms: Sequence[str]) -> list[str]:
     stored. A term of only stop words ("what's") yields an empty tsquery, which ``||`` ignores.
     """
     return [clean for clean in map(clean_term, terms) if clean]
-
-
-def _vec_literal(vector: Sequence[float]) -> str:
-    return "[" + ",".join(map(repr, map(float, vector))) + "]"
 
 
 def _distance_expr(column: str, param: str, dims: int) -> str:
@@ -299,127 +297,35 @@ class PostgresAdapter:
         return frame_hits(session, rows)
 
     def _has_filter_columns(self, session: Executor, model_id: int) -> bool:
-        """Whether ``frame_vectors_N`` carries ``gop_id``/``created_at`` (added in place by
-        :meth:`ensure_vector_table`; columns are never dropped, so a yes is cached)."""
-        if model_id in self._filter_columns:
-            return True
-        found = (
-            session.execute(
-                text(
-                    "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(:name) "
-                    "AND attname IN ('gop_id', 'created_at') AND NOT attisdropped"
-                ),
-                {"name": vector_table_name(model_id)},
-            ).scalar()
-            == 2
-        )
-        if found:
-            self._filter_columns.add(model_id)
-        return found
+        """Whether ``frame_vectors_N`` carries ``gop_id``/``created_at``: see
+        :func:`postgres_maint.has_filter_columns` (a yes is cached per adapter)."""
+        return postgres_maint.has_filter_columns(session, model_id, self._filter_columns)
 
     # -- vector index maintenance -------------------------------------------------------------
+    # The DDL and row writes live in dialects/postgres_maint.py (module size); these methods are
+    # the SearchAdapter protocol's entry points and own the per-engine caches.
 
     def ensure_vector_table(
         self, session: Session, model_id: int, dimensions: int, *, repair: bool = False
     ) -> None:
         if self._vector_tables.ready(model_id) and not repair:
             return
-        table = vector_table_name(model_id)
-        dims = int(dimensions)
-        # Two processes registering the same model must not race on CREATE TABLE.
-        session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": table})
-        session.execute(
-            text(
-                f"CREATE TABLE IF NOT EXISTS {table} ("
-                f"frame_id bigint PRIMARY KEY REFERENCES {T_FRAMES}(id) ON DELETE CASCADE, "
-                f"mind_id bigint NOT NULL, embedding vector({dims}) NOT NULL, "
-                "gop_id text, created_at timestamptz)"
-            )
-        )
-        if not self._has_filter_columns(session, model_id):
-            # A table created before the filter columns existed: add and fill them once.
-            session.execute(
-                text(
-                    f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS gop_id text, "
-                    "ADD COLUMN IF NOT EXISTS created_at timestamptz"
-                )
-            )
-            session.execute(
-                text(
-                    f"UPDATE {table} v SET gop_id = f.gop_id, created_at = f.created_at "
-                    f"FROM {T_FRAMES} f WHERE f.id = v.frame_id"
-                )
-            )
-            self._filter_columns.add(model_id)
-        session.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_mind_id ON {table} (mind_id)"))
-        if dims > HNSW_MAX_VECTOR_DIMS:
-            index = f"((embedding::halfvec({dims})) halfvec_cosine_ops)"
-        else:
-            index = "(embedding vector_cosine_ops)"
-        session.execute(
-            text(f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw {index}")
-        )
+        postgres_maint.create_vector_table(session, model_id, dimensions, self._filter_columns)
         self._vector_tables.ensured_in(session, model_id)
 
     def vector_table_exists(self, session: Session, model_id: int) -> bool:
-        return (
-            session.execute(
-                text("SELECT to_regclass(:name) IS NOT NULL"), {"name": vector_table_name(model_id)}
-            ).scalar()
-            is True
-        )
+        return postgres_maint.vector_table_exists(session, model_id)
 
     def upsert_vectors(self, session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
-        if not rows:
-            return
-        table = vector_table_name(model_id)
-        session.execute(
-            text(
-                f"INSERT INTO {table} (frame_id, mind_id, embedding, gop_id, created_at) "
-                "VALUES (:id, :mind_id, CAST(:embedding AS vector), :gop_id, :created_at) "
-                "ON CONFLICT (frame_id) DO UPDATE SET mind_id = excluded.mind_id, "
-                "embedding = excluded.embedding, gop_id = excluded.gop_id, "
-                "created_at = excluded.created_at"
-            ).bindparams(bindparam("created_at", type_=_TS)),
-            [
-                {
-                    "id": int(r.frame_id),
-                    "mind_id": int(r.mind_id),
-                    "embedding": _vec_literal(r.vector),
-                    "gop_id": r.gop_id,
-                    "created_at": r.created_at,
-                }
-                for r in rows
-            ],
-        )
+        postgres_maint.upsert_vectors(session, model_id, rows)
 
     def delete_vectors(self, session: Session, model_id: int, frame_ids: Sequence[int]) -> None:
-        if not frame_ids:
-            return
-        session.execute(
-            text(f"DELETE FROM {vector_table_name(model_id)} WHERE frame_id IN :ids").bindparams(
-                bindparam("ids", expanding=True)
-            ),
-            {"ids": [int(i) for i in frame_ids]},
-        )
+        postgres_maint.delete_vectors(session, model_id, frame_ids)
 
     def read_vectors(
         self, session: Executor, model_id: int, frame_ids: Sequence[int]
     ) -> dict[int, list[float]]:
-        # As text ("[0.1,0.2,...]"): no pgvector adapter needs registering on the driver.
-        found: dict[int, list[float]] = {}
-        ids = [int(i) for i in frame_ids]
-        for start in range(0, len(ids), 500):
-            rows = session.execute(
-                text(
-                    f"SELECT frame_id, embedding::text FROM {vector_table_name(model_id)} "
-                    "WHERE frame_id IN :ids"
-                ).bindparams(bindparam("ids", expanding=True)),
-                {"ids": ids[start : start + 500]},
-            )
-            for frame_id, literal in rows:
-                found[int(frame_id)] = [float(x) for x in str(literal).strip("[]").split(",")]
-        return found
+        return postgres_maint.read_vectors(session, model_id, frame_ids)
 
     def frames_missing_vectors(
         self, session: Session, model_id: int, mind_id: int | None
@@ -429,14 +335,7 @@ class PostgresAdapter:
         )
 
     def remove_vector_orphans(self, session: Session, model_id: int) -> int:
-        # The foreign key cascades, so orphans cannot exist; the statement proves it cheaply.
-        result = session.execute(
-            text(
-                f"DELETE FROM {vector_table_name(model_id)} v WHERE NOT EXISTS "
-                f"(SELECT 1 FROM {T_FRAMES} f WHERE f.id = v.frame_id)"
-            )
-        )
-        return rowcount(result)
+        return postgres_maint.remove_vector_orphans(session, model_id)
 
     # -- keyword index maintenance ------------------------------------------------------------
 

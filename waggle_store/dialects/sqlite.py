@@ -12,12 +12,13 @@ That KNN is a brute-force scan through the virtual-table interface (~900 ns a ro
 is first asked of the in-process exact index (:mod:`waggle_store.dialects.sqlite_vecindex`: a
 numpy matrix per (mind, model), kept coherent through a change log, every candidate verified in
 SQL); vec0's KNN answers when the index cannot (no numpy, no log yet, over its memory budget).
+
+The vec0 tables' DDL and rows and the FTS5 repairs live in :mod:`waggle_store.dialects.sqlite_maint`
+(kept apart so each module stays under 400 lines); the adapter's methods delegate to it.
 """
 
 from __future__ import annotations
 
-import sys
-from array import array
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -26,7 +27,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
 
-from waggle_store.dialects import derived
+from waggle_store.dialects import derived, sqlite_maint
 from waggle_store.dialects.base import (
     T_EMBEDDINGS,
     T_FRAMES,
@@ -53,8 +54,7 @@ from waggle_store.dialects.common import (
     run_lane,
 )
 from waggle_store.dialects.info import engine_info
-from waggle_store.dialects.sqlite_vecindex import VectorIndex, ensure_log, log_changes
-from waggle_store.models.idioms import rowcount
+from waggle_store.dialects.sqlite_vecindex import VectorIndex
 
 #: sqlite-vec 0.1.x refuses a KNN ``k`` above this.
 VEC0_MAX_K: Final = 4096
@@ -76,15 +76,6 @@ def fts5_match_expression(terms: Sequence[str]) -> str | None:
 def _vec_json(vector: Sequence[float]) -> str:
     """vec0 accepts JSON text; repr of a float round-trips it exactly."""
     return "[" + ",".join(map(repr, map(float, vector))) + "]"
-
-
-def _vec_blob(vector: Sequence[float]) -> bytes:
-    """vec0's native input, little-endian float32: what it would parse the JSON text into, at a
-    fraction of the cost of formatting and parsing 384 decimal numbers per vector (issue 15)."""
-    floats = array("f", vector)
-    if sys.byteorder == "big":
-        floats.byteswap()
-    return floats.tobytes()
 
 
 class SQLiteAdapter:
@@ -239,93 +230,34 @@ class SQLiteAdapter:
         return frame_hits(session, rows)
 
     # -- vector index maintenance -------------------------------------------------------------
+    # The DDL and row writes live in dialects/sqlite_maint.py (module size); these methods are
+    # the SearchAdapter protocol's entry points and own the per-engine caches.
 
     def ensure_vector_table(
         self, session: Session, model_id: int, dimensions: int, *, repair: bool = False
     ) -> None:
         if self._vector_tables.ready(model_id) and not repair:
             return
-        table = vector_table_name(model_id)
-        session.execute(
-            text(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING vec0("
-                "mind_id integer partition key, "
-                f"embedding float[{int(dimensions)}] distance_metric=cosine, "
-                "gop_id text, created_ts float)"
-            )
-        )
-        # Vectors follow their frame out, in the deleting transaction (frame delete, compaction,
-        # drop_mind's cascade): vec0 cannot take a foreign key.
-        session.execute(
-            text(
-                f"CREATE TRIGGER IF NOT EXISTS {table}_ad AFTER DELETE ON {T_FRAMES} BEGIN "
-                f"DELETE FROM {table} WHERE rowid = old.id; END"
-            )
-        )
-        ensure_log(session)  # what keeps the in-process index coherent with the tables
+        sqlite_maint.create_vector_table(session, model_id, dimensions)
         self._vector_tables.ensured_in(session, model_id)
 
     def vector_table_exists(self, session: Session, model_id: int) -> bool:
-        return (
-            session.execute(
-                text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
-                {"name": vector_table_name(model_id)},
-            ).scalar()
-            is not None
-        )
+        return sqlite_maint.vector_table_exists(session, model_id)
 
     def upsert_vectors(self, session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
         if not rows:
             return
-        table = vector_table_name(model_id)
         # vec0 has no upsert (the seed crashed re-indexing a frame, reference §23.3).
         self.delete_vectors(session, model_id, [r.frame_id for r in rows])
-        session.execute(
-            text(
-                f"INSERT INTO {table}(rowid, mind_id, embedding, gop_id, created_ts) "
-                "VALUES (:id, :mind_id, :embedding, :gop_id, :ts)"
-            ),
-            [
-                {
-                    "id": int(r.frame_id),
-                    "mind_id": int(r.mind_id),
-                    "embedding": _vec_blob(r.vector),
-                    "gop_id": r.gop_id,
-                    "ts": r.created_at.timestamp(),
-                }
-                for r in rows
-            ],
-        )
+        sqlite_maint.insert_vectors(session, model_id, rows)
 
     def delete_vectors(self, session: Session, model_id: int, frame_ids: Sequence[int]) -> None:
-        if not frame_ids:
-            return
-        session.execute(
-            text(f"DELETE FROM {vector_table_name(model_id)} WHERE rowid = :id"),
-            [{"id": int(i)} for i in frame_ids],
-        )
-        log_changes(session, frame_ids)  # vec0 takes no triggers (upsert deletes first)
+        sqlite_maint.delete_vectors(session, model_id, frame_ids)
 
     def read_vectors(
         self, session: Executor, model_id: int, frame_ids: Sequence[int]
     ) -> dict[int, list[float]]:
-        # vec0 returns a float[] column as its little-endian float32 blob.
-        found: dict[int, list[float]] = {}
-        ids = [int(i) for i in frame_ids]
-        for start in range(0, len(ids), 500):
-            rows = connection_of(session).execute(
-                text(
-                    f"SELECT rowid, embedding FROM {vector_table_name(model_id)} "
-                    "WHERE rowid IN :ids"
-                ).bindparams(bindparam("ids", expanding=True)),
-                {"ids": ids[start : start + 500]},
-            )
-            for frame_id, blob in rows:
-                floats = array("f", bytes(blob))
-                if sys.byteorder == "big":
-                    floats.byteswap()
-                found[int(frame_id)] = list(floats)
-        return found
+        return sqlite_maint.read_vectors(session, model_id, frame_ids)
 
     def frames_missing_vectors(
         self, session: Session, model_id: int, mind_id: int | None
@@ -335,16 +267,7 @@ class SQLiteAdapter:
         )
 
     def remove_vector_orphans(self, session: Session, model_id: int) -> int:
-        table = vector_table_name(model_id)
-        ids = [
-            int(r[0])
-            for r in session.execute(
-                text(
-                    f"SELECT v.rowid FROM {table} v WHERE NOT EXISTS "
-                    f"(SELECT 1 FROM {T_FRAMES} f WHERE f.id = v.rowid)"
-                )
-            ).all()
-        ]
+        ids = sqlite_maint.vector_orphans(session, model_id)
         self.delete_vectors(session, model_id, ids)
         return len(ids)
 
@@ -352,52 +275,13 @@ class SQLiteAdapter:
 
     def _has_fts_table(self, session: Session) -> bool:
         """A dropped FTS5 table has no rows to fix (``verify_derived`` reports it)."""
-        return (
-            session.execute(
-                text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
-                {"name": T_FTS},
-            ).scalar()
-            is not None
-        )
+        return sqlite_maint.has_fts_table(session)
 
     def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
-        if not self._has_fts_table(session):
-            return 0
-        params: dict[str, Any] = {}
-        mind = ""
-        if mind_id is not None:
-            params["mind_id"] = mind_id
-            mind = "AND f.mind_id = :mind_id"
-        # Missing rows, and rows whose text is not the frame's (a write that bypassed triggers).
-        stale = [
-            int(r[0])
-            for r in session.execute(
-                text(
-                    f"SELECT f.id FROM {T_FRAMES} f LEFT JOIN {T_FTS} x "
-                    "ON x.rowid = f.id "
-                    f"WHERE (x.rowid IS NULL OR x.content IS NOT f.content) {mind}"
-                ),
-                params,
-            ).all()
-        ]
-        for frame_id in stale:
-            session.execute(text(f"DELETE FROM {T_FTS} WHERE rowid = :id"), {"id": frame_id})
-            session.execute(
-                text(
-                    f"INSERT INTO {T_FTS}(rowid, content) "
-                    f"SELECT id, content FROM {T_FRAMES} WHERE id = :id"
-                ),
-                {"id": frame_id},
-            )
-        return len(stale)
+        return sqlite_maint.repair_keyword_index(session, mind_id)
 
     def remove_keyword_orphans(self, session: Session) -> int:
-        if not self._has_fts_table(session):
-            return 0
-        result = session.execute(
-            text(f"DELETE FROM {T_FTS} WHERE rowid NOT IN (SELECT id FROM {T_FRAMES})")
-        )
-        return rowcount(result)
+        return sqlite_maint.remove_keyword_orphans(session)
 
     # -- derived objects ----------------------------------------------------------------------
 

@@ -1,0 +1,178 @@
+"""Postgres vector-table maintenance: the DDL and the row writes/reads behind ``PostgresAdapter``.
+
+Split out of :mod:`waggle_store.dialects.postgres` (the house rule keeps modules under 400 lines)
+along the seam between *searching* and *maintaining* the derived vector tables: the adapter keeps
+the lanes (every lane statement goes through ``run_lane``, which the benchmarks patch in that
+module) and its per-engine caches, and its maintenance methods delegate here to plain functions
+that take those caches as arguments. Nothing here is part of the public API; the adapter's methods
+(the ``SearchAdapter`` protocol) are.
+
+Vector tables are ``waggle_frame_vectors_N(frame_id → waggle_memory_frames ON DELETE CASCADE,
+mind_id, embedding vector(d), gop_id, created_at)`` with an HNSW index; vectors travel as text
+literals cast to ``vector`` so no pgvector adapter has to be registered on the host's driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from sqlalchemy import bindparam, text
+from sqlalchemy.orm import Session
+
+from waggle_store.dialects.base import T_FRAMES, Executor, VectorRow, vector_table_name
+from waggle_store.models.base import UTCDateTime
+from waggle_store.models.idioms import rowcount
+
+#: pgvector's HNSW indexes ``vector`` up to this many dimensions, ``halfvec`` up to 4,000.
+HNSW_MAX_VECTOR_DIMS: Final = 2000
+_TS = UTCDateTime()
+
+
+def vec_literal(vector: Sequence[float]) -> str:
+    """pgvector's text form; repr of a float round-trips it exactly."""
+    return "[" + ",".join(map(repr, map(float, vector))) + "]"
+
+
+def has_filter_columns(session: Executor, model_id: int, known: set[int]) -> bool:
+    """Whether ``frame_vectors_N`` carries ``gop_id``/``created_at`` (added in place by
+    :func:`create_vector_table`; columns are never dropped, so a yes is cached in ``known``,
+    the adapter's per-engine set)."""
+    if model_id in known:
+        return True
+    found = (
+        session.execute(
+            text(
+                "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(:name) "
+                "AND attname IN ('gop_id', 'created_at') AND NOT attisdropped"
+            ),
+            {"name": vector_table_name(model_id)},
+        ).scalar()
+        == 2
+    )
+    if found:
+        known.add(model_id)
+    return found
+
+
+def create_vector_table(
+    session: Session, model_id: int, dimensions: int, filter_columns: set[int]
+) -> None:
+    """Create (or complete) ``frame_vectors_N`` and its indexes; idempotent, so the adapter's
+    "already ensured" cache only saves round trips."""
+    table = vector_table_name(model_id)
+    dims = int(dimensions)
+    # Two processes registering the same model must not race on CREATE TABLE.
+    session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": table})
+    session.execute(
+        text(
+            f"CREATE TABLE IF NOT EXISTS {table} ("
+            f"frame_id bigint PRIMARY KEY REFERENCES {T_FRAMES}(id) ON DELETE CASCADE, "
+            f"mind_id bigint NOT NULL, embedding vector({dims}) NOT NULL, "
+            "gop_id text, created_at timestamptz)"
+        )
+    )
+    if not has_filter_columns(session, model_id, filter_columns):
+        # A table created before the filter columns existed: add and fill them once.
+        session.execute(
+            text(
+                f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS gop_id text, "
+                "ADD COLUMN IF NOT EXISTS created_at timestamptz"
+            )
+        )
+        session.execute(
+            text(
+                f"UPDATE {table} v SET gop_id = f.gop_id, created_at = f.created_at "
+                f"FROM {T_FRAMES} f WHERE f.id = v.frame_id"
+            )
+        )
+        filter_columns.add(model_id)
+    session.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_mind_id ON {table} (mind_id)"))
+    if dims > HNSW_MAX_VECTOR_DIMS:
+        index = f"((embedding::halfvec({dims})) halfvec_cosine_ops)"
+    else:
+        index = "(embedding vector_cosine_ops)"
+    session.execute(
+        text(f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw {index}")
+    )
+
+
+def vector_table_exists(session: Session, model_id: int) -> bool:
+    """``to_regclass`` answers without an error for a missing table (a catalog probe would not
+    see the search path)."""
+    return (
+        session.execute(
+            text("SELECT to_regclass(:name) IS NOT NULL"), {"name": vector_table_name(model_id)}
+        ).scalar()
+        is True
+    )
+
+
+def upsert_vectors(session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
+    """One ``INSERT .. ON CONFLICT`` batch; the filter columns are copied from the frame so the
+    KNN can filter on the vector table alone."""
+    if not rows:
+        return
+    table = vector_table_name(model_id)
+    session.execute(
+        text(
+            f"INSERT INTO {table} (frame_id, mind_id, embedding, gop_id, created_at) "
+            "VALUES (:id, :mind_id, CAST(:embedding AS vector), :gop_id, :created_at) "
+            "ON CONFLICT (frame_id) DO UPDATE SET mind_id = excluded.mind_id, "
+            "embedding = excluded.embedding, gop_id = excluded.gop_id, "
+            "created_at = excluded.created_at"
+        ).bindparams(bindparam("created_at", type_=_TS)),
+        [
+            {
+                "id": int(r.frame_id),
+                "mind_id": int(r.mind_id),
+                "embedding": vec_literal(r.vector),
+                "gop_id": r.gop_id,
+                "created_at": r.created_at,
+            }
+            for r in rows
+        ],
+    )
+
+
+def delete_vectors(session: Session, model_id: int, frame_ids: Sequence[int]) -> None:
+    """Drop the given frames' vectors (an empty list is a no-op, not an empty ``IN``)."""
+    if not frame_ids:
+        return
+    session.execute(
+        text(f"DELETE FROM {vector_table_name(model_id)} WHERE frame_id IN :ids").bindparams(
+            bindparam("ids", expanding=True)
+        ),
+        {"ids": [int(i) for i in frame_ids]},
+    )
+
+
+def read_vectors(
+    session: Executor, model_id: int, frame_ids: Sequence[int]
+) -> dict[int, list[float]]:
+    """The stored vectors, read in batches of 500 ids."""
+    # As text ("[0.1,0.2,...]"): no pgvector adapter needs registering on the driver.
+    found: dict[int, list[float]] = {}
+    ids = [int(i) for i in frame_ids]
+    for start in range(0, len(ids), 500):
+        rows = session.execute(
+            text(
+                f"SELECT frame_id, embedding::text FROM {vector_table_name(model_id)} "
+                "WHERE frame_id IN :ids"
+            ).bindparams(bindparam("ids", expanding=True)),
+            {"ids": ids[start : start + 500]},
+        )
+        for frame_id, literal in rows:
+            found[int(frame_id)] = [float(x) for x in str(literal).strip("[]").split(",")]
+    return found
+
+
+def remove_vector_orphans(session: Session, model_id: int) -> int:
+    """The foreign key cascades, so orphans cannot exist; the statement proves it cheaply."""
+    result = session.execute(
+        text(
+            f"DELETE FROM {vector_table_name(model_id)} v WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {T_FRAMES} f WHERE f.id = v.frame_id)"
+        )
+    )
+    return rowcount(result)
