@@ -14,46 +14,37 @@ mapping is in ``docs/export-format.md``; in short:
   fragments, relations to missing entities and embeddings without a named model are skipped
   and counted in the report.
 
-The JSON document is read whole (json has no streaming reader in the standard library); the
-export is written record by record in keyset pages like the JSONL export.
+The JSON document is read whole (json has no streaming reader in the standard library). This
+module reads; the export, written record by record in keyset pages like the JSONL export, is in
+:mod:`.openfang_export` (it shares only the level table with reading) and is re-exported here,
+where callers import both directions from.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import IO, Any, Final
 
-from sqlalchemy import func, select
-
-from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError
-from waggle_store.models import EntityRow, FrameRow, KVRow, RelationRow
-from waggle_store.pipeline.transfer.export import Destination, _pages, open_destination
-from waggle_store.pipeline.transfer.format import Line, LineError, dump_line, iso, make_line
+from waggle_store.pipeline.transfer.format import Line, LineError, iso, make_line
 from waggle_store.pipeline.transfer.importer import RecordSource
+from waggle_store.pipeline.transfer.openfang_export import LEVELS, export_openfang
 from waggle_store.pipeline.transfer.problems import Problems
-from waggle_store.pipeline.transfer.waggle_mind import seed_time
-from waggle_store.records import ExportReport
+from waggle_store.pipeline.transfer.waggle_mind_rows import seed_time
 from waggle_store.repositories.common import content_hash
 from waggle_store.timeutil import parse_iso, utcnow
 
 __all__ = ["export_openfang", "openfang_records"]
 
-FORMAT: Final = "openfang-memory"
 _TO_SOURCE: Final = {
     "usermessage": "user_stated", "userpreference": "user_stated", "conversation": "user_stated",
     "agentresponse": "agent_inferred", "toolresult": "tool_verified", "websearch": "tool_verified",
     "systemnote": "system", "system": "system", "import": "import",
 }
-_FROM_SOURCE: Final = {"user_stated": "UserMessage", "agent_inferred": "AgentResponse",
-                       "tool_verified": "ToolResult", "system": "SystemNote", "import": "Import"}
-#: Level -> the importance an export writes; a read importance takes the highest level it reaches.
-_LEVELS: Final = (("critical", 1.0), ("important", 0.8), ("normal", 0.5), ("temporary", 0.2),
-                  ("deprecated", 0.05))
 
 
 def _level(value: Any) -> str:
@@ -62,7 +53,7 @@ def _level(value: Any) -> str:
     )
     if number > 1.0:  # the HTTP memory-api's 0..10 scale
         number /= 10
-    return next((name for name, floor in _LEVELS if number >= floor - 1e-9), "deprecated")
+    return next((name for name, floor in LEVELS if number >= floor - 1e-9), "deprecated")
 
 
 def _label(value: Any) -> str:
@@ -303,155 +294,3 @@ def openfang_records(
 
     yield records, Problems()
 
-
-def export_openfang(
-    mind: MindContext, dest: Destination, progress: Callable[[int, int], None] | None = None
-) -> ExportReport:
-    """Write the mind in OpenFang's export shape: every frame a fragment, the active entities
-    and relations, the kv pairs (see the module docstring)."""
-    counts = {"fragments": 0, "entities": 0, "relations": 0, "kv": 0}
-    agent = mind.name
-    with open_destination(dest) as (write, path), mind.store.read_connection() as conn:
-        if conn.dialect.name == "postgresql":  # one snapshot, as in the JSONL export
-            conn.execution_options(isolation_level="REPEATABLE READ")
-        head = {"format": FORMAT, "version": 1, "agent_id": agent, "exported_at": iso(utcnow())}
-        write(dump_line(head)[:-2] + ',"fragments":[')
-        f = FrameRow
-        rows = _pages(
-            conn,
-            select(
-                f.id,
-                f.content,
-                f.source,
-                f.importance,
-                f.access_count,
-                f.created_at,
-                f.last_accessed,
-                f.frame_type,
-                f.gop_id,
-                f.t,
-            ).where(f.mind_id == mind.id),
-            f.id,
-        )
-        for n, r in enumerate(rows):
-            write(
-                ("," if n else "")
-                + "\n"
-                + dump_line(
-                    {
-                        "id": str(r[0]),
-                        "agent_id": agent,
-                        "content": r[1],
-                        "source": _FROM_SOURCE[r[2]],
-                        "importance": dict(_LEVELS)[r[3]],
-                        "access_count": r[4],
-                        "created_at": iso(r[5]),
-                        "last_accessed_at": iso(r[6]),
-                        "scope": "episodic",
-                        "metadata": {
-                            "waggle": {
-                                "frame_type": r[7],
-                                "gop_id": r[8],
-                                "t": r[9],
-                                "importance": r[3],
-                                "source": r[2],
-                            }
-                        },
-                    }
-                )[:-1]
-            )
-            counts["fragments"] += 1
-        write('],\n"entities":[')
-        e = EntityRow
-        for n, r in enumerate(
-            _pages(
-                conn,
-                select(e.id, e.entity_type, e.name, e.properties, e.valid_from).where(
-                    e.mind_id == mind.id, e.valid_to.is_(None)
-                ),
-                e.id,
-            )
-        ):
-            write(
-                ("," if n else "")
-                + "\n"
-                + dump_line(
-                    {
-                        "id": str(r[0]),
-                        "agent_id": agent,
-                        "entity_type": r[1],
-                        "name": r[2],
-                        "attributes": r[3] or {},
-                        "created_at": iso(r[4]),
-                    }
-                )[:-1]
-            )
-            counts["entities"] += 1
-        write('],\n"relations":[')
-        x = RelationRow
-        active = select(EntityRow.id).where(
-            EntityRow.mind_id == mind.id, EntityRow.valid_to.is_(None)
-        )
-        for n, r in enumerate(
-            _pages(
-                conn,
-                select(
-                    x.id,
-                    x.source_id,
-                    x.relation_type,
-                    x.target_id,
-                    x.properties,
-                    x.confidence,
-                    x.valid_from,
-                ).where(
-                    x.mind_id == mind.id,
-                    x.valid_to.is_(None),
-                    x.source_id.in_(active),
-                    x.target_id.in_(active),
-                ),
-                x.id,
-            )
-        ):
-            write(
-                ("," if n else "")
-                + "\n"
-                + dump_line(
-                    {
-                        "id": str(r[0]),
-                        "agent_id": agent,
-                        "from_entity_id": str(r[1]),
-                        "relation_type": r[2],
-                        "to_entity_id": str(r[3]),
-                        "properties": r[4] or {},
-                        "confidence": r[5],
-                        "created_at": iso(r[6]),
-                    }
-                )[:-1]
-            )
-            counts["relations"] += 1
-        write('],\n"kv":[')
-        total = (
-            conn.scalar(select(func.count()).select_from(KVRow).where(KVRow.mind_id == mind.id))
-            or 0
-        )
-        for n, (key, value, at) in enumerate(
-            conn.execute(
-                select(KVRow.key, KVRow.value, KVRow.updated_at)
-                .where(KVRow.mind_id == mind.id)
-                .order_by(KVRow.key)
-                .execution_options(yield_per=1000)
-            )
-        ):
-            write(
-                ("," if n else "")
-                + "\n"
-                + dump_line({"key": key, "value": value, "updated_at": iso(at)})[:-1]
-            )
-            counts["kv"] += 1
-        write("]}\n")
-        if progress is not None:
-            done = sum(counts.values())
-            progress(done, max(done, int(total)))
-    return ExportReport(
-        path, sum(counts.values()), counts["fragments"], counts["entities"], counts["relations"]
-    )

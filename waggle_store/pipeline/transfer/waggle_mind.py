@@ -20,94 +20,39 @@ The seed's data bugs are repaired here, each counted in the report, none fatal (
 * vectors: ``memory_frames_vec`` holds 1024-float vectors, zero-padded from whatever model made
   them, and the file does not say which model that was; they are not imported, the frames are
   ``pending`` and ``store.reconcile()`` embeds them with the store's model.
+
+Reading the rows and repairing single values (times, JSON text) is in :mod:`.waggle_mind_rows`,
+which :mod:`.openfang` shares; this module decides what each table becomes. ``seed_time`` is
+re-exported from here, where it was first defined.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS
-from waggle_store.pipeline.transfer.format import Line, LineError, iso, make_line
+from waggle_store.pipeline.transfer.format import Line, LineError, make_line
 from waggle_store.pipeline.transfer.importer import RecordSource
 from waggle_store.pipeline.transfer.problems import Problems
+from waggle_store.pipeline.transfer.waggle_mind_rows import MindRows, seed_time
 from waggle_store.repositories.knowledge_common import name_key
-from waggle_store.timeutil import utcnow
 
 __all__ = ["seed_time", "waggle_mind_records"]
 
 _NAMED_PREFIXES = ("harvest:", "mcp:", "team-sync", "openfang:")
 
 
-def seed_time(value: Any, problems: Problems, what: str) -> datetime | None:
-    """A seed time (SQLite ``datetime('now')`` text, JS ISO, epoch ms) as aware UTC, or None when
-    it cannot be read (the caller decides the stand-in)."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = value / 1000 if value > 1e11 else value
-        try:
-            return datetime.fromtimestamp(seconds, UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
-    text = str(value).strip()
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        problems.add(
-            "time without a zone", f"{what} {text!r}", "read as UTC (SQLite's datetime('now'))"
-        )
-        return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
-
-
-class _Reader:
+class _Reader(MindRows):
     """Turns the rows of one ``.mind`` file into checked records."""
 
     def __init__(self, conn: sqlite3.Connection, problems: Problems) -> None:
-        self.db, self.problems = conn, problems
-        self.tables = {
-            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        }
+        super().__init__(conn, problems)
         self.n = 0
-        self.now = iso(utcnow())
-
-    def rows(self, table: str, order: str = "rowid") -> Iterator[sqlite3.Row]:
-        if table not in self.tables:
-            return iter(())
-        return self.db.execute(f'SELECT * FROM "{table}" ORDER BY {order}')
-
-    def time(
-        self, row: sqlite3.Row, column: str, what: str, *, default: str | None = None
-    ) -> str | None:
-        value = row[column] if column in row.keys() else None  # noqa: SIM118 (sqlite3.Row: `in` tests values)
-        parsed = seed_time(value, self.problems, f"{what} {column}")
-        if parsed is None and value not in (None, ""):
-            self.problems.add(
-                "unreadable time",
-                f"{what} {column}={value!r}",
-                "replaced by the import time" if default else "left empty",
-            )
-            return default
-        return iso(parsed) if parsed is not None else default
-
-    def json_object(self, text: Any, what: str) -> dict[str, Any]:
-        try:
-            value = json.loads(text) if isinstance(text, str) and text else {}
-        except ValueError:
-            value = None
-        if not isinstance(value, dict):
-            self.problems.add("unreadable JSON object", what, "replaced by {}")
-            return {}
-        return value
 
     def line(self, record: dict[str, Any], what: str) -> Iterator[tuple[int, Line]]:
         try:

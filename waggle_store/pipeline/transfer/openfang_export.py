@@ -1,0 +1,186 @@
+"""OpenFang's memory JSON export, written from a mind (the other direction is :mod:`.openfang`).
+
+Split from :mod:`.openfang` because writing shares nothing with reading but the vocabulary
+below: the reader converts a whole parsed document into checked records for the import path,
+the writer streams the store's rows out in keyset pages like the JSONL export (:mod:`.export`).
+The vocabulary lives here, not in :mod:`.openfang`, so that :mod:`.openfang` can re-export
+:func:`export_openfang` (where callers import it from) without an import cycle. The shape and
+the mapping are described in :mod:`.openfang`'s docstring and ``docs/export-format.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from sqlalchemy import func, select
+
+from waggle_store.context import MindContext
+from waggle_store.models import EntityRow, FrameRow, KVRow, RelationRow
+from waggle_store.pipeline.transfer.export import Destination, _pages, open_destination
+from waggle_store.pipeline.transfer.format import dump_line, iso
+from waggle_store.records import ExportReport
+from waggle_store.timeutil import utcnow
+
+__all__ = ["FORMAT", "LEVELS", "export_openfang"]
+
+FORMAT: Final = "openfang-memory"
+_FROM_SOURCE: Final = {"user_stated": "UserMessage", "agent_inferred": "AgentResponse",
+                       "tool_verified": "ToolResult", "system": "SystemNote", "import": "Import"}
+#: Level -> the importance an export writes; a read importance takes the highest level it reaches
+#: (:mod:`.openfang` reads with this same table, so a round trip keeps every level).
+LEVELS: Final = (("critical", 1.0), ("important", 0.8), ("normal", 0.5), ("temporary", 0.2),
+                 ("deprecated", 0.05))
+
+
+def export_openfang(
+    mind: MindContext, dest: Destination, progress: Callable[[int, int], None] | None = None
+) -> ExportReport:
+    """Write the mind in OpenFang's export shape: every frame a fragment, the active entities
+    and relations, the kv pairs (see the module docstring)."""
+    counts = {"fragments": 0, "entities": 0, "relations": 0, "kv": 0}
+    agent = mind.name
+    with open_destination(dest) as (write, path), mind.store.read_connection() as conn:
+        if conn.dialect.name == "postgresql":  # one snapshot, as in the JSONL export
+            conn.execution_options(isolation_level="REPEATABLE READ")
+        head = {"format": FORMAT, "version": 1, "agent_id": agent, "exported_at": iso(utcnow())}
+        write(dump_line(head)[:-2] + ',"fragments":[')
+        f = FrameRow
+        rows = _pages(
+            conn,
+            select(
+                f.id,
+                f.content,
+                f.source,
+                f.importance,
+                f.access_count,
+                f.created_at,
+                f.last_accessed,
+                f.frame_type,
+                f.gop_id,
+                f.t,
+            ).where(f.mind_id == mind.id),
+            f.id,
+        )
+        for n, r in enumerate(rows):
+            write(
+                ("," if n else "")
+                + "\n"
+                + dump_line(
+                    {
+                        "id": str(r[0]),
+                        "agent_id": agent,
+                        "content": r[1],
+                        "source": _FROM_SOURCE[r[2]],
+                        "importance": dict(LEVELS)[r[3]],
+                        "access_count": r[4],
+                        "created_at": iso(r[5]),
+                        "last_accessed_at": iso(r[6]),
+                        "scope": "episodic",
+                        "metadata": {
+                            "waggle": {
+                                "frame_type": r[7],
+                                "gop_id": r[8],
+                                "t": r[9],
+                                "importance": r[3],
+                                "source": r[2],
+                            }
+                        },
+                    }
+                )[:-1]
+            )
+            counts["fragments"] += 1
+        write('],\n"entities":[')
+        e = EntityRow
+        for n, r in enumerate(
+            _pages(
+                conn,
+                select(e.id, e.entity_type, e.name, e.properties, e.valid_from).where(
+                    e.mind_id == mind.id, e.valid_to.is_(None)
+                ),
+                e.id,
+            )
+        ):
+            write(
+                ("," if n else "")
+                + "\n"
+                + dump_line(
+                    {
+                        "id": str(r[0]),
+                        "agent_id": agent,
+                        "entity_type": r[1],
+                        "name": r[2],
+                        "attributes": r[3] or {},
+                        "created_at": iso(r[4]),
+                    }
+                )[:-1]
+            )
+            counts["entities"] += 1
+        write('],\n"relations":[')
+        x = RelationRow
+        active = select(EntityRow.id).where(
+            EntityRow.mind_id == mind.id, EntityRow.valid_to.is_(None)
+        )
+        for n, r in enumerate(
+            _pages(
+                conn,
+                select(
+                    x.id,
+                    x.source_id,
+                    x.relation_type,
+                    x.target_id,
+                    x.properties,
+                    x.confidence,
+                    x.valid_from,
+                ).where(
+                    x.mind_id == mind.id,
+                    x.valid_to.is_(None),
+                    x.source_id.in_(active),
+                    x.target_id.in_(active),
+                ),
+                x.id,
+            )
+        ):
+            write(
+                ("," if n else "")
+                + "\n"
+                + dump_line(
+                    {
+                        "id": str(r[0]),
+                        "agent_id": agent,
+                        "from_entity_id": str(r[1]),
+                        "relation_type": r[2],
+                        "to_entity_id": str(r[3]),
+                        "properties": r[4] or {},
+                        "confidence": r[5],
+                        "created_at": iso(r[6]),
+                    }
+                )[:-1]
+            )
+            counts["relations"] += 1
+        write('],\n"kv":[')
+        total = (
+            conn.scalar(select(func.count()).select_from(KVRow).where(KVRow.mind_id == mind.id))
+            or 0
+        )
+        for n, (key, value, at) in enumerate(
+            conn.execute(
+                select(KVRow.key, KVRow.value, KVRow.updated_at)
+                .where(KVRow.mind_id == mind.id)
+                .order_by(KVRow.key)
+                .execution_options(yield_per=1000)
+            )
+        ):
+            write(
+                ("," if n else "")
+                + "\n"
+                + dump_line({"key": key, "value": value, "updated_at": iso(at)})[:-1]
+            )
+            counts["kv"] += 1
+        write("]}\n")
+        if progress is not None:
+            done = sum(counts.values())
+            progress(done, max(done, int(total)))
+    return ExportReport(
+        path, sum(counts.values()), counts["fragments"], counts["entities"], counts["relations"]
+    )

@@ -1,0 +1,85 @@
+"""Reading a Waggle ``.mind`` file's rows and repairing the values the seed wrote badly.
+
+Split from :mod:`.waggle_mind`, which turns the tables into records: this half knows how the
+seed stored things (times in several formats or none, JSON text that may not parse, tables that
+may be missing) and hands back clean values, counting each repair in the report. It is shared:
+:mod:`.openfang` reads its own times with :func:`seed_time` as well.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from waggle_store.pipeline.transfer.format import iso
+from waggle_store.pipeline.transfer.problems import Problems
+from waggle_store.timeutil import utcnow
+
+__all__ = ["MindRows", "seed_time"]
+
+
+def seed_time(value: Any, problems: Problems, what: str) -> datetime | None:
+    """A seed time (SQLite ``datetime('now')`` text, JS ISO, epoch ms) as aware UTC, or None when
+    it cannot be read (the caller decides the stand-in)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = value / 1000 if value > 1e11 else value
+        try:
+            return datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    text = str(value).strip()
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        problems.add(
+            "time without a zone", f"{what} {text!r}", "read as UTC (SQLite's datetime('now'))"
+        )
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+class MindRows:
+    """The rows of one ``.mind`` file (opened read-only), with each value read leniently."""
+
+    def __init__(self, conn: sqlite3.Connection, problems: Problems) -> None:
+        self.db, self.problems = conn, problems
+        self.tables = {
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        self.now = iso(utcnow())
+
+    def rows(self, table: str, order: str = "rowid") -> Iterator[sqlite3.Row]:
+        if table not in self.tables:
+            return iter(())
+        return self.db.execute(f'SELECT * FROM "{table}" ORDER BY {order}')
+
+    def time(
+        self, row: sqlite3.Row, column: str, what: str, *, default: str | None = None
+    ) -> str | None:
+        value = row[column] if column in row.keys() else None  # noqa: SIM118 (sqlite3.Row: `in` tests values)
+        parsed = seed_time(value, self.problems, f"{what} {column}")
+        if parsed is None and value not in (None, ""):
+            self.problems.add(
+                "unreadable time",
+                f"{what} {column}={value!r}",
+                "replaced by the import time" if default else "left empty",
+            )
+            return default
+        return iso(parsed) if parsed is not None else default
+
+    def json_object(self, text: Any, what: str) -> dict[str, Any]:
+        try:
+            value = json.loads(text) if isinstance(text, str) and text else {}
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            self.problems.add("unreadable JSON object", what, "replaced by {}")
+            return {}
+        return value
