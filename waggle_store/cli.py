@@ -3,6 +3,8 @@
 Built on Typer + Rich like the tools its users already know (basic-memory, mem0): tables and
 progress bars on a terminal, plain lines when piped (so scripts can read them), ``--json`` on
 every command that reads. Exit codes: 0 ok, 1 failure (the store's message on stderr), 2 usage.
+The memory commands of one mind are here; those acting on the whole store (health, minds,
+migrate, mcp, demo) are in ``cli_ops.py``, to keep each module small.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from waggle_store.cli_output import (
     Failure,
     JsonOpt,
     Options,
-    YesOpt,
     emit_json,
     err,
     opts,
@@ -35,8 +36,6 @@ HELP = ("Durable memory for AI agents, on SQLite or PostgreSQL: save, search and
 app = typer.Typer(name="waggle-store", help=HELP, no_args_is_help=True,
                   rich_markup_mode=None, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]})
-minds_app = typer.Typer(help="List, create and drop minds (workspaces).", no_args_is_help=True)
-app.add_typer(minds_app, name="minds")
 
 
 def _version(value: bool) -> None:
@@ -193,47 +192,6 @@ def forget(ctx: typer.Context, frame_id: Annotated[int, typer.Argument(metavar="
             raise Failure(f"no memory #{frame_id} in mind '{mind.name}'")
         mind.frames.delete(frame_id)
     typer.echo(f"forgot #{frame_id}")
-
-
-# -- minds ---------------------------------------------------------------------------------------
-
-
-@minds_app.command("list")
-def minds_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Every mind of the store."""
-    with opts(ctx).store(embed=False) as store:
-        infos = store.list_minds()
-    if as_json:
-        emit_json(infos)
-    else:
-        table(
-            "minds",
-            ["name", "kind", "created"],
-            [[i.name, i.kind, i.created_at.strftime("%Y-%m-%d %H:%M")] for i in infos],
-        )
-
-
-@minds_app.command("create")
-def minds_create(
-    ctx: typer.Context,
-    name: str,
-    kind: Annotated[str, typer.Option(help="workspace or personal.")] = "workspace",
-) -> None:
-    """Create a mind (creating an existing one is a no-op)."""
-    with opts(ctx).store(embed=False) as store:
-        mind = store.mind(name, kind=kind)
-    typer.echo(f"mind '{mind.name}' ({mind.kind}) is ready")
-
-
-@minds_app.command("drop")
-def minds_drop(ctx: typer.Context, name: str, yes: YesOpt = False) -> None:
-    """Delete a mind and every row of it. Asks first, unless --yes."""
-    if not yes and not typer.confirm(f"Delete mind '{name}' and all its memories?", default=False):
-        err.print("nothing dropped")
-        raise typer.Exit(1)
-    with opts(ctx).store(embed=False) as store:
-        store.drop_mind(name)
-    typer.echo(f"dropped mind '{name}'")
 
 
 # -- identity, awareness, knowledge, stats -------------------------------------------------------

@@ -1,7 +1,8 @@
-"""The operational ``waggle-store`` commands: health, migrate, mcp, demo.
+"""The operational ``waggle-store`` commands: health, minds, migrate, mcp, demo.
 
 Separate from the memory commands of ``cli.py`` because they act on the store as a whole (its
-schema, its server), and to keep each module small. :func:`register` adds them to the main app.
+minds, its schema, its server), and to keep each module small. :func:`register` adds them to the
+main app.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from waggle_store.cli_output import (
     YesOpt,
     embedder_spec,
     emit_json,
+    err,
     opts,
     progress,
     table,
 )
 
 ops_app = typer.Typer()
+minds_app = typer.Typer(help="List, create and drop minds (workspaces).", no_args_is_help=True)
 migrate_app = typer.Typer(help="Run and inspect the schema migrations.", no_args_is_help=True)
 
 
@@ -67,6 +70,50 @@ def _safe(url: str) -> str:
     from sqlalchemy.engine import make_url
 
     return make_url(url).render_as_string(hide_password=True)
+
+
+# -- minds ---------------------------------------------------------------------------------------
+
+
+@minds_app.command("list")
+def minds_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Every mind of the store."""
+    with opts(ctx).store(embed=False) as store:
+        infos = store.list_minds()
+    if as_json:
+        emit_json(infos)
+    else:
+        table(
+            "minds",
+            ["name", "kind", "created"],
+            [[i.name, i.kind, i.created_at.strftime("%Y-%m-%d %H:%M")] for i in infos],
+        )
+
+
+@minds_app.command("create")
+def minds_create(
+    ctx: typer.Context,
+    name: str,
+    kind: Annotated[str, typer.Option(help="workspace or personal.")] = "workspace",
+) -> None:
+    """Create a mind (creating an existing one is a no-op)."""
+    with opts(ctx).store(embed=False) as store:
+        mind = store.mind(name, kind=kind)
+    typer.echo(f"mind '{mind.name}' ({mind.kind}) is ready")
+
+
+@minds_app.command("drop")
+def minds_drop(ctx: typer.Context, name: str, yes: YesOpt = False) -> None:
+    """Delete a mind and every row of it. Asks first, unless --yes."""
+    if not yes and not typer.confirm(f"Delete mind '{name}' and all its memories?", default=False):
+        err.print("nothing dropped")
+        raise typer.Exit(1)
+    with opts(ctx).store(embed=False) as store:
+        store.drop_mind(name)
+    typer.echo(f"dropped mind '{name}'")
+
+
+# -- migrate -------------------------------------------------------------------------------------
 
 
 @migrate_app.command("upgrade")
@@ -200,4 +247,5 @@ def register(app: typer.Typer) -> None:
     """Add these commands to the main app (``cli.py``)."""
     for command in ops_app.registered_commands:
         app.registered_commands.append(command)
+    app.add_typer(minds_app, name="minds")  # after the commands, minds before migrate: as ever
     app.add_typer(migrate_app, name="migrate")
