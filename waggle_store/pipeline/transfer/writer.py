@@ -233,7 +233,7 @@ class MindWriter(FrameWriter):
                 select(KVRow.key, KVRow.updated_at).where(
                     KVRow.mind_id == self.mind_id, KVRow.key.in_([r["key"] for r in rows])
                 )
-            )
+            ).all()  # not the Result itself: dict() would take it for a mapping (it has keys())
         )
         fresh = [r for r in rows if r["key"] not in have]
         newer = [r for r in rows if r["key"] in have and have[r["key"]] < r["updated_at"]]
