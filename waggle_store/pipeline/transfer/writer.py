@@ -16,15 +16,18 @@ id at most the table's maximum id read at the start):
   retired one matches only the same name and validity interval. Relations match on both ends
   and type the same way. Mentions and awareness items already present are skipped.
 * kv: the newer ``updated_at`` wins; identity and validation schema: the mind's own are kept.
+
+This module holds the buffering and the small records (identity, schema, awareness, sessions,
+kv, harvest sources); frames are written by :class:`~.writer_frames.FrameWriter` and the graph
+and vectors by :class:`~.writer_graph.GraphWriter`, its bases, split off to keep every module
+under 400 lines.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Final
 
-import sqlalchemy as sa
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
@@ -40,10 +43,10 @@ from waggle_store.models import (
     SessionRow,
 )
 from waggle_store.pipeline.transfer.format import Line
-from waggle_store.pipeline.transfer.validate import Plan, b_references
-from waggle_store.pipeline.transfer.writer_graph import GraphWriter, table
+from waggle_store.pipeline.transfer.validate import Plan
+from waggle_store.pipeline.transfer.writer_frames import FrameWriter
+from waggle_store.pipeline.transfer.writer_graph import table
 from waggle_store.records import ValidationSchema
-from waggle_store.repositories.common import content_hash
 from waggle_store.repositories.knowledge_common import lock_graph
 from waggle_store.repositories.knowledge_schema import ValidationSchemaRepository
 from waggle_store.repositories.vectors import ModelKey
@@ -55,12 +58,7 @@ __all__ = ["CHUNK", "MindWriter"]
 CHUNK: Final = 500
 
 
-def _b_content(doc: dict[str, Any], refs: list[int]) -> str:
-    """A B-frame's content in :meth:`FrameRepository.create_b`'s layout."""
-    return json.dumps({**doc, "references": refs}, separators=(",", ":"), ensure_ascii=False)
-
-
-class MindWriter(GraphWriter):
+class MindWriter(FrameWriter):
     """Writes records into one mind inside the caller's transaction (it never commits)."""
 
     def __init__(self, session: Session, mind_id: int, plan: Plan, *, adapter: Any,
@@ -235,7 +233,7 @@ class MindWriter(GraphWriter):
                 select(KVRow.key, KVRow.updated_at).where(
                     KVRow.mind_id == self.mind_id, KVRow.key.in_([r["key"] for r in rows])
                 )
-            )
+            ).all()  # not the Result itself: dict() would take it for a mapping (it has keys())
         )
         fresh = [r for r in rows if r["key"] not in have]
         newer = [r for r in rows if r["key"] in have and have[r["key"]] < r["updated_at"]]
@@ -269,197 +267,3 @@ class MindWriter(GraphWriter):
                 len(rows) - len(fresh),
             )
         self._count("harvest_sources", len(fresh))
-
-    # -- frames -------------------------------------------------------------------------------
-
-    def _remap_content(self, content: str) -> tuple[str, bool]:
-        """A B-frame's content with its references (old ids) mapped to new ids, and False; or
-        the content unchanged and True when a reference waits for a frame later in the file
-        (:meth:`_fix_forward_references` maps it then). References to frames the file does not
-        hold are dropped."""
-        parsed = b_references(content)
-        if parsed is None:
-            return content, False
-        doc, refs = parsed
-        mapped = []
-        for ref in refs:
-            new = self.ids["frame"].get(ref)
-            if new is not None:
-                mapped.append(new)
-            elif ref in self.plan.frame_ids:
-                return content, True
-        return (content if mapped == refs else _b_content(doc, mapped)), False
-
-    def _write_frame(self, rows: list[dict[str, Any]]) -> None:
-        frames = self.ids["frame"]
-        prepared = []
-        for r in rows:
-            content, waiting = r["content"], False
-            if r["frame_type"] == "B":
-                content, waiting = self._remap_content(content)
-            base = r["base_frame_id"]
-            after = base is not None and base not in frames and base in self.plan.frame_ids
-            prepared.append(
-                (
-                    r,
-                    content,
-                    content_hash(content),
-                    waiting,
-                    frames.get(base) if base else None,
-                    base if after else None,
-                )
-            )
-        dupes: dict[tuple[str, str], int] = {}
-        for fid, digest, ftype in self.s.execute(
-            select(FrameRow.id, FrameRow.content_hash, FrameRow.frame_type)
-            .where(
-                FrameRow.mind_id == self.mind_id,
-                FrameRow.id <= self.pre["frame"],
-                FrameRow.content_hash.in_({p[2] for p in prepared}),
-            )
-            .order_by(FrameRow.id)
-        ):
-            dupes.setdefault((digest, ftype), int(fid))
-        for r, _, digest, _, _, _ in prepared:  # map the duplicates before B-frames look them up
-            if (digest, r["frame_type"]) in dupes:
-                frames.setdefault(r["id"], dupes[(digest, r["frame_type"])])
-        prepared = [self._retry_b(p) if p[3] else p for p in prepared]
-        late = {p[2] for p in prepared if p[0]["frame_type"] == "B" and (p[2], "B") not in dupes}
-        if late:
-            for fid, digest in self.s.execute(
-                select(FrameRow.id, FrameRow.content_hash)
-                .where(
-                    FrameRow.mind_id == self.mind_id,
-                    FrameRow.id <= self.pre["frame"],
-                    FrameRow.frame_type == "B",
-                    FrameRow.content_hash.in_(late),
-                )
-                .order_by(FrameRow.id)
-            ):
-                dupes.setdefault((digest, "B"), int(fid))
-        fresh, later = [], []
-        for r, content, digest, waiting, base, later_base in prepared:
-            dupe = None if waiting else dupes.get((digest, r["frame_type"]))
-            if dupe is not None:  # the mind has this memory: refer to it, do not insert
-                frames[r["id"]] = dupe
-                self._count("duplicates")
-                continue
-            fresh.append(
-                {
-                    "mind_id": self.mind_id,
-                    "frame_type": r["frame_type"],
-                    "gop_id": r["gop_id"],
-                    "t": r["t"] + self.t_offset.get(r["gop_id"], 0),
-                    "base_frame_id": base,
-                    "content": content,
-                    "content_hash": digest,
-                    "importance": r["importance"],
-                    "source": r["source"],
-                    "access_count": r["access_count"],
-                    "created_at": r["created_at"],
-                    "last_accessed": r["last_accessed"],
-                }
-            )
-            later.append((r["id"], waiting, later_base))
-        if not fresh:
-            return
-        frames_t = table(FrameRow)
-        new_ids = [
-            int(i)
-            for i in self.s.scalars(
-                insert(frames_t).returning(frames_t.c.id, sort_by_parameter_order=True), fresh
-            )
-        ]
-        for (old, _, _), new in zip(later, new_ids, strict=True):
-            frames[old] = new
-            self.inserted_frames.add(new)
-        self.s.execute(
-            insert(table(FrameEmbeddingRow)),
-            [
-                {
-                    "frame_id": new,
-                    "model_id": None,
-                    "content_hash": row["content_hash"],
-                    "status": "pending",
-                    "error": None,
-                    "updated_at": utcnow(),
-                }
-                for new, row in zip(new_ids, fresh, strict=True)
-            ],
-        )
-        self._count("frames", len(fresh))
-        # References to frames of this same chunk (a P-frame's base just before it, most often)
-        # are known now; the rest wait for frames further down the file.
-        self._resolve(
-            [
-                (new, row["content"] if waiting else None, later_base)
-                for new, row, (_, waiting, later_base) in zip(new_ids, fresh, later, strict=True)
-                if waiting or later_base is not None
-            ]
-        )
-
-    def _retry_b(self, item: tuple[Any, ...]) -> tuple[Any, ...]:
-        """A B-frame that waited on frames of its own chunk, once the chunk's duplicates are
-        mapped: its references may all be known now (then it can be deduplicated too)."""
-        r = item[0]
-        content, waiting = self._remap_content(r["content"])
-        return (r, content, content_hash(content), waiting, *item[4:]) if not waiting else item
-
-    def _resolve(
-        self, items: list[tuple[int, str | None, int | None]], *, final: bool = False
-    ) -> None:
-        """Map the waiting references of ``(new id, unmapped B content or None, old base id or
-        None)``; what still waits is kept for later (or dropped when ``final``)."""
-        bases, contents = [], []
-        for new_id, content, old_base in items:
-            still = False
-            if old_base is not None:
-                if old_base in self.ids["frame"]:
-                    bases.append({"b_id": new_id, "b_base": self.ids["frame"][old_base]})
-                else:
-                    still = True
-            if content is not None:
-                mapped, waiting = self._remap_content(content)
-                if waiting and not final:
-                    still = True
-                else:
-                    if waiting:  # final: map what can be mapped, drop the rest
-                        mapped = self._drop_unmapped(content)
-                    contents.append(
-                        {"b_id": new_id, "b_content": mapped, "b_hash": content_hash(mapped)}
-                    )
-            if still and not final:
-                self.fixups.append((new_id, content, old_base))
-        t = table(FrameRow)
-        if bases:
-            self.s.execute(
-                update(t)
-                .where(t.c.id == sa.bindparam("b_id"))
-                .values(base_frame_id=sa.bindparam("b_base")),
-                bases,
-            )
-        if contents:
-            self.s.execute(
-                update(t)
-                .where(t.c.id == sa.bindparam("b_id"))
-                .values(content=sa.bindparam("b_content"), content_hash=sa.bindparam("b_hash")),
-                contents,
-            )
-            e = table(FrameEmbeddingRow)
-            self.s.execute(
-                update(e)
-                .where(e.c.frame_id == sa.bindparam("b_id"))
-                .values(content_hash=sa.bindparam("b_hash")),
-                [{"b_id": c["b_id"], "b_hash": c["b_hash"]} for c in contents],
-            )
-
-    def _drop_unmapped(self, content: str) -> str:
-        parsed = b_references(content)
-        assert parsed is not None
-        doc, refs = parsed
-        return _b_content(doc, [self.ids["frame"][r] for r in refs if r in self.ids["frame"]])
-
-    def _fix_forward_references(self) -> None:
-        """Frames that referenced frames further down the file: every frame is written now."""
-        waiting, self.fixups = self.fixups, []
-        self._resolve(waiting, final=True)

@@ -28,7 +28,8 @@ def table(model: Any) -> sa.Table:
 
 
 class GraphWriter:
-    """Base of MindWriter: the attributes below are set by its constructor."""
+    """Base of MindWriter (through FrameWriter): the attributes below are set by its
+    constructor."""
 
     s: Session
     mind_id: int
