@@ -144,20 +144,20 @@ class JoinedDatabase(Database):
 
     @contextmanager
     def write(self) -> Iterator[Session]:
-        with self._joined() as conn:
-            session = Session(bind=conn, expire_on_commit=False, autoflush=True,
-                              join_transaction_mode="rollback_only")
-            try:
-                yield session
-                session.flush()
-            finally:
-                session.close()
+        with self._joined_session(Session) as session:
+            yield session
 
     @contextmanager
     def read(self) -> Iterator[Session]:
+        with self._joined_session(_ReadSession) as session:
+            yield session
+
+    @contextmanager
+    def _joined_session(self, session_class: type[Session]) -> Iterator[Session]:
+        """A Session on the host's connection, inside this operation's savepoint."""
         with self._joined() as conn:
-            session = _ReadSession(bind=conn, expire_on_commit=False, autoflush=True,
-                                   join_transaction_mode="rollback_only")
+            session = session_class(bind=conn, expire_on_commit=False, autoflush=True,
+                                    join_transaction_mode="rollback_only")
             try:
                 yield session
                 session.flush()

@@ -18,13 +18,8 @@ from waggle_store.errors import DimensionMismatchError, InvalidVectorError
 PROBE_TEXT = "waggle embedding probe"
 
 
-@runtime_checkable
-class Embedder(Protocol):
-    """Anything that turns text into unit vectors of one fixed dimension.
-
-    The attributes are declared read-only so that plain attributes and properties both satisfy
-    the protocol (a wrapper such as the provider chain delegates them).
-    """
+class DescribesModel(Protocol):
+    """What names an embedding model: (provider, model, dimensions) is the registration key."""
 
     @property
     def provider(self) -> str: ...
@@ -34,6 +29,15 @@ class Embedder(Protocol):
 
     @property
     def dimensions(self) -> int: ...
+
+
+@runtime_checkable
+class Embedder(DescribesModel, Protocol):
+    """Anything that turns text into unit vectors of one fixed dimension.
+
+    The attributes are declared read-only so that plain attributes and properties both satisfy
+    the protocol (a wrapper such as the provider chain delegates them).
+    """
 
     @property
     def model_id(self) -> str: ...

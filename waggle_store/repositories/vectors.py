@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import SearchAdapter, VectorRow
-from waggle_store.embeddings.base import validate_vector
+from waggle_store.embeddings.base import DescribesModel, validate_vector
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow
 from waggle_store.models.idioms import get_or_create
@@ -47,33 +47,20 @@ class ModelKey:
     dimensions: int
 
 
-class _Described(Protocol):
-    """What names a model: any embedder (the Embedder protocol) has these three."""
-
-    @property
-    def provider(self) -> str: ...
-
-    @property
-    def model(self) -> str: ...
-
-    @property
-    def dimensions(self) -> int: ...
-
-
-def model_key(embedder: _Described) -> ModelKey:
+def model_key(embedder: DescribesModel) -> ModelKey:
     """The registration key of an embedder. Reading ``dimensions`` may probe a remote provider,
     so call this outside any transaction."""
     return ModelKey(str(embedder.provider), str(embedder.model), int(embedder.dimensions))
 
 
-def _as_key(embedder: _Described | ModelKey) -> ModelKey:
+def _as_key(embedder: DescribesModel | ModelKey) -> ModelKey:
     return embedder if isinstance(embedder, ModelKey) else model_key(embedder)
 
 
 def register_model(
     session: Session,
     adapter: SearchAdapter,
-    embedder: _Described | ModelKey,
+    embedder: DescribesModel | ModelKey,
     *,
     repair: bool = False,
 ) -> int:
