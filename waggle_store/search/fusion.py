@@ -9,7 +9,7 @@ kept as ``raw`` for ``explain``.
 
 **Confidence weights.** With k = 60 a lane's ranks are almost flat (rank 10 still gets 0.86), so
 plain RRF ranks "in both lanes, anywhere in the top 40" above "the clear best match of one lane",
-and loses to BM25 alone at k = 10 (``../shared/eval/README.md``; ``benchmarks/README.md``). Each
+and loses to BM25 alone at k = 10 on the LoCoMo development set (``benchmarks/README.md``). Each
 hit's term is therefore multiplied by a confidence in ``[0, 1]`` computed from *that lane's own
 raw scores for this query* (no constant fitted to a data set, no comparison of one lane's scale
 with another's):

@@ -30,10 +30,10 @@ from datetime import datetime
 from typing import IO, Any, Final
 
 from waggle_store.errors import InvalidInputError
-from waggle_store.pipeline.transfer.format import Line, LineError, iso, make_line
+from waggle_store.pipeline.transfer.format import Line, iso
 from waggle_store.pipeline.transfer.importer import RecordSource
 from waggle_store.pipeline.transfer.openfang_export import LEVELS, export_openfang
-from waggle_store.pipeline.transfer.problems import Problems
+from waggle_store.pipeline.transfer.problems import NumberedLines, Problems
 from waggle_store.pipeline.transfer.waggle_mind_rows import seed_time
 from waggle_store.repositories.common import content_hash
 from waggle_store.timeutil import parse_iso, utcnow
@@ -69,9 +69,9 @@ def _label(value: Any) -> str:
     return str(value) if value not in (None, "") else "unknown"
 
 
-class _Converter:
+class _Converter(NumberedLines):
     def __init__(self, doc: dict[str, Any], problems: Problems) -> None:
-        self.doc, self.problems, self.n = doc, problems, 0
+        self.doc, self.problems = doc, problems
         self.now = utcnow()
 
     def time(self, value: Any, what: str) -> str:
@@ -89,15 +89,6 @@ class _Converter:
             self.problems.add("unreadable time", f"{what}={value!r}", "replaced by the import time")
             parsed = self.now
         return str(iso(parsed))
-
-    def line(self, record: dict[str, Any], what: str) -> Iterator[tuple[int, Line]]:
-        try:
-            checked = make_line(record)
-        except LineError as exc:
-            self.problems.add(f"unusable {record['type']}", f"{what}: {exc}", "skipped")
-            return
-        self.n += 1
-        yield self.n, checked
 
     def records(self) -> Iterator[tuple[int, Line]]:
         fragments = [f for f in self.doc.get("fragments") or [] if isinstance(f, dict)]

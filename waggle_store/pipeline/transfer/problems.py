@@ -7,9 +7,13 @@ importer did about it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Problems"]
+from waggle_store.pipeline.transfer.format import Line, LineError, make_line
+
+__all__ = ["NumberedLines", "Problems"]
 
 
 @dataclass
@@ -46,3 +50,21 @@ class Problems:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class NumberedLines:
+    """For the converters of foreign files (Waggle ``.mind``, OpenFang JSON): the records they
+    make, numbered like the lines of an export (the importer reports a record by its number); a
+    record that does not make a valid line is skipped and counted as a problem, never fatal."""
+
+    problems: Problems
+    n: int = 0
+
+    def line(self, record: Mapping[str, Any], what: str) -> Iterator[tuple[int, Line]]:
+        try:
+            checked = make_line(record)
+        except LineError as exc:
+            self.problems.add(f"unusable {record['type']}", f"{what}: {exc}", "skipped")
+            return
+        self.n += 1
+        yield self.n, checked

@@ -32,13 +32,12 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from typing import Any
 
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS
-from waggle_store.pipeline.transfer.format import Line, LineError, make_line
+from waggle_store.pipeline.transfer.format import Line
 from waggle_store.pipeline.transfer.importer import RecordSource
-from waggle_store.pipeline.transfer.problems import Problems
+from waggle_store.pipeline.transfer.problems import NumberedLines, Problems
 from waggle_store.pipeline.transfer.waggle_mind_rows import MindRows, seed_time
 from waggle_store.repositories.knowledge_common import name_key
 
@@ -47,21 +46,8 @@ __all__ = ["seed_time", "waggle_mind_records"]
 _NAMED_PREFIXES = ("harvest:", "mcp:", "team-sync", "openfang:")
 
 
-class _Reader(MindRows):
+class _Reader(MindRows, NumberedLines):
     """Turns the rows of one ``.mind`` file into checked records."""
-
-    def __init__(self, conn: sqlite3.Connection, problems: Problems) -> None:
-        super().__init__(conn, problems)
-        self.n = 0
-
-    def line(self, record: dict[str, Any], what: str) -> Iterator[tuple[int, Line]]:
-        try:
-            checked = make_line(record)
-        except LineError as exc:
-            self.problems.add(f"unusable {record['type']}", f"{what}: {exc}", "skipped")
-            return
-        self.n += 1
-        yield self.n, checked
 
     # -- the tables, in file order ------------------------------------------------------------
 
