@@ -25,12 +25,28 @@ from waggle_store.timeutil import utcnow
 __all__ = ["FORMAT", "LEVELS", "export_openfang"]
 
 FORMAT: Final = "openfang-memory"
-_FROM_SOURCE: Final = {"user_stated": "UserMessage", "agent_inferred": "AgentResponse",
-                       "tool_verified": "ToolResult", "system": "SystemNote", "import": "Import"}
+_FROM_SOURCE: Final = {
+    "user_stated": "UserMessage",
+    "agent_inferred": "AgentResponse",
+    "tool_verified": "ToolResult",
+    "system": "SystemNote",
+    "import": "Import",
+}
 #: Level -> the importance an export writes; a read importance takes the highest level it reaches
 #: (:mod:`.openfang` reads with this same table, so a round trip keeps every level).
-LEVELS: Final = (("critical", 1.0), ("important", 0.8), ("normal", 0.5), ("temporary", 0.2),
-                 ("deprecated", 0.05))
+LEVELS: Final = (
+    ("critical", 1.0),
+    ("important", 0.8),
+    ("normal", 0.5),
+    ("temporary", 0.2),
+    ("deprecated", 0.05),
+)
+
+
+def _element(n: int, obj: dict[str, object]) -> str:
+    """One element of a JSON array written item by item: a comma before all but the first, each
+    on its own line (``dump_line`` without its newline)."""
+    return ("," if n else "") + "\n" + dump_line(obj)[:-1]
 
 
 def export_openfang(
@@ -64,9 +80,8 @@ def export_openfang(
         )
         for n, r in enumerate(rows):
             write(
-                ("," if n else "")
-                + "\n"
-                + dump_line(
+                _element(
+                    n,
                     {
                         "id": str(r[0]),
                         "agent_id": agent,
@@ -86,8 +101,8 @@ def export_openfang(
                                 "source": r[2],
                             }
                         },
-                    }
-                )[:-1]
+                    },
+                )
             )
             counts["fragments"] += 1
         write('],\n"entities":[')
@@ -102,9 +117,8 @@ def export_openfang(
             )
         ):
             write(
-                ("," if n else "")
-                + "\n"
-                + dump_line(
+                _element(
+                    n,
                     {
                         "id": str(r[0]),
                         "agent_id": agent,
@@ -112,8 +126,8 @@ def export_openfang(
                         "name": r[2],
                         "attributes": r[3] or {},
                         "created_at": iso(r[4]),
-                    }
-                )[:-1]
+                    },
+                )
             )
             counts["entities"] += 1
         write('],\n"relations":[')
@@ -142,9 +156,8 @@ def export_openfang(
             )
         ):
             write(
-                ("," if n else "")
-                + "\n"
-                + dump_line(
+                _element(
+                    n,
                     {
                         "id": str(r[0]),
                         "agent_id": agent,
@@ -154,8 +167,8 @@ def export_openfang(
                         "properties": r[4] or {},
                         "confidence": r[5],
                         "created_at": iso(r[6]),
-                    }
-                )[:-1]
+                    },
+                )
             )
             counts["relations"] += 1
         write('],\n"kv":[')
@@ -171,11 +184,7 @@ def export_openfang(
                 .execution_options(yield_per=1000)
             )
         ):
-            write(
-                ("," if n else "")
-                + "\n"
-                + dump_line({"key": key, "value": value, "updated_at": iso(at)})[:-1]
-            )
+            write(_element(n, {"key": key, "value": value, "updated_at": iso(at)}))
             counts["kv"] += 1
         write("]}\n")
         if progress is not None:
