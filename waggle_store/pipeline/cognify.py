@@ -27,13 +27,7 @@ from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.knowledge.extract import extract_entities, extract_relations
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS, FrameRow
 from waggle_store.pipeline.cognify_vectors import embed_texts, vector_plan, write_vectors
-from waggle_store.pipeline.ingest import (
-    CO_OCCURRENCE,
-    CO_OCCURRENCE_CONFIDENCE,
-    Item,
-    Written,
-    write_chunk,
-)
+from waggle_store.pipeline.ingest import Item, Written, item_graph, write_chunk
 from waggle_store.pipeline.linker import MemoryLinker
 from waggle_store.records import (
     BatchResult,
@@ -45,7 +39,6 @@ from waggle_store.records import (
 from waggle_store.repositories.common import check_choice, check_content, content_hash
 from waggle_store.repositories.frames import FrameRepository
 from waggle_store.repositories.knowledge import (
-    EdgeSpec,
     EntityRepository,
     EntitySpec,
     KnowledgeRepository,
@@ -137,26 +130,9 @@ def _write_graph(session: Session, mind_id: int, frame_id: int, item: Item,
     specs = [EntitySpec(e.type, e.name, {"confidence": e.confidence, "source": "cognify"})
              for e in item.entities]
     rows, refused = EntityRepository(session, mind_id).upsert_many(specs, schema)
-    ids: list[int] = []
-    by_name: dict[str, int] = {}
     types: dict[int, str] = {}
-    for entity, row in zip(item.entities, rows, strict=True):
-        if row is None:
-            continue
-        if row.id not in types:
-            ids.append(row.id)
-            types[row.id] = row.entity_type
-        by_name.setdefault(entity.name.casefold(), row.id)
+    ids, edges = item_graph(item, rows, types)
     MentionRepository(session, mind_id).add_many(frame_id, ids)
-    edges = [EdgeSpec(a, b, CO_OCCURRENCE, CO_OCCURRENCE_CONFIDENCE, {"source": "cognify"},
-                      unordered=True)
-             for i, a in enumerate(ids) for b in ids[i + 1 :]]
-    for rel in item.relations:
-        source_id = by_name.get(rel.source.casefold())
-        target_id = by_name.get(rel.target.casefold())
-        if source_id is not None and target_id is not None and source_id != target_id:
-            edges.append(EdgeSpec(source_id, target_id, rel.relation_type, rel.confidence,
-                                  {"source": "semantic"}))
     created, edge_refused = RelationRepository(session, mind_id).ensure_many(edges, types, schema)
     for why in refused + edge_refused:
         log.info("cognify skipped a graph write the mind's schema refuses: %s", why)

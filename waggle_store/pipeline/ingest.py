@@ -37,7 +37,7 @@ from waggle_store.context import MindContext
 from waggle_store.dialects.base import VectorRow
 from waggle_store.embeddings.base import validate_vector
 from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow
-from waggle_store.models.knowledge import EntityMentionRow
+from waggle_store.models.knowledge import EntityMentionRow, EntityRow
 from waggle_store.pipeline.cognify_vectors import write_vectors
 from waggle_store.records import ExtractedEntity, ExtractedRelation, ValidationSchema
 from waggle_store.repositories.common import content_hash
@@ -177,6 +177,34 @@ def _touch(session: Session, touches: Counter[int], now: datetime) -> None:
             [{"fid": fid, "n": n} for fid, n in sorted(touches.items())])
 
 
+def item_graph(item: Item, rows: Sequence[EntityRow | None],
+               types: dict[int, str]) -> tuple[list[int], list[EdgeSpec]]:
+    """One item's part of the graph, from its entities' upsert results (``rows``, in the item's
+    entity order; None where the schema refused one): the distinct entity ids it mentions (their
+    types recorded in ``types``), and its edges — co-occurrence between every pair, and the
+    extracted relations whose two ends were both found. Shared by the set-based write and the
+    item-by-item fallback of cognify."""
+    ids: list[int] = []
+    by_name: dict[str, int] = {}
+    for entity, row in zip(item.entities, rows, strict=True):
+        if row is None:
+            continue
+        if row.id not in ids:
+            ids.append(row.id)
+            types[row.id] = row.entity_type
+        by_name.setdefault(entity.name.casefold(), row.id)
+    edges = [EdgeSpec(a, b, CO_OCCURRENCE, CO_OCCURRENCE_CONFIDENCE, {"source": "cognify"},
+                      unordered=True)
+             for i, a in enumerate(ids) for b in ids[i + 1:]]
+    for rel in item.relations:
+        source_id = by_name.get(rel.source.casefold())
+        target_id = by_name.get(rel.target.casefold())
+        if source_id is not None and target_id is not None and source_id != target_id:
+            edges.append(EdgeSpec(source_id, target_id, rel.relation_type, rel.confidence,
+                                  {"source": "semantic"}))
+    return ids, edges
+
+
 def _write_graph(session: Session, mind_id: int, items: Sequence[Item], frame_ids: Sequence[int],
                  new_ids: set[int], schema: ValidationSchema | None) -> tuple[list[int], int]:
     """Entities, mentions and edges of the whole chunk; returns (entities per item, new edges).
@@ -193,28 +221,11 @@ def _write_graph(session: Session, mind_id: int, items: Sequence[Item], frame_id
     counts: list[int] = []
     offset = 0
     for item, frame_id in zip(items, frame_ids, strict=True):
-        ids: list[int] = []
-        by_name: dict[str, int] = {}
-        for entity, row in zip(item.entities, rows[offset:offset + len(item.entities)],
-                               strict=True):
-            if row is None:
-                continue
-            if row.id not in ids:
-                ids.append(row.id)
-                types[row.id] = row.entity_type
-            by_name.setdefault(entity.name.casefold(), row.id)
+        ids, item_edges = item_graph(item, rows[offset:offset + len(item.entities)], types)
         offset += len(item.entities)
         counts.append(len(ids))
         pairs.update(((frame_id, e), None) for e in ids)
-        edges.extend(EdgeSpec(a, b, CO_OCCURRENCE, CO_OCCURRENCE_CONFIDENCE,
-                              {"source": "cognify"}, unordered=True)
-                     for i, a in enumerate(ids) for b in ids[i + 1:])
-        for rel in item.relations:
-            source_id = by_name.get(rel.source.casefold())
-            target_id = by_name.get(rel.target.casefold())
-            if source_id is not None and target_id is not None and source_id != target_id:
-                edges.append(EdgeSpec(source_id, target_id, rel.relation_type, rel.confidence,
-                                      {"source": "semantic"}))
+        edges.extend(item_edges)
     _add_mentions(session, list(pairs), new_ids)
     created, edge_refused = RelationRepository(session, mind_id).ensure_many(edges, types, schema)
     for why in refused + edge_refused:
