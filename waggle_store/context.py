@@ -16,6 +16,7 @@ and the search engine used to receive the whole ``Store``/``Mind`` and reach int
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 import sqlalchemy as sa
@@ -32,12 +33,19 @@ class StoreContext:
     """The parts of one open store that its layers share."""
 
     def __init__(self, db: Database, adapter: SearchAdapter, embedder: Embedder | None,
-                 *, schema: str | None = None) -> None:
+                 *, schema: str | None = None,
+                 prepare_embedder: Callable[[str | Embedder], Embedder | None] | None = None
+                 ) -> None:
         self.db = db
         self.adapter = adapter
         #: The store's embedder, or None (keyword-only). Mutable: a store may be given another.
         self.embedder = embedder
         self.schema = schema
+        #: Turns an embedder spec (a provider name or an Embedder) into one this store may use:
+        #: resolved and checked against its tier, and counted against its quota. Another
+        #: embedder given to a mind (a model switch) goes through it too, so it cannot bypass
+        #: the store's tier or quota. None: the store has no tier (resolve the spec as is).
+        self.prepare_embedder = prepare_embedder
 
     def write(self) -> AbstractContextManager[Session]:
         return self.db.write()

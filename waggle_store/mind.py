@@ -138,7 +138,11 @@ class Mind:
         its model the mind's active one; the old model serves searches until the switch flips,
         and a switch stopped by a crash resumes when run again
         (:mod:`waggle_store.pipeline.switch`)."""
-        chosen = resolve_embedder(embedder) if embedder is not None else self.context.embedder
+        if embedder is None:
+            chosen = self.context.embedder
+        else:  # through the store: its tier and quota apply to the switch's embeddings too
+            prepare = self.context.store.prepare_embedder or resolve_embedder
+            chosen = prepare(embedder)
         if chosen is None:
             raise InvalidInputError("switch_embedding_model needs an embedder: this store has "
                                     "none (open it with one, or pass embedder=...)")

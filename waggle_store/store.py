@@ -84,12 +84,26 @@ class Store(TransferMixin):
         # the store's schema, and prepares a host's engine per transaction (dialects/host.py).
         runner = waggle_engine(engine, in_schema)
         self.db = Database(runner, read_only(runner))
-        self.context = StoreContext(self.db, adapter, embedder, schema=in_schema)
         self.tier = tier
         self.user_id = user_id
         self.tier_policy = tier_policy
+        self.context = StoreContext(self.db, adapter, embedder, schema=in_schema,
+                                    prepare_embedder=self.prepare_embedder)
         self._owns_engine = owns_engine
         self.searcher = HybridSearch(self.context)
+
+    def prepare_embedder(self, spec: str | Embedder) -> Embedder | None:
+        """``spec`` (a provider name or an Embedder) as this store uses an embedder: resolved and
+        checked against the store's tier (TierError), and with a tier, counted against the
+        user's quota."""
+        return self.metered(resolve_embedder(spec, tier=self.tier, tier_policy=self.tier_policy))
+
+    def metered(self, embedder: Embedder | None) -> Embedder | None:
+        """``embedder`` counted against the user's monthly quota when the store has a tier."""
+        if self.tier is None or embedder is None:
+            return embedder
+        meter = QuotaMeter(self.db, user_id=self.user_id, tier=self.tier, policy=self.tier_policy)
+        return MeteredEmbedder(embedder, meter)
 
     @property
     def adapter(self) -> SearchAdapter:
@@ -344,7 +358,5 @@ def open_store(
         schema=config.schema,
         owns_engine=owns_engine,
     )
-    if tier is not None and resolved is not None:
-        meter = QuotaMeter(store.db, user_id=user_id, tier=tier, policy=tier_policy)
-        store.embedder = MeteredEmbedder(resolved, meter)
+    store.embedder = store.metered(resolved)
     return store

@@ -119,3 +119,38 @@ def test_a_linker_failure_after_commit_is_reported_not_raised(
     frame = mind.frames.get(result.frame_id)
     assert frame is not None
     assert frame.content == "Project Apollo launches in May."
+
+
+class Counting32(CountingEmbedder):
+    """Another billable model (another dimension): the target of a switch."""
+
+    def __init__(self) -> None:
+        HashingEmbedder.__init__(self, 32)
+        self.texts = 0
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> str:
+        return "counting-32"
+
+
+def test_a_switch_to_a_given_embedder_is_billed_and_tier_checked(
+        store_factory: Callable[..., ws.Store]) -> None:
+    policy = TierPolicy.default().with_quota("TEAMS", 1000)
+    store = store_factory(embedder=CountingEmbedder(), tier="TEAMS", user_id="switcher",
+                          tier_policy=policy)
+    mind = store.mind("m")
+    for i in range(3):
+        mind.cognify(f"Memory {i}: Person{i} met Team{i}.")
+    used = store.quota_status().used
+    report = mind.switch_embedding_model(Counting32())
+    assert report.switched
+    assert report.frames_embedded == 3
+    # The switch's embeddings count against the store's quota like any other.
+    assert store.quota_status().used == used + 3
+    # A tier that does not allow the provider refuses the switch before any embedding.
+    free = store_factory(embedder="hashing", tier="FREE", user_id="free-user")
+    target = Counting32()
+    with pytest.raises(ws.TierError):
+        free.mind("f").switch_embedding_model(target)
+    assert target.texts == 0
