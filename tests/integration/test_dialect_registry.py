@@ -26,7 +26,7 @@ from waggle_store.dialects import (
 )
 from waggle_store.engine import create_engine
 
-from conftest import Target
+from conftest import Target, only_postgres
 
 PASSWORD = "s3cret-pw"
 UNSUPPORTED_URLS = [
@@ -120,11 +120,11 @@ def test_each_backend_gets_its_own_adapter_and_traits(engine: sa.Engine, target:
     assert migrate.check(engine, schema=target.schema) == []
 
 
+@only_postgres  # the one backend with schemas, hence a search path to keep
 def test_check_leaves_the_connections_search_path_alone(engine: sa.Engine, target: Target) -> None:
     """``check`` enters the store's schema for its own transaction only: a host's pooled
     connection keeps the search path it had (a guest never changes the host's session)."""
-    if not dialect_spec(engine.dialect.name).has_schemas:
-        pytest.skip("a backend without schemas has no search path to keep")
+    assert dialect_spec(engine.dialect.name).has_schemas
     with engine.connect() as conn:
         conn.exec_driver_sql("SET search_path TO public")
         conn.commit()
