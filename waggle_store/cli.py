@@ -3,8 +3,10 @@
 Built on Typer + Rich like the tools its users already know (basic-memory, mem0): tables and
 progress bars on a terminal, plain lines when piped (so scripts can read them), ``--json`` on
 every command that reads. Exit codes: 0 ok, 1 failure (the store's message on stderr), 2 usage.
-The memory commands of one mind are here; those acting on the whole store (health, minds,
-migrate, mcp, demo) are in ``cli_ops.py``, to keep each module small.
+The memory commands of one mind are here; those moving memory in and out of a mind and keeping
+it in shape (export, import, harvest, consolidate) are in ``cli_lifecycle.py``, the usage log in
+``cli_usage.py``, and those acting on the whole store (health, minds, migrate, mcp, demo) in
+``cli_ops.py``, to keep each module small.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 import waggle_store as ws
-from waggle_store import cli_ops
+from waggle_store import cli_lifecycle, cli_ops, cli_usage
 from waggle_store.cli_output import (
     Failure,
     JsonOpt,
@@ -311,6 +313,8 @@ def reconcile(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         )
 
 
+cli_lifecycle.register(app)
+cli_usage.register(app)
 cli_ops.register(app)
 
 
