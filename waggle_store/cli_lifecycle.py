@@ -186,6 +186,8 @@ def harvest_add(
     as_json: JsonOpt = False,
 ) -> None:
     """Register a source (adding a name again updates it); 'harvest sync' reads it."""
+    if not path.exists():  # a mistyped path is refused now, not at every sync
+        raise Failure(f"no file or folder {path}")
     with opts(ctx).open_mind(embed=False) as mind:
         source = mind.harvest.add_source(kind.value, path, name=name, auto_sync=auto_sync,
                                          sync_interval_hours=interval)

@@ -171,8 +171,22 @@ def test_harvest_a_markdown_folder(target: Any, tmp_path: Path) -> None:
     assert cli.json("harvest", "sync", "jsonl")["frames_created"] == 1
     assert cli.json("harvest", "stale") == []
 
+    # An item that fails: the others are stored, the command exits 1 naming it.
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(json.dumps({"content": "Rosa reviews the Vega budget"}) + "\nnot json\n")
+    cli("harvest", "add", "jsonl", str(mixed), "--name", "mixed")
+    failed = cli("harvest", "sync", "mixed", "--json", code=1)
+    report = json.loads(failed.stdout)
+    assert (report["items_imported"], report["frames_created"]) == (1, 1)
+    assert [ref for ref, _ in report["failures"]] == ["mixed: line 2"]
+    assert "failed: mixed: line 2" in failed.stderr
+    assert cli.json("search", "Vega budget")[0]["content"] == "Rosa reviews the Vega budget"
+    cli("harvest", "remove", "mixed")
+
     assert "no harvest source" in cli("harvest", "sync", "nowhere", code=1).stderr
     cli("harvest", "add", "myspace", str(notes), code=2)
+    assert "no file or folder" in cli("harvest", "add", "jsonl", str(tmp_path / "gone.jsonl"),
+                                      code=1).stderr
     assert cli("harvest", "remove", "jsonl").stdout.strip() == "removed source 'jsonl'"
     cli("harvest", "remove", "jsonl", code=1)
     assert [s["name"] for s in cli.json("harvest", "list")] == ["notes"]

@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 TOOLS = {"recall_memory", "save_memory", "save_entity", "create_relation", "search_entities",
          "get_identity", "set_identity", "get_awareness", "set_awareness", "clear_awareness",
-         "cleanup_frames", "cleanup_entities", "create_workspace", "list_workspaces"}
+         "cleanup_frames", "cleanup_entities", "create_workspace", "list_workspaces",
+         "harvest_import", "harvest_sources", "ingest_source", "consolidate_memory"}
 
 
 def _server_args(target: Any, *extra: str) -> list[str]:
@@ -135,6 +136,69 @@ def test_mcp_over_stdio(target: Any) -> None:
     async def main() -> None:
         async with Client(params, read_timeout_seconds=120) as client:
             await _scenario(client)
+
+    asyncio.run(main())
+
+
+async def _lifecycle(client: Client, notes: Path) -> None:
+    """Harvest a notes folder (twice: the second sync adds nothing), list it, consolidate."""
+    listed = {t.name: t for t in (await client.list_tools()).tools}
+    assert listed["harvest_sources"].annotations.read_only_hint
+    assert listed["consolidate_memory"].annotations.destructive_hint
+
+    imported = await _call(client, "harvest_import", kind="markdown", path=str(notes),
+                           name="notes", mind="harvested")
+    assert imported["mind"] == "harvested"
+    assert imported["items_imported"] == 2
+    assert imported["frames_created"] >= 2
+    assert imported["failures"] == []
+    assert [s["name"] for s in imported["sources"]] == ["notes"]
+    assert imported["sources"][0]["frames_created"] == imported["frames_created"]
+    again = await _call(client, "ingest_source", name="notes", mind="harvested")
+    assert (again["frames_created"], again["sources_skipped"]) == (0, 1)
+    (notes / "later.md").write_text("The Zephyr offsite is in Lisbon.\n")
+    assert (await _call(client, "ingest_source", mind="harvested"))["items_imported"] == 1
+    sources = await _call(client, "harvest_sources", mind="harvested")
+    assert [(s["name"], s["kind"], s["stale"]) for s in sources["sources"]] == [
+        ("notes", "markdown", False)]
+    assert sources["sources"][0]["path"] == str(notes.resolve())
+    recall = await _call(client, "recall_memory", query="Zephyr offsite", mind="harvested")
+    assert recall["results"][0]["content"].endswith("Lisbon.")
+
+    for tool, arguments in [
+        ("harvest_import", {"kind": "myspace", "path": str(notes)}),
+        ("harvest_import", {"kind": "jsonl", "path": str(notes / "missing.jsonl")}),
+        ("ingest_source", {"name": "nowhere"}),
+        ("consolidate_memory", {"decay_rate": 0}),
+    ]:
+        result = await client.call_tool(tool, arguments)
+        assert result.is_error, f"{tool}({arguments}) should fail"
+
+    for text in ["Standup moved to 9:30 on Tuesdays", "Standup moved to 9:30 on Tuesdays!"]:
+        await _call(client, "save_memory", content=text, mind="harvested")
+    dry = await _call(client, "consolidate_memory", dry_run=True, mind="harvested")
+    real = await _call(client, "consolidate_memory", mind="harvested")
+    assert (dry["dry_run"], real["dry_run"]) == (True, False)
+    assert {k: v for k, v in dry.items() if k != "dry_run"} == {
+        k: v for k, v in real.items() if k != "dry_run"}
+    assert real["fragments_merged"] == 1
+    after = await _call(client, "consolidate_memory", dry_run=True, mind="harvested")
+    assert after["fragments_merged"] == 0
+    assert after["fragments_processed"] == real["fragments_processed"] - 1
+
+
+def test_mcp_lifecycle_tools_over_stdio(target: Any, tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    (notes / "projects").mkdir(parents=True)
+    (notes / "apollo.md").write_text("# Apollo\n\nSarah Chen leads Project Apollo.\n")
+    (notes / "projects" / "helios.txt").write_text("The Helios launch moved to May.\n")
+    params = StdioServerParameters(
+        command=sys.executable, args=_server_args(target), env=_env(), cwd=str(REPO)
+    )
+
+    async def main() -> None:
+        async with Client(params, read_timeout_seconds=120) as client:
+            await _lifecycle(client, notes)
 
     asyncio.run(main())
 

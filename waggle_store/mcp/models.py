@@ -152,3 +152,63 @@ class Workspace(BaseModel):
 
 class WorkspaceList(BaseModel):
     workspaces: list[Workspace]
+
+
+class HarvestSourceOut(BaseModel):
+    name: str = Field(description="The source's name (ingest_source takes it).")
+    kind: str = Field(description="chatgpt, claude, markdown or jsonl.")
+    path: str | None = Field(description="The file or folder, on the server's machine.")
+    display_name: str
+    last_synced_at: str | None = Field(description="None until the first sync.")
+    items_imported: int = Field(description="Conversations, files or lines imported so far.")
+    frames_created: int = Field(description="Memories created from it so far.")
+    auto_sync: bool
+    sync_interval_hours: int
+    stale: bool = Field(default=False, description="An auto-synced source due for a sync.")
+
+    @classmethod
+    def of(cls, source: ws.HarvestSource, *, stale: bool = False) -> HarvestSourceOut:
+        return cls(name=source.name, kind=source.kind, path=source.path,
+                   display_name=source.display_name, last_synced_at=iso(source.last_synced_at),
+                   items_imported=source.items_imported, frames_created=source.frames_created,
+                   auto_sync=source.auto_sync, sync_interval_hours=source.sync_interval_hours,
+                   stale=stale)
+
+
+class HarvestSources(BaseModel):
+    mind: str
+    sources: list[HarvestSourceOut] = Field(description="Most recently synced first.")
+
+
+class HarvestFailure(BaseModel):
+    item: str = Field(description="The conversation, file or line that failed.")
+    error: str
+
+
+class HarvestSynced(BaseModel):
+    mind: str
+    sources_synced: int = Field(description="Sources read (new or changed).")
+    sources_skipped: int = Field(description="Sources unchanged since their last sync.")
+    items_seen: int
+    items_imported: int = Field(description="Items with at least one new memory.")
+    frames_created: int = Field(description="New memories; 0 when everything was known.")
+    failures: list[HarvestFailure] = Field(description="Items not imported (retried next sync).")
+    sources: list[HarvestSourceOut] = Field(description="The synced sources, as they are now.")
+
+    @classmethod
+    def of(cls, mind: str, report: ws.HarvestReport,
+           sources: list[ws.HarvestSource]) -> HarvestSynced:
+        return cls(mind=mind, sources_synced=report.sources_synced,
+                   sources_skipped=report.sources_skipped, items_seen=report.items_seen,
+                   items_imported=report.items_imported, frames_created=report.frames_created,
+                   failures=[HarvestFailure(item=i, error=e) for i, e in report.failures],
+                   sources=[HarvestSourceOut.of(s) for s in sources])
+
+
+class Consolidated(BaseModel):
+    mind: str
+    dry_run: bool = Field(description="True: nothing was changed; the counts are what a run does.")
+    fragments_processed: int = Field(description="Memories considered.")
+    fragments_decayed: int = Field(description="Memories whose salience fell since the last run.")
+    fragments_merged: int = Field(description="Near-duplicates folded into another memory.")
+    fragments_deleted: int = Field(description="Faded memories pruned.")

@@ -10,8 +10,9 @@ errors (``isError``) with the store's message, so the calling model can correct 
 server keeps running.
 
 The tools live in one module per group (``tools_memory``, ``tools_knowledge``, ``tools_identity``,
-``tools_workspaces``; what they share in ``tooling``) so that each module stays small; this one
-only assembles them, in a fixed order, with the hints a client reads (read-only, destructive).
+``tools_workspaces``, ``tools_lifecycle``; what they share in ``tooling``) so that each module
+stays small; this one only assembles them, in a fixed order, with the hints a client reads
+(read-only, destructive).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from waggle_store.aio import AsyncStore
 from waggle_store.mcp.tooling import Tool, ToolContext, ToolGroup
 from waggle_store.mcp.tools_identity import identity_tools
 from waggle_store.mcp.tools_knowledge import knowledge_tools
+from waggle_store.mcp.tools_lifecycle import lifecycle_tools
 from waggle_store.mcp.tools_memory import memory_tools
 from waggle_store.mcp.tools_workspaces import workspace_tools
 
@@ -32,8 +34,9 @@ INSTRUCTIONS = (
     "Long-term memory for this agent. Call recall_memory before answering questions about past "
     "work, people or decisions; call save_memory for facts worth keeping. Entities and relations "
     "form a knowledge graph (save_entity, create_relation, search_entities). identity is who the "
-    "agent is; awareness holds short-lived context items. Each tool takes an optional 'mind' "
-    "(a workspace name)."
+    "agent is; awareness holds short-lived context items. harvest_import brings in chat exports "
+    "and notes folders (paths on the server's machine); consolidate_memory keeps memory in "
+    "shape. Each tool takes an optional 'mind' (a workspace name)."
 )
 
 
@@ -46,6 +49,7 @@ def build_server(store: AsyncStore, *, default_mind: str = "default") -> MCPServ
     ctx = ToolContext(store=store, default_mind=default_mind)
     groups: list[ToolGroup] = [
         memory_tools(ctx), knowledge_tools(ctx), identity_tools(ctx), workspace_tools(ctx),
+        lifecycle_tools(ctx),
     ]
 
     def tool(fn: Tool, *, read_only: bool = False, destructive: bool = False) -> None:
