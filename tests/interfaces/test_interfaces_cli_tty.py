@@ -47,3 +47,21 @@ def test_exit_codes_in_process(tmp_path: Path, screens: tuple[StringIO, StringIO
     assert cli.main(["--url", url, "health"]) == 1
     assert cli.main(["--url", url, "frobnicate"]) == 2
     assert cli.main(["--version"]) == 0
+
+
+def test_export_and_import_show_progress_bars(
+    tmp_path: Path, screens: tuple[StringIO, StringIO], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, err = screens
+    url = f"sqlite:///{tmp_path / 'bars.db'}"
+    for text in ("Rosa Diaz reviewed the Vega budget", "The Vega launch moved to June"):
+        assert cli.main(["--url", url, "save", text]) == 0
+    dump = tmp_path / "default.jsonl"
+    assert cli.main(["--url", url, "export", "default", str(dump)]) == 0
+    assert cli.main(["--url", url, "import", str(dump), "--into", "copy"]) == 0
+    bars = err.getvalue()
+    assert "export" in bars
+    assert "import" in bars
+    assert bars.count("━") > 0, "progress bars on the terminal"
+    assert "export: " not in bars, "not the plain line a pipe gets"
+    assert "imported waggle-jsonl into 'copy': 2 frames" in capsys.readouterr().out
