@@ -173,7 +173,11 @@ _SOURCE_COLUMNS: Final = ["name", "kind", "path", "last synced", "items", "frame
 def harvest_add(
     ctx: typer.Context,
     kind: Annotated[HarvestKind, typer.Argument(help="chatgpt, claude, markdown or jsonl.")],
-    path: Annotated[Path, typer.Argument(help="The export file, or the folder of notes.")],
+    path: Annotated[
+        Path,
+        typer.Argument(help="A chat export (conversations.json, its folder or the .zip), a "
+                            "folder of notes, or a JSONL file."),
+    ],
     name: Annotated[
         str | None, typer.Option(help="The source's name (default: the kind).")
     ] = None,

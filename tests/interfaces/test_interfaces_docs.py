@@ -59,3 +59,47 @@ def test_the_asyncio_example(store_env: Any, tmp_path: Path,
     _run_block("asyncio.run(main())", tmp_path)
     printed = capsys.readouterr().out
     assert "about the Atlas launch" in printed
+
+
+def _commands(group: Any, prefix: str = "") -> list[str]:
+    names = []
+    for name, command in group.commands.items():
+        if command.hidden:
+            continue
+        names.append(f"{prefix}{name}")
+        if hasattr(command, "commands"):  # a group (Typer's own click classes)
+            names += _commands(command, f"{prefix}{name} ")
+    return names
+
+
+@pytest.mark.sqlite
+def test_the_cli_reference_names_every_command() -> None:
+    """docs/cli.md shows every command of the app, subcommands included, in backquotes."""
+    import typer
+
+    from waggle_store.cli import app
+
+    page = (DOC.parent / "cli.md").read_text(encoding="utf-8")
+    commands = _commands(typer.main.get_command(app))
+    assert {"export", "import", "harvest sync", "consolidate", "usage budget"} <= set(commands)
+    missing = [c for c in commands if f"`{c}" not in page]
+    assert not missing, f"docs/cli.md does not document {missing}"
+
+
+@pytest.mark.sqlite
+def test_the_mcp_reference_names_every_tool(tmp_path: Path) -> None:
+    """docs/mcp.md's table has a row for every tool the server publishes."""
+    import asyncio
+
+    from waggle_store import aio
+    from waggle_store.mcp import build_server
+
+    async def tool_names() -> set[str]:
+        async with aio.open_store(f"sqlite:///{tmp_path / 'tools.db'}", embedder=None) as store:
+            return {tool.name for tool in await build_server(store).list_tools()}
+
+    names = asyncio.run(tool_names())
+    assert {"harvest_import", "consolidate_memory"} <= names
+    page = (DOC.parent / "mcp.md").read_text(encoding="utf-8")
+    missing = sorted(name for name in names if f"| `{name}` |" not in page)
+    assert not missing, f"docs/mcp.md does not document {missing}"

@@ -41,7 +41,8 @@ def lifecycle_tools(ctx: ToolContext) -> ToolGroup:
     async def harvest_import(
         kind: Annotated[
             Kind,
-            Field(description="chatgpt or claude (a conversations export: .json or .zip), "
+            Field(description="chatgpt or claude (a data export: its conversations.json, the "
+                              "unzipped folder or the .zip), "
                               "markdown (a folder of .md/.txt notes, read recursively) or jsonl "
                               "(one JSON object per line with 'content')."),
         ],
