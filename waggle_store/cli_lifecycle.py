@@ -8,6 +8,7 @@ Files are read and written by the process running the command, paths as given on
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
@@ -85,12 +86,20 @@ def export_(
     )
 
 
+def _header(path: Path) -> dict[str, Any]:
+    """The first line of a file, as a JSON object ({} when it is not one)."""
+    try:
+        with path.open("rb") as handle:
+            value = json.loads(handle.readline())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def detect_format(path: Path) -> ImportFormat:
     """What FILE holds, from its first bytes: a SQLite file is a Waggle ``.mind``; JSON whose
     first line is a ``waggle-mind`` header is our export; any other JSON object is taken for an
     OpenFang export (whose reader then checks it)."""
-    import json
-
     try:
         with path.open("rb") as handle:
             if handle.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC:
@@ -134,7 +143,10 @@ def import_(
         raise Failure(f"no file {file}")
     kind = detect_format(file) if fmt is ImportFormat.auto else fmt
     target = into or options.mind
-    with options.store() as store, progress("import") as update:
+    # The embedder matters only to take vectors in (imported memories are embedded later, by
+    # reconcile): without vectors the command skips its start (seconds, for a local model).
+    embed = kind is not ImportFormat.waggle_jsonl or _header(file).get("include_vectors") is True
+    with options.store(embed=embed) as store, progress("import") as update:
         if kind is ImportFormat.waggle_jsonl:
             report = store.import_mind(file, into=target, progress=update)
         elif kind is ImportFormat.mind:
