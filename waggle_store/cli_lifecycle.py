@@ -70,12 +70,11 @@ def export_(
     if vectors and fmt is not ExportFormat.waggle_jsonl:
         raise typer.BadParameter("vectors are exported in waggle-jsonl only",
                                  param_hint="--vectors")
-    with opts(ctx).store(embed=False) as store:
+    with opts(ctx).store(embed=False) as store, progress("export") as update:
         if fmt is ExportFormat.openfang:
-            report = store.export_openfang(name, file)
+            report = store.export_openfang(name, file, progress=update)
         else:
-            with progress("export") as update:
-                report = store.export_mind(name, file, include_vectors=vectors, progress=update)
+            report = store.export_mind(name, file, include_vectors=vectors, progress=update)
     if as_json:
         emit_json(report)
         return

@@ -86,8 +86,12 @@ class TransferMixin:
             return run_import(self.context, _check_mind_name(into), "workspace", records,
                               progress=progress, problems=problems)
 
-    def export_openfang(self, name: str | Mind, dest: Destination) -> ExportReport:
-        """Write the mind in OpenFang's memory JSON export shape."""
+    def export_openfang(
+        self, name: str | Mind, dest: Destination, *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ExportReport:
+        """Write the mind in OpenFang's memory JSON export shape; ``progress(done, total)`` as
+        :meth:`export_mind`'s."""
         from waggle_store.pipeline.transfer.openfang import export_openfang
 
-        return export_openfang(self._mind_context(name), dest)
+        return export_openfang(self._mind_context(name), dest, progress)

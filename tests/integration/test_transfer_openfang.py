@@ -194,8 +194,10 @@ def test_openfang_export_imports_and_round_trips(store: ws.Store, tmp_path: Path
 
     # Round trip: the mind exported in OpenFang's shape and imported again is the same memory.
     out = io.StringIO()
-    exported = store.export_openfang("fang", out)
+    calls: list[tuple[int, int]] = []
+    exported = store.export_openfang("fang", out, progress=lambda d, t: calls.append((d, t)))
     assert (exported.frames, exported.entities, exported.relations) == (4, 3, 2)
+    assert calls and calls[-1][0] == calls[-1][1]  # the store passes progress through
     doc = json.loads(out.getvalue())
     assert set(doc) >= {"fragments", "entities", "relations", "kv"}
     assert {f["source"] for f in doc["fragments"]} == {"UserMessage", "ToolResult", "AgentResponse"}
