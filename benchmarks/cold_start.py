@@ -64,10 +64,12 @@ print(json.dumps({{"import": t1 - t0, "open": t2 - t1, "heavy": []}}))
 """
 
 
-def child(code: str) -> dict[str, Any]:
+def child(code: str, cwd: Path) -> dict[str, Any]:
+    """Run ``code`` in a new interpreter; ``cwd`` away from any checkout, so ``-c`` (which puts
+    the current directory first on sys.path) imports the waggle_store of PYTHONPATH / the venv."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, env=env, check=True)
+                          text=True, env=env, cwd=cwd, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -97,11 +99,12 @@ def main() -> None:
         results: dict[str, list[dict[str, Any]]] = {name: [] for name in cases}
         for _ in range(args.runs):  # interleaved: machine noise hits every case alike
             for name, code in cases.items():
-                results[name].append(child(code))
+                results[name].append(child(code, workdir))
         floor = results["floor (sqlalchemy)"]
         floor_import = statistics.median(r["import"] for r in floor)
         floor_open = statistics.median(r["open"] for r in floor)
-        print(f"{args.runs} runs each, fresh interpreter per run; {url.split(':')[0]}")
+        print(f"{args.runs} runs each, fresh interpreter per run; {url.split(':')[0]}; "
+              f"waggle_store from {Path(ws.__file__).parent}")
         for name, runs in results.items():
             imports = [r["import"] for r in runs]
             opens = [r["open"] for r in runs]
