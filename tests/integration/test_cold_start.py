@@ -39,10 +39,13 @@ def test_head_revision_constant_is_alembics_head() -> None:
 
 
 def test_import_pulls_in_no_alembic_and_no_torch() -> None:
+    """Nor numpy (sqlite-vec's package imports it) or httpx (one provider's client): both are
+    imported at first use."""
+    heavy = (*HEAVY, "numpy", "httpx")
     loaded = _run(f"""
         import json, sys
         import waggle_store
-        print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))
+        print(json.dumps([m for m in {heavy!r} if m in sys.modules]))
     """)
     assert loaded == []
 
