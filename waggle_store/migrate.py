@@ -51,9 +51,8 @@ from waggle_store.errors import (
     MissingExtensionError,
 )
 from waggle_store.models.base import TABLE_PREFIX
+from waggle_store.schema_version import VERSION_TABLE as VERSION_TABLE  # its public home here
 from waggle_store.unitofwork import storage_cause
-
-VERSION_TABLE = "waggle_alembic_version"
 
 # Derived-index objects the dialect adapters own, which autogenerate must not try to "fix".
 _DERIVED_TABLE_PREFIXES = (TABLE_PREFIX + "memory_frames_fts", TABLE_PREFIX + "frame_vectors")

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy import select
 from sqlalchemy.orm import Session as OrmSession
 
-from waggle_store import migrate
+from waggle_store import schema_version
 from waggle_store.config import StoreConfig
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.dialects import SearchAdapter, get_adapter, spec_of
@@ -205,7 +205,9 @@ class Store(TransferMixin):
         versions = dict(caps.versions)
         versions["waggle_store"] = _package_version()
         versions["sqlalchemy"] = sa.__version__
-        versions["schema_revision"] = str(migrate.current(self.engine, schema=self.schema))
+        with connect(read_only(self.engine)) as conn:
+            revisions = schema_version.read_revisions(conn, self.schema)
+        versions["schema_revision"] = str(schema_version.describe(revisions))
         return Health(
             dialect=caps.dialect,
             versions=versions,
@@ -302,6 +304,31 @@ class Store(TransferMixin):
         return f"<Store {self.engine.dialect.name} {url}>"
 
 
+def _migrate_on_open(engine: sa.Engine, schema: str, *, upgrade: bool) -> None:
+    """Bring the schema to head, or (``upgrade=False``) check that it is there.
+
+    A store opened at head costs one query (:mod:`waggle_store.schema_version`): Alembic, its
+    locks and its imports are only for a database that has something to migrate (or whose
+    version table cannot be read: Alembic then decides, and reports what is wrong). The
+    connection also proves the database reachable (DatabaseUnavailableError otherwise).
+    """
+    in_schema = schema if spec_of(engine).has_schemas else None
+    with connect(read_only(engine)) as conn:
+        revisions = schema_version.read_revisions(conn, in_schema)
+    if schema_version.at_head(revisions):
+        return
+    from waggle_store import migrate  # Alembic is imported only to migrate (~80 ms)
+
+    if upgrade:
+        migrate.upgrade(engine, schema=schema)
+        return
+    at, head = schema_version.describe(revisions), migrate.head()
+    raise MigrationError(
+        f"the database schema is at revision {at}, the code needs {head}: "
+        "run `alembic upgrade head` or open_store(..., upgrade=True)"
+    )
+
+
 def open_store(
     url: str | sa.URL | sa.Engine | None = None,
     *,
@@ -330,16 +357,7 @@ def open_store(
     else:
         engine = create_engine(url if url is not None else config.url, config=config)
     try:
-        connect(engine).close()  # unreachable: DatabaseUnavailableError naming host and port
-        if upgrade:
-            migrate.upgrade(engine, schema=config.schema)
-        else:
-            at, head = migrate.current(engine, schema=config.schema), migrate.head()
-            if at != head:
-                raise MigrationError(
-                    f"the database schema is at revision {at}, the code needs {head}: "
-                    "run `alembic upgrade head` or open_store(..., upgrade=True)"
-                )
+        _migrate_on_open(engine, config.schema, upgrade=upgrade)
         resolved = (
             None
             if embedder is None

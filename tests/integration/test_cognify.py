@@ -130,6 +130,31 @@ def test_batch_failure_of_one_item_keeps_the_others(store: ws.Store, mind: ws.Mi
     assert dated.created_at.isoformat() == "2025-12-01T14:32:00+00:00"
 
 
+def test_batch_streams_chunks_of_a_generator_in_order(
+    store: ws.Store, mind: ws.Mind, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Items are prepared and written a chunk at a time (bounded memory): with chunks of 3, a
+    generator's items, bad ones among them, land at their positions, and progress counts every
+    item once against the whole total."""
+    from waggle_store.pipeline import cognify as cognify_module
+
+    monkeypatch.setattr(cognify_module, "BATCH_CHUNK", 3)
+    texts = [f"streamed memory {n} about Project Apollo" if n % 4 else "" for n in range(10)]
+    calls: list[tuple[int, int]] = []
+    result = mind.cognify_batch((t for t in texts),
+                                progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(3, 10), (6, 10), (9, 10), (10, 10)]
+    assert [i for i, _ in result.failures] == [0, 4, 8]
+    for n, frame_id in enumerate(result.frame_ids):
+        if n % 4 == 0:
+            assert frame_id is None
+            continue
+        assert frame_id is not None
+        frame = mind.frames.get(frame_id)
+        assert frame is not None
+        assert frame.content == texts[n]
+
+
 def test_cognify_rejects_bad_input_and_writes_nothing(store: ws.Store, mind: ws.Mind) -> None:
     before = _counts(store, mind)
     for bad in ["", "   ", "a\x00b"]:

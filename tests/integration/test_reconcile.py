@@ -68,6 +68,50 @@ def test_missing_vector_row_is_restored(store: ws.Store, mind: ws.Mind) -> None:
     assert mind.search("vector frame 1", lanes=("vector",))[0].frame.id == ids[1]
 
 
+def test_pages_cover_every_stale_and_missing_frame_once(
+    store: ws.Store, mind: ws.Mind, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reconcile reads the frames to embed in keyset pages (bounded memory): with pages of 2,
+    frames without a vector and frames whose vector row is gone, interleaved by id, are each
+    embedded once, and the progress total counts them exactly."""
+    from waggle_store.dialects import sqlite_maint
+    from waggle_store.pipeline import reconcile as reconcile_module
+
+    monkeypatch.setattr(reconcile_module, "PAGE_SIZE", 2)
+    monkeypatch.setattr(sqlite_maint, "KEYWORD_REPAIR_PAGE", 2)
+    gop = mind.sessions.ensure("g").gop_id
+    ids = [mind.frames.create_i(gop, f"paged frame {n}").id for n in range(9)]
+    embedded = ids[1::3]  # ready manifests; their vector rows are then deleted
+    embed_frames(store.context, embedded)
+    with store.write() as s:
+        model_id = register_model(s, store.adapter, model_key(store.embedder))
+        assert model_id is not None
+        store.adapter.delete_vectors(s, model_id, embedded)
+    assert _vector_count(store) == 0
+    calls: list[tuple[int, int]] = []
+    report = store.reconcile(progress=lambda done, total: calls.append((done, total)))
+    assert report.vectors_fixed == 9
+    assert {total for _, total in calls} == {9}
+    assert calls[-1] == (9, 9)
+    assert _vector_count(store) == 9
+    assert store.reconcile() == ws.ReconcileReport(0, 0, 0)
+
+
+@only_sqlite  # Postgres indexes a generated column, so there is no keyword index to drift
+def test_sqlite_fts_refill_in_pages(store: ws.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from waggle_store.dialects import sqlite_maint
+
+    monkeypatch.setattr(sqlite_maint, "KEYWORD_REPAIR_PAGE", 2)
+    mind = store.mind("fts")
+    gop = mind.sessions.ensure("g").gop_id
+    ids = {mind.frames.create_i(gop, f"refill word{n}").id for n in range(5)}
+    with store.write() as s:
+        s.execute(text("DELETE FROM waggle_memory_frames_fts"))
+    assert store.reconcile(mind=mind).fts_fixed == 5
+    assert {r.frame.id for r in mind.search("refill", lanes=("keyword",), limit=10)} == ids
+    assert store.reconcile(mind=mind).fts_fixed == 0
+
+
 def test_no_embedder_repairs_keywords_only(store_factory) -> None:  # type: ignore[no-untyped-def]
     store = store_factory(embedder=None)
     mind = store.mind("m")

@@ -206,9 +206,11 @@ class SearchAdapter(Protocol):
         ...
 
     def frames_missing_vectors(
-        self, session: Session, model_id: int, mind_id: int | None
+        self, session: Session, model_id: int, mind_id: int | None,
+        *, after: int = 0, limit: int | None = None, up_to: int | None = None,
     ) -> list[int]:
-        """Frames whose manifest says ready for ``model_id`` but whose vector row is gone."""
+        """Frames whose manifest says ready for ``model_id`` (for their current content) but
+        whose vector row is gone; by id, after ``after``, up to ``up_to``, at most ``limit``."""
         ...
 
     def remove_vector_orphans(self, session: Session, model_id: int) -> int:

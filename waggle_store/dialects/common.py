@@ -259,20 +259,34 @@ def like_search(
 
 
 def frames_missing_vectors(
-    session: Session, table: str, key: str, model_id: int, mind_id: int | None
+    session: Session, table: str, key: str, model_id: int, mind_id: int | None,
+    *, after: int = 0, limit: int | None = None, up_to: int | None = None,
 ) -> list[int]:
-    """Frames whose manifest says ready for ``model_id`` but whose row in the vector ``table``
-    (frame id in column ``key``: ``rowid`` for vec0, ``frame_id`` on Postgres) is missing."""
-    params: dict[str, Any] = {"model_id": model_id}
+    """Frames whose manifest says ready for ``model_id`` (and matches their content) but whose
+    row in the vector ``table`` (frame id in column ``key``: ``rowid`` for vec0, ``frame_id``
+    on Postgres) is missing. A manifest for other content is stale whatever the vector table
+    holds (reconcile finds those by the manifest alone), so the two sets never overlap.
+
+    By id, from ``after`` (exclusive) to ``up_to`` (inclusive), at most ``limit`` of them:
+    reconcile walks a large store page by page instead of holding every id."""
+    params: dict[str, Any] = {"model_id": model_id, "after": after}
     mind = ""
     if mind_id is not None:
         params["mind_id"] = mind_id
-        mind = "AND f.mind_id = :mind_id"
+        mind += " AND f.mind_id = :mind_id"
+    if up_to is not None:
+        params["up_to"] = up_to
+        mind += " AND f.id <= :up_to"
+    page = ""
+    if limit is not None:
+        params["limit"] = limit
+        page = " LIMIT :limit"
     rows = session.execute(
         text(
             f"SELECT f.id FROM {T_FRAMES} f JOIN {T_EMBEDDINGS} e ON e.frame_id = f.id "
-            f"WHERE e.status = 'ready' AND e.model_id = :model_id {mind} AND NOT EXISTS "
-            f"(SELECT 1 FROM {table} v WHERE v.{key} = f.id)"
+            f"WHERE e.status = 'ready' AND e.model_id = :model_id "
+            f"AND e.content_hash = f.content_hash AND f.id > :after{mind} AND NOT EXISTS "
+            f"(SELECT 1 FROM {table} v WHERE v.{key} = f.id) ORDER BY f.id{page}"
         ),
         params,
     ).all()

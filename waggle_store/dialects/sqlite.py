@@ -260,10 +260,12 @@ class SQLiteAdapter:
         return sqlite_maint.read_vectors(session, model_id, frame_ids)
 
     def frames_missing_vectors(
-        self, session: Session, model_id: int, mind_id: int | None
+        self, session: Session, model_id: int, mind_id: int | None,
+        *, after: int = 0, limit: int | None = None, up_to: int | None = None,
     ) -> list[int]:
         return frames_missing_vectors(
-            session, vector_table_name(model_id), "rowid", model_id, mind_id
+            session, vector_table_name(model_id), "rowid", model_id, mind_id,
+            after=after, limit=limit, up_to=up_to,
         )
 
     def remove_vector_orphans(self, session: Session, model_id: int) -> int:

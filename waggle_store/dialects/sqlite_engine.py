@@ -10,6 +10,8 @@ one upgrades a read snapshot; ``BEGIN DEFERRED`` for connections marked read-onl
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 import sqlite3
 from types import ModuleType
 from typing import Any
@@ -152,14 +154,23 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
     return engine
 
 
+def _sqlite_vec_path() -> str:
+    """The loadable extension inside the sqlite-vec package, found without importing it: its
+    ``__init__`` imports numpy (about 100 ms, most of a cold ``open_store``) for helpers
+    waggle_store does not use. ``sqlite_vec.loadable_path()`` is this same file name."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:
+        raise ImportError("the sqlite-vec package is not installed")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
 def _load_sqlite_vec(dbapi_conn: Any, info: EngineInfo) -> None:
     """Load sqlite-vec; a failure leaves the connection usable and is reported, not raised."""
     try:
-        import sqlite_vec
-
+        extension = _sqlite_vec_path()
         dbapi_conn.enable_load_extension(True)
         try:
-            sqlite_vec.load(dbapi_conn)
+            dbapi_conn.load_extension(extension)
         finally:
             dbapi_conn.enable_load_extension(False)
     except Exception as exc:  # noqa: BLE001 - any failure means "no vector search"; health() says why

@@ -158,6 +158,10 @@ def has_fts_table(session: Session) -> bool:
     )
 
 
+#: Frame ids per page while re-indexing frames missing from the FTS5 table.
+KEYWORD_REPAIR_PAGE = 1000
+
+
 def repair_keyword_index(session: Session, mind_id: int | None) -> int:
     """Re-index the frames whose FTS5 row is missing or stale; returns how many."""
     if not has_fts_table(session):
@@ -168,27 +172,35 @@ def repair_keyword_index(session: Session, mind_id: int | None) -> int:
         params["mind_id"] = mind_id
         mind = "AND f.mind_id = :mind_id"
     # Missing rows, and rows whose text is not the frame's (a write that bypassed triggers).
-    stale = [
-        int(r[0])
-        for r in session.execute(
-            text(
-                f"SELECT f.id FROM {T_FRAMES} f LEFT JOIN {T_FTS} x "
-                "ON x.rowid = f.id "
-                f"WHERE (x.rowid IS NULL OR x.content IS NOT f.content) {mind}"
-            ),
-            params,
-        ).all()
-    ]
-    for frame_id in stale:
-        session.execute(text(f"DELETE FROM {T_FTS} WHERE rowid = :id"), {"id": frame_id})
-        session.execute(
-            text(
-                f"INSERT INTO {T_FTS}(rowid, content) "
-                f"SELECT id, content FROM {T_FRAMES} WHERE id = :id"
-            ),
-            {"id": frame_id},
-        )
-    return len(stale)
+    # Read in keyset pages, so a rebuilt (empty) FTS5 table of a large store is refilled
+    # without holding every frame id; all in the caller's one transaction.
+    fixed = after = 0
+    while True:
+        stale = [
+            int(r[0])
+            for r in session.execute(
+                text(
+                    f"SELECT f.id FROM {T_FRAMES} f LEFT JOIN {T_FTS} x "
+                    "ON x.rowid = f.id "
+                    f"WHERE (x.rowid IS NULL OR x.content IS NOT f.content) {mind} "
+                    "AND f.id > :after ORDER BY f.id LIMIT :page"
+                ),
+                {**params, "after": after, "page": KEYWORD_REPAIR_PAGE},
+            ).all()
+        ]
+        if not stale:
+            return fixed
+        for frame_id in stale:
+            session.execute(text(f"DELETE FROM {T_FTS} WHERE rowid = :id"), {"id": frame_id})
+            session.execute(
+                text(
+                    f"INSERT INTO {T_FTS}(rowid, content) "
+                    f"SELECT id, content FROM {T_FRAMES} WHERE id = :id"
+                ),
+                {"id": frame_id},
+            )
+        fixed += len(stale)
+        after = stale[-1]
 
 
 def remove_keyword_orphans(session: Session) -> int:

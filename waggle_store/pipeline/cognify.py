@@ -13,9 +13,10 @@ content hash (any frame type, not only I-frames), and every graph write is a get
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
 from typing import Final
 
 from sqlalchemy import exc as sa_exc
@@ -271,43 +272,60 @@ def cognify_batch(mind: MindContext, items: Iterable[str | MemoryInput], *,
     """Cognify many texts: embedded in batches, written in few transactions.
 
     One item's failure (bad input, a refused write) does not lose the others: ``frame_ids`` has
-    None at its position and ``failures`` says why.
+    None at its position and ``failures`` says why. Items are checked, extracted, embedded and
+    written :data:`BATCH_CHUNK` at a time (each chunk one transaction), so what the call holds
+    besides the caller's items is one chunk and the result: memory does not grow with the
+    batch. ``items`` that is not Sized (a generator) is read into a list first: ``progress``
+    reports a total.
     """
     if isinstance(items, (str, bytes)):
         raise InvalidInputError("cognify_batch takes a list of texts, not one string")
     if not isinstance(items, Iterable):
         raise InvalidInputError(f"cognify_batch takes a list of texts, got {type(items).__name__}")
-    raw = list(items)
-    frame_ids: list[int | None] = [None] * len(raw)
+    source: Iterable[str | MemoryInput] = items
+    if not isinstance(items, Sized):
+        source = listed = list(items)
+        total = len(listed)
+    else:
+        total = len(items)
+    frame_ids: list[int | None] = [None] * total
     failures: list[tuple[int, str]] = []
-    prepared: list[Item] = []
-    for index, item in enumerate(raw):
-        try:
-            prepared.append(_prepare(index, item, importance, "user_stated"))
-        except WaggleStoreError as exc:
-            failures.append((index, f"{type(exc).__name__}: {exc}"))
 
     def on_error(item: Item, exc: Exception) -> None:
         failures.append((item.index, f"{type(exc).__name__}: {exc}"))
 
     use_vectors, not_embedded = vector_plan(mind)
-    done = len(raw) - len(prepared)
-    for start in range(0, len(prepared), BATCH_CHUNK):
-        chunk = prepared[start : start + BATCH_CHUNK]
-        vectors, error = (embed_texts(mind, [it.content for it in chunk]) if use_vectors
-                          else (None, not_embedded))
-        try:
-            written = _write_items(mind, chunk, gop_id, vectors, error, on_error)
-        except WaggleStoreError as exc:
-            # The chunk's transaction itself failed (an unknown gop_id, the database refusing):
-            # none of its items was stored, and each says why.
-            for it in chunk:
-                on_error(it, exc)
-            written = {}
-        for index, w in written.items():
-            frame_ids[index] = w.frame_id
-        done += len(chunk)
+    numbered = enumerate(source)
+    done = 0
+    while chunk_in := list(islice(numbered, BATCH_CHUNK)):
+        chunk: list[Item] = []
+        for index, item in chunk_in:
+            try:
+                chunk.append(_prepare(index, item, importance, "user_stated"))
+            except WaggleStoreError as exc:
+                failures.append((index, f"{type(exc).__name__}: {exc}"))
+        done += len(chunk_in)
+        if chunk:
+            _write_chunk(mind, chunk, gop_id, use_vectors, not_embedded, on_error, frame_ids)
         if progress is not None:
-            progress(done, len(raw))
+            progress(done, total)
     failures.sort()
     return BatchResult(frame_ids=frame_ids, failures=failures)
+
+
+def _write_chunk(mind: MindContext, chunk: list[Item], gop_id: str | None, use_vectors: bool,
+                 not_embedded: str | None, on_error: Callable[[Item, Exception], None],
+                 frame_ids: list[int | None]) -> None:
+    """Embed one chunk (outside any transaction) and write it in one transaction."""
+    vectors, error = (embed_texts(mind, [it.content for it in chunk]) if use_vectors
+                      else (None, not_embedded))
+    try:
+        written = _write_items(mind, chunk, gop_id, vectors, error, on_error)
+    except WaggleStoreError as exc:
+        # The chunk's transaction itself failed (an unknown gop_id, the database refusing):
+        # none of its items was stored, and each says why.
+        for it in chunk:
+            on_error(it, exc)
+        written = {}
+    for index, w in written.items():
+        frame_ids[index] = w.frame_id

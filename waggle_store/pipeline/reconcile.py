@@ -8,7 +8,8 @@ What drifts and how it is repaired:
 * vectors: a frame whose manifest is not ``ready`` for the active model (pending after an embedder
   outage, failed, written by a different model, content changed since it was embedded), or whose
   vector row is gone, is embedded again, in batches of :data:`EMBED_BATCH_SIZE`, each embedded
-  outside any transaction and stored in one write transaction.
+  outside any transaction and stored in one write transaction. The frames to embed are read in
+  pages of :data:`PAGE_SIZE` ids (keyset, by id), so memory does not grow with the store.
 * orphans: keyword or vector rows whose frame no longer exists are deleted.
 * derived objects (FTS5 table and triggers, tsvector column and GIN index, vector tables and
   their index/trigger): checked on every run and listed in ``ReconcileReport.problems``;
@@ -27,9 +28,10 @@ backend) the vector step does nothing and frames stay pending; search stays keyw
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Final
 
-from sqlalchemy import exists, or_, select
+from sqlalchemy import Select, exists, func, or_, select
 
 from waggle_store.context import StoreContext
 from waggle_store.models import (
@@ -47,18 +49,37 @@ __all__ = ["reconcile"]
 log = logging.getLogger(__name__)
 
 
-def _stale_frames(store: StoreContext, model_id: int, mind_id: int | None) -> list[int]:
-    """Frames without a current vector in ``model_id``: no manifest, not ready, another model,
-    another content hash, or a ready manifest whose vector row is missing — of the minds that
-    use ``model_id`` or have no model yet (a mind on another model is switched explicitly,
-    never by reconcile)."""
-    uses = MindEmbeddingModelRow
-    ours = or_(
-        FrameRow.mind_id.in_(select(uses.mind_id).where(uses.model_id == model_id,
-                                                        uses.status == "active")),
-        ~exists().where(uses.mind_id == FrameRow.mind_id, uses.status == "active"),
-    )
-    with store.read() as session:
+#: Frame ids read per page while walking the frames to embed: memory is a page, whatever the
+#: store's size (a million ids held at once cost tens of MB, and grew with the store).
+PAGE_SIZE: Final = 20 * EMBED_BATCH_SIZE
+
+
+class _StaleFrames:
+    """The frames without a current vector in ``model_id``, read page by page in id order.
+
+    Two disjoint sets: by the manifest alone (none, not ready, another model, another content
+    hash) and, through the adapter, a ready manifest whose vector row is missing. Only frames
+    of the minds that use ``model_id`` or have no model yet (a mind on another model is
+    switched explicitly, never by reconcile), and only those that existed when the walk began
+    (``up_to``): frames written meanwhile were embedded by their writer or wait for the next
+    run, and the total stays what it said.
+    """
+
+    def __init__(self, store: StoreContext, model_id: int, mind_id: int | None) -> None:
+        self.store, self.model_id, self.mind_id = store, model_id, mind_id
+        with store.read() as session:
+            self.up_to = int(session.scalar(select(func.max(FrameRow.id))) or 0)
+            self.total = int(session.scalar(
+                select(func.count()).select_from(self._query().subquery())) or 0)
+        self.total += sum(len(page) for page in self._missing_pages())
+
+    def _query(self) -> Select[int]:
+        uses = MindEmbeddingModelRow
+        ours = or_(
+            FrameRow.mind_id.in_(select(uses.mind_id).where(uses.model_id == self.model_id,
+                                                            uses.status == "active")),
+            ~exists().where(uses.mind_id == FrameRow.mind_id, uses.status == "active"),
+        )
         query = (
             select(FrameRow.id)
             .outerjoin(FrameEmbeddingRow, FrameEmbeddingRow.frame_id == FrameRow.id)
@@ -67,18 +88,43 @@ def _stale_frames(store: StoreContext, model_id: int, mind_id: int | None) -> li
                     FrameEmbeddingRow.frame_id.is_(None),
                     FrameEmbeddingRow.status != "ready",
                     FrameEmbeddingRow.model_id.is_(None),
-                    FrameEmbeddingRow.model_id != model_id,
+                    FrameEmbeddingRow.model_id != self.model_id,
                     FrameEmbeddingRow.content_hash != FrameRow.content_hash,
                 )
             )
-            .where(ours)
-            .order_by(FrameRow.id)
+            .where(ours, FrameRow.id <= self.up_to)
         )
-        if mind_id is not None:
-            query = query.where(FrameRow.mind_id == mind_id)
-        ids = list(session.scalars(query))
-        missing = store.adapter.frames_missing_vectors(session, model_id, mind_id)
-    return sorted(set(ids) | set(missing))
+        if self.mind_id is not None:
+            query = query.where(FrameRow.mind_id == self.mind_id)
+        return query
+
+    def _missing_pages(self) -> Iterator[list[int]]:
+        after = 0
+        while True:
+            with self.store.read() as session:
+                page = self.store.adapter.frames_missing_vectors(
+                    session, self.model_id, self.mind_id,
+                    after=after, limit=PAGE_SIZE, up_to=self.up_to)
+            if not page:
+                return
+            yield page
+            after = page[-1]
+
+    def pages(self) -> Iterator[list[int]]:
+        """Keyset pages (``id > last``): a frame that fails to embed is passed, not re-read."""
+        after = 0
+        while True:
+            with self.store.read() as session:
+                page = list(session.scalars(
+                    self._query().where(FrameRow.id > after).order_by(FrameRow.id)
+                    .limit(PAGE_SIZE)))
+            if not page:
+                break
+            yield page
+            after = page[-1]
+        # Embedding the pages above never adds to this set: it writes ready manifests with
+        # their vector rows.
+        yield from self._missing_pages()
 
 
 def reconcile(
@@ -121,16 +167,21 @@ def reconcile(
             return ReconcileReport(fts_fixed, 0, orphans, *problems)
         with store.write() as session:
             model_id = register_model(session, store.adapter, key, repair=True)
-        todo = _stale_frames(store, model_id, mind_id)
+        stale = _StaleFrames(store, model_id, mind_id)
         done = 0
-        for start in range(0, len(todo), EMBED_BATCH_SIZE):
-            batch = todo[start : start + EMBED_BATCH_SIZE]
-            report = embed_frames(store, batch)
-            vectors_fixed += report.embedded
-            done += len(batch)
-            if progress is not None:
-                progress(done, len(todo))
-            if report.error is not None and report.embedded == 0:
-                log.warning("reconcile stopped embedding: %s", report.error)
+        for page in stale.pages():
+            stop = False
+            for start in range(0, len(page), EMBED_BATCH_SIZE):
+                batch = page[start : start + EMBED_BATCH_SIZE]
+                report = embed_frames(store, batch)
+                vectors_fixed += report.embedded
+                done += len(batch)
+                if progress is not None:
+                    progress(done, stale.total)
+                if report.error is not None and report.embedded == 0:
+                    log.warning("reconcile stopped embedding: %s", report.error)
+                    stop = True
+                    break
+            if stop:
                 break
     return ReconcileReport(fts_fixed, vectors_fixed, orphans, *problems)
