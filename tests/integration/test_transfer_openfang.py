@@ -197,7 +197,8 @@ def test_openfang_export_imports_and_round_trips(store: ws.Store, tmp_path: Path
     calls: list[tuple[int, int]] = []
     exported = store.export_openfang("fang", out, progress=lambda d, t: calls.append((d, t)))
     assert (exported.frames, exported.entities, exported.relations) == (4, 3, 2)
-    assert calls and calls[-1][0] == calls[-1][1]  # the store passes progress through
+    assert calls  # the store passes progress through
+    assert calls[-1][0] == calls[-1][1]
     doc = json.loads(out.getvalue())
     assert set(doc) >= {"fragments", "entities", "relations", "kv"}
     assert {f["source"] for f in doc["fragments"]} == {"UserMessage", "ToolResult", "AgentResponse"}
