@@ -57,9 +57,10 @@ from waggle_store.dialects.common import (
     like_search,
     run_lane,
 )
-from waggle_store.dialects.context_index import CONTEXT_WEIGHT
+from waggle_store.dialects.context_index import CONTEXT_WEIGHT, stale_context_update
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
 from waggle_store.dialects.postgres_maint import vec_literal as _vec_literal
+from waggle_store.models.idioms import rowcount
 
 #: The keyword lane counts the searched minds' frames (idf's ``N``) in every statement below this
 #: many frames; above it, it reuses a count for up to FRAME_COUNT_TTL seconds.
@@ -350,8 +351,12 @@ class PostgresAdapter:
     # -- keyword index maintenance ------------------------------------------------------------
 
     def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
-        """A generated column is computed by the server on every write: never missing or stale."""
-        return 0
+        """The generated tsvectors are computed by the server on every write: never missing or
+        stale. Frame contexts are kept by triggers; the ones found stale (a store written around
+        them, or cleared) are recomputed here, which regenerates their ``context_tsv``."""
+        params = {} if mind_id is None else {"mind_id": mind_id}
+        result = session.execute(text(stale_context_update("postgresql", mind_id)), params)
+        return rowcount(result)
 
     def remove_keyword_orphans(self, session: Session) -> int:
         return 0

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import T_FRAMES, T_FTS, Executor, VectorRow, vector_table_name
 from waggle_store.dialects.common import connection_of
+from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.sqlite_vecindex import ensure_log, log_changes
 from waggle_store.models.idioms import rowcount
 
@@ -159,7 +160,9 @@ def has_fts_table(session: Session) -> bool:
 
 
 def repair_keyword_index(session: Session, mind_id: int | None) -> int:
-    """Re-index the frames whose FTS5 row is missing or stale; returns how many."""
+    """Recompute stale frame contexts (``context_index``; the FTS update trigger re-indexes
+    them), then re-index the frames whose FTS5 row is missing or stale; returns how many frames
+    were fixed."""
     if not has_fts_table(session):
         return 0
     params: dict[str, Any] = {}
@@ -167,6 +170,7 @@ def repair_keyword_index(session: Session, mind_id: int | None) -> int:
     if mind_id is not None:
         params["mind_id"] = mind_id
         mind = "AND f.mind_id = :mind_id"
+    contexts = rowcount(session.execute(text(stale_context_update("sqlite", mind_id)), params))
     # Missing rows, and rows whose text is not the frame's (a write that bypassed triggers).
     stale = [
         int(r[0])
@@ -174,7 +178,8 @@ def repair_keyword_index(session: Session, mind_id: int | None) -> int:
             text(
                 f"SELECT f.id FROM {T_FRAMES} f LEFT JOIN {T_FTS} x "
                 "ON x.rowid = f.id "
-                f"WHERE (x.rowid IS NULL OR x.content IS NOT f.content) {mind}"
+                "WHERE (x.rowid IS NULL OR x.content IS NOT f.content "
+                f"OR x.context IS NOT f.search_context) {mind}"
             ),
             params,
         ).all()
@@ -183,12 +188,12 @@ def repair_keyword_index(session: Session, mind_id: int | None) -> int:
         session.execute(text(f"DELETE FROM {T_FTS} WHERE rowid = :id"), {"id": frame_id})
         session.execute(
             text(
-                f"INSERT INTO {T_FTS}(rowid, content) "
-                f"SELECT id, content FROM {T_FRAMES} WHERE id = :id"
+                f"INSERT INTO {T_FTS}(rowid, content, context) "
+                f"SELECT id, content, search_context FROM {T_FRAMES} WHERE id = :id"
             ),
             {"id": frame_id},
         )
-    return len(stale)
+    return contexts + len(stale)
 
 
 def remove_keyword_orphans(session: Session) -> int:
