@@ -186,8 +186,9 @@ class PostgresAdapter:
         ``k1 = 1.2, b = 0.75`` (tf from ``ts_rank_cd``, length in lexemes) and idf-weighted
         ``ts_rank_cd`` per term were measured too and rank no better (``benchmarks/README.md``).
         A term found only in the frame's context (``context_tsv``: the preceding turn,
-        ``context_index``) adds ``CONTEXT_WEIGHT × idf`` (half a word); ``df`` counts frames that
-        *say* the term (``content_tsv``), so a context copy does not make a word look common.
+        ``context_index``) adds ``CONTEXT_WEIGHT × idf`` (half a word); ``df`` counts the frames
+        that *say* the term (``content_tsv``), so a frame's own-word score is what it was
+        without contexts (as on SQLite, where contexts have their own FTS5 table).
         The score is positive and bigger is better, so the fusion's confidence
         ``(s / s_top)²`` reads it as it read ``ts_rank_cd``: a frame matching only a common term
         next to one matching the rare ones gets a small weight.
