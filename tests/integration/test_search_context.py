@@ -73,7 +73,7 @@ def test_deleting_or_editing_a_turn_removes_its_words_from_the_next_turns_index(
 def test_reconcile_restores_contexts_of_a_store_written_without_them(
     store: ws.Store, mind: ws.Mind
 ) -> None:
-    q, r, _o = _conversation(mind)
+    _q, r, _o = _conversation(mind)
     # What a store of revision 0005 looks like to the index: no context anywhere.
     with store.write() as s:
         s.execute(text("UPDATE waggle_memory_frames SET search_context = NULL"))
@@ -95,7 +95,8 @@ def test_import_recomputes_contexts_and_export_does_not_carry_them(
     assert "search_context" not in dump
     store.import_mind(io.StringIO(dump), into="copy")
     copy = store.mind("copy")
-    reply = next(f for f in copy.frames.gop(copy.sessions.ensure("s1").gop_id) if f.content == REPLY)
+    session = copy.sessions.ensure("s1").gop_id
+    reply = next(f for f in copy.frames.gop(session) if f.content == REPLY)
     assert _context(store, reply.id) == QUESTION
     assert reply.id in _keyword_ids(copy, "Rijksmuseum Amsterdam")
 

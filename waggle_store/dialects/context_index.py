@@ -153,36 +153,48 @@ _PG_PRED_F = (
 #: copy; repair runs these). ``CREATE OR REPLACE`` and ``IF NOT EXISTS``: idempotent.
 PG_CONTEXT_DDL: Final = (
     f"ALTER TABLE {T_FRAMES} ADD COLUMN IF NOT EXISTS {CONTEXT_COLUMN} text",
-    f"ALTER TABLE {T_FRAMES} ADD COLUMN IF NOT EXISTS {CONTEXT_TSV_COLUMN} tsvector "
-    f"GENERATED ALWAYS AS (to_tsvector('english', coalesce({CONTEXT_COLUMN}, ''))) STORED",
-    f"CREATE INDEX IF NOT EXISTS {CONTEXT_GIN_INDEX} ON {T_FRAMES} "
-    f"USING gin ({CONTEXT_TSV_COLUMN})",
+    (
+        f"ALTER TABLE {T_FRAMES} ADD COLUMN IF NOT EXISTS {CONTEXT_TSV_COLUMN} tsvector "
+        f"GENERATED ALWAYS AS (to_tsvector('english', coalesce({CONTEXT_COLUMN}, ''))) STORED"
+    ),
+    (
+        f"CREATE INDEX IF NOT EXISTS {CONTEXT_GIN_INDEX} ON {T_FRAMES} "
+        f"USING gin ({CONTEXT_TSV_COLUMN})"
+    ),
     # BEFORE: the written row's own context, without a second write of the row.
-    f"CREATE OR REPLACE FUNCTION {PG_BEFORE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
-    "BEGIN "
-    "IF TG_OP = 'INSERT' OR NEW.mind_id IS DISTINCT FROM OLD.mind_id "
-    "OR NEW.gop_id IS DISTINCT FROM OLD.gop_id OR NEW.t IS DISTINCT FROM OLD.t THEN "
-    f"NEW.{CONTEXT_COLUMN} := {_PG_PRED_NEW}; "
-    "END IF; RETURN NEW; END $$",
+    (
+        f"CREATE OR REPLACE FUNCTION {PG_BEFORE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        "BEGIN "
+        "IF TG_OP = 'INSERT' OR NEW.mind_id IS DISTINCT FROM OLD.mind_id "
+        "OR NEW.gop_id IS DISTINCT FROM OLD.gop_id OR NEW.t IS DISTINCT FROM OLD.t THEN "
+        f"NEW.{CONTEXT_COLUMN} := {_PG_PRED_NEW}; "
+        "END IF; RETURN NEW; END $$"
+    ),
     # AFTER: the successors at the new and the old place (sees the whole statement's rows).
-    f"CREATE OR REPLACE FUNCTION {PG_AFTER_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
-    "BEGIN "
-    "IF TG_OP <> 'DELETE' THEN "
-    f"UPDATE {T_FRAMES} f SET {CONTEXT_COLUMN} = NEW.content WHERE f.id = "
-    f"{successor('NEW.mind_id', 'NEW.gop_id', 'NEW.t')} "
-    f"AND f.{CONTEXT_COLUMN} IS DISTINCT FROM NEW.content; "
-    "END IF; "
-    "IF TG_OP <> 'INSERT' THEN "
-    f"UPDATE {T_FRAMES} f SET {CONTEXT_COLUMN} = {_PG_PRED_F} WHERE f.id = "
-    f"{successor('OLD.mind_id', 'OLD.gop_id', 'OLD.t')} "
-    f"AND f.{CONTEXT_COLUMN} IS DISTINCT FROM {_PG_PRED_F}; "
-    "END IF; RETURN NULL; END $$",
+    (
+        f"CREATE OR REPLACE FUNCTION {PG_AFTER_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        "BEGIN "
+        "IF TG_OP <> 'DELETE' THEN "
+        f"UPDATE {T_FRAMES} f SET {CONTEXT_COLUMN} = NEW.content WHERE f.id = "
+        f"{successor('NEW.mind_id', 'NEW.gop_id', 'NEW.t')} "
+        f"AND f.{CONTEXT_COLUMN} IS DISTINCT FROM NEW.content; "
+        "END IF; "
+        "IF TG_OP <> 'INSERT' THEN "
+        f"UPDATE {T_FRAMES} f SET {CONTEXT_COLUMN} = {_PG_PRED_F} WHERE f.id = "
+        f"{successor('OLD.mind_id', 'OLD.gop_id', 'OLD.t')} "
+        f"AND f.{CONTEXT_COLUMN} IS DISTINCT FROM {_PG_PRED_F}; "
+        "END IF; RETURN NULL; END $$"
+    ),
     f"DROP TRIGGER IF EXISTS {PG_BEFORE_TRIGGER} ON {T_FRAMES}",
-    f"CREATE TRIGGER {PG_BEFORE_TRIGGER} BEFORE INSERT OR UPDATE OF content, mind_id, gop_id, t "
-    f"ON {T_FRAMES} FOR EACH ROW EXECUTE FUNCTION {PG_BEFORE_FUNCTION}()",
+    (
+        f"CREATE TRIGGER {PG_BEFORE_TRIGGER} BEFORE INSERT OR UPDATE OF content, mind_id, "
+        f"gop_id, t ON {T_FRAMES} FOR EACH ROW EXECUTE FUNCTION {PG_BEFORE_FUNCTION}()"
+    ),
     f"DROP TRIGGER IF EXISTS {PG_AFTER_TRIGGER} ON {T_FRAMES}",
-    f"CREATE TRIGGER {PG_AFTER_TRIGGER} AFTER INSERT OR DELETE OR UPDATE OF content, mind_id, "
-    f"gop_id, t ON {T_FRAMES} FOR EACH ROW EXECUTE FUNCTION {PG_AFTER_FUNCTION}()",
+    (
+        f"CREATE TRIGGER {PG_AFTER_TRIGGER} AFTER INSERT OR DELETE OR UPDATE OF content, mind_id, "
+        f"gop_id, t ON {T_FRAMES} FOR EACH ROW EXECUTE FUNCTION {PG_AFTER_FUNCTION}()"
+    ),
 )
 
 PG_STALE_CONTEXT: Final = (

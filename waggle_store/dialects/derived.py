@@ -277,10 +277,11 @@ def _pg_context_problems(session: Executor) -> list[DerivedProblem]:
                  "AND NOT tgisinternal")
         ).all()
     }
-    for name in (PG_BEFORE_TRIGGER, PG_AFTER_TRIGGER):
-        if name not in found:
-            problems.append(DerivedProblem(
-                "keyword", name, "(trigger) is missing: frame contexts do not follow writes"))
+    problems.extend(
+        DerivedProblem("keyword", name, "(trigger) is missing: frame contexts do not follow writes")
+        for name in (PG_BEFORE_TRIGGER, PG_AFTER_TRIGGER)
+        if name not in found
+    )
     return problems
 
 
