@@ -6,9 +6,9 @@ Create Date: 2026-11-30 19:30:00.000000
 
 ``waggle_memory_frames.search_context``: the content of the preceding frame of the same session,
 kept by triggers on every write (``waggle_store/dialects/context_index.py`` says why), filled here
-for every existing frame. SQLite: a second FTS5 table ``waggle_memory_frames_fts_context`` (the
-content's FTS5 table and its triggers are unchanged); Postgres: a generated ``context_tsv``
-column with its GIN index beside ``content_tsv`` (unchanged). The statements are frozen copies of
+for every existing frame. SQLite: the FTS5 table is rebuilt with a second column ``context`` (FTS5
+cannot add a column) and its triggers write both; Postgres: a generated ``context_tsv`` column
+with its GIN index beside ``content_tsv`` (unchanged). The statements are frozen copies of
 ``context_index``/``derived`` at this revision, as migrations must keep them.
 """
 
@@ -24,6 +24,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 F = 'waggle_memory_frames'
+X = 'waggle_memory_frames_fts'
 
 
 def _pred(alias: str) -> str:
@@ -55,41 +56,52 @@ def downgrade() -> None:
         _postgres_downgrade()
 
 
-XC = 'waggle_memory_frames_fts_context'
-_SQLITE_TRIGGERS = (f'{F}_ctx_ai', f'{F}_ctx_ad', f'{F}_ctx_au', f'{F}_cfts_au')
-
-
 def _sqlite_upgrade() -> None:
+    for name in (f'{X}_ai', f'{X}_ad', f'{X}_au'):
+        op.execute(f'DROP TRIGGER IF EXISTS {name}')
+    op.execute(f'DROP TABLE IF EXISTS {X}')
     op.execute(f'ALTER TABLE {F} ADD COLUMN search_context TEXT')
     op.execute(f'UPDATE {F} SET search_context = {_pred(F)}')
-    op.execute(f"CREATE VIRTUAL TABLE {XC} USING fts5(context, tokenize='porter unicode61')")
-    op.execute(f'INSERT INTO {XC}(rowid, context) SELECT id, search_context FROM {F} '
-               'WHERE search_context IS NOT NULL')
+    op.execute(f"CREATE VIRTUAL TABLE {X} USING fts5(content, context, "
+               "tokenize='porter unicode61')")
+    op.execute(f'INSERT INTO {X}(rowid, content, context) '
+               f'SELECT id, content, search_context FROM {F}')
     op.execute(
-        f"CREATE TRIGGER {F}_ctx_ai AFTER INSERT ON {F} BEGIN " + _recompute('new.id')
-        + f" UPDATE {F} SET search_context = new.content "
+        f"CREATE TRIGGER {X}_ai AFTER INSERT ON {F} BEGIN "
+        f"UPDATE {F} SET search_context = {_pred(F)} WHERE id = new.id; "
+        f"UPDATE {F} SET search_context = new.content "
         f"WHERE id = {_succ('new.mind_id', 'new.gop_id', 'new.t')} "
         "AND search_context IS NOT new.content; END")
+    op.execute(f"CREATE TRIGGER {X}_ad AFTER DELETE ON {F} BEGIN "
+               f"DELETE FROM {X} WHERE rowid = old.id; END")
+    op.execute(
+        f"CREATE TRIGGER {X}_au AFTER UPDATE OF content, search_context ON {F} "
+        f"BEGIN DELETE FROM {X} WHERE rowid = old.id; "
+        f"INSERT INTO {X}(rowid, content, context) "
+        "VALUES (new.id, new.content, new.search_context); END")
     op.execute(f"CREATE TRIGGER {F}_ctx_ad AFTER DELETE ON {F} BEGIN "
-               f"DELETE FROM {XC} WHERE rowid = old.id; "
                + _recompute(_succ('old.mind_id', 'old.gop_id', 'old.t')) + " END")
     op.execute(
         f"CREATE TRIGGER {F}_ctx_au AFTER UPDATE OF content, mind_id, gop_id, t ON {F} BEGIN "
         + _recompute('new.id') + " "
         + _recompute(_succ('new.mind_id', 'new.gop_id', 'new.t')) + " "
         + _recompute(_succ('old.mind_id', 'old.gop_id', 'old.t')) + " END")
-    op.execute(
-        f"CREATE TRIGGER {F}_cfts_au AFTER UPDATE OF search_context ON {F} BEGIN "
-        f"DELETE FROM {XC} WHERE rowid = old.id; "
-        f"INSERT INTO {XC}(rowid, context) SELECT new.id, new.search_context "
-        "WHERE new.search_context IS NOT NULL; END")
 
 
 def _sqlite_downgrade() -> None:
-    for name in _SQLITE_TRIGGERS:
+    for name in (f'{X}_ai', f'{X}_ad', f'{X}_au', f'{F}_ctx_ad', f'{F}_ctx_au'):
         op.execute(f'DROP TRIGGER IF EXISTS {name}')
-    op.execute(f'DROP TABLE IF EXISTS {XC}')
+    op.execute(f'DROP TABLE IF EXISTS {X}')
     op.execute(f'ALTER TABLE {F} DROP COLUMN search_context')
+    op.execute(f"CREATE VIRTUAL TABLE {X} USING fts5(content, tokenize='porter unicode61')")
+    op.execute(f'INSERT INTO {X}(rowid, content) SELECT id, content FROM {F}')
+    op.execute(f"CREATE TRIGGER {X}_ai AFTER INSERT ON {F} BEGIN "
+               f"INSERT INTO {X}(rowid, content) VALUES (new.id, new.content); END")
+    op.execute(f"CREATE TRIGGER {X}_ad AFTER DELETE ON {F} BEGIN "
+               f"DELETE FROM {X} WHERE rowid = old.id; END")
+    op.execute(f"CREATE TRIGGER {X}_au AFTER UPDATE OF content ON {F} BEGIN "
+               f"DELETE FROM {X} WHERE rowid = old.id; "
+               f"INSERT INTO {X}(rowid, content) VALUES (new.id, new.content); END")
 
 
 _PG_PRED_NEW = (f"(SELECT p.content FROM {F} p WHERE p.mind_id = NEW.mind_id "

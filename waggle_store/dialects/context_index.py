@@ -26,9 +26,9 @@ Triggers (``T`` = the frames table):
   the successors at its old and new places are recomputed.
 
 Writes that would not change a context are skipped (``IS NOT``/``IS DISTINCT FROM`` guards), so
-an append-only ingest writes each frame's context once. SQLite indexes contexts in their own FTS5
-table (:data:`CONTEXT_FTS`, written by a trigger on ``search_context``); Postgres's
-``context_tsv`` is a generated column of ``search_context``.
+an append-only ingest writes each frame once. SQLite's FTS5 row is written by the update trigger
+of ``search_context``/``content`` (``derived.FTS5_TRIGGERS``); Postgres's ``context_tsv`` is a
+generated column of ``search_context``.
 
 Migration 0006 creates these objects under frozen copies of the statements; ``derived`` checks
 them on every ``health()`` and ``reconcile(repair=True)`` recreates them; ``reconcile()``
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from waggle_store.dialects.base import T_FRAMES, T_FTS
+from waggle_store.dialects.base import T_FRAMES
 
 #: The weight of a context word relative to one of the frame's own words: half a word. The
 #: context says what the frame is *about*, not what it *says*; a frame that says the query's
@@ -77,32 +77,11 @@ def _recompute(where_id: str) -> str:
 
 # -- SQLite ------------------------------------------------------------------------------------
 
-#: Its own FTS5 table, not a second column of the content's: FTS5's ``bm25()`` normalises a
-#: row's length over *all* its columns, so a long context pushed the frame's own words down (a
-#: session's first frame, without context, outranked the same words in a later one). Two tables
-#: keep the content's bm25 exactly what it was and give the context its own idf and length.
-#: Only frames with a context have a row.
-CONTEXT_FTS: Final = f"{T_FTS}_context"
-
-CONTEXT_FTS_DDL: Final = (
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS {CONTEXT_FTS} "
-    "USING fts5(context, tokenize='porter unicode61')"
-)
-
-#: Trigger name -> DDL, in creation order.
+#: Trigger name -> DDL. The insert trigger of the FTS index (``derived``) sets the new frame's
+#: context itself; these keep the *other* frames' contexts right.
 SQLITE_CONTEXT_TRIGGERS: Final[dict[str, str]] = {
-    # The new frame's context (if it has a predecessor; the update fires ``_cfts_au``, which
-    # indexes it), then its successor's, if any (frames inserted out of order stay right).
-    f"{T_FRAMES}_ctx_ai": (
-        f"CREATE TRIGGER IF NOT EXISTS {T_FRAMES}_ctx_ai AFTER INSERT ON {T_FRAMES} BEGIN "
-        + _recompute("new.id")
-        + f" UPDATE {T_FRAMES} SET {CONTEXT_COLUMN} = new.content "
-        f"WHERE id = {successor('new.mind_id', 'new.gop_id', 'new.t')} "
-        f"AND {CONTEXT_COLUMN} IS NOT new.content; END"
-    ),
     f"{T_FRAMES}_ctx_ad": (
         f"CREATE TRIGGER IF NOT EXISTS {T_FRAMES}_ctx_ad AFTER DELETE ON {T_FRAMES} BEGIN "
-        f"DELETE FROM {CONTEXT_FTS} WHERE rowid = old.id; "
         + _recompute(successor("old.mind_id", "old.gop_id", "old.t"))
         + " END"
     ),
@@ -116,14 +95,17 @@ SQLITE_CONTEXT_TRIGGERS: Final[dict[str, str]] = {
         + _recompute(successor("old.mind_id", "old.gop_id", "old.t"))
         + " END"
     ),
-    f"{T_FRAMES}_cfts_au": (
-        f"CREATE TRIGGER IF NOT EXISTS {T_FRAMES}_cfts_au "
-        f"AFTER UPDATE OF {CONTEXT_COLUMN} ON {T_FRAMES} BEGIN "
-        f"DELETE FROM {CONTEXT_FTS} WHERE rowid = old.id; "
-        f"INSERT INTO {CONTEXT_FTS}(rowid, context) SELECT new.id, new.{CONTEXT_COLUMN} "
-        f"WHERE new.{CONTEXT_COLUMN} IS NOT NULL; END"
-    ),
 }
+
+#: The FTS5 insert trigger's body: set the new frame's context (which fires the FTS update
+#: trigger, which writes the FTS row with both columns), then give its successor, if any, the
+#: new frame's content as context.
+SQLITE_INSERT_BODY: Final = (
+    f"UPDATE {T_FRAMES} SET {CONTEXT_COLUMN} = {predecessor(T_FRAMES)} WHERE id = new.id; "
+    f"UPDATE {T_FRAMES} SET {CONTEXT_COLUMN} = new.content "
+    f"WHERE id = {successor('new.mind_id', 'new.gop_id', 'new.t')} "
+    f"AND {CONTEXT_COLUMN} IS NOT new.content;"
+)
 
 SQLITE_STALE_CONTEXT: Final = (
     f"UPDATE {T_FRAMES} SET {CONTEXT_COLUMN} = {predecessor(T_FRAMES)} "

@@ -42,28 +42,36 @@ from waggle_store.dialects.base import (
     vector_table_name,
 )
 from waggle_store.dialects.context_index import (
-    CONTEXT_FTS,
-    CONTEXT_FTS_DDL,
+    CONTEXT_COLUMN,
     CONTEXT_GIN_INDEX,
     CONTEXT_TSV_COLUMN,
     PG_AFTER_TRIGGER,
     PG_BEFORE_TRIGGER,
     PG_CONTEXT_DDL,
     SQLITE_CONTEXT_TRIGGERS,
+    SQLITE_INSERT_BODY,
 )
 
 FTS_TABLE: Final = T_FTS
 
 #: The FTS5 table keeps its own copy of the text so that reconcile can compare it with
-#: ``memory_frames``; the triggers keep it in step in the same transaction as every write.
+#: ``memory_frames``; the triggers keep it in step in the same transaction as every write. Two
+#: columns: the frame's own words and its conversational context (``context_index``), weighted
+#: apart by the keyword lane's ``bm25()``. Migration 0006 rebuilt the one-column table of 0001.
 FTS5_TABLE_DDL: Final = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} "
-    "USING fts5(content, tokenize='porter unicode61')"
+    "USING fts5(content, context, tokenize='porter unicode61')"
+)
+_FTS5_WRITE: Final = (
+    f"INSERT INTO {FTS_TABLE}(rowid, content, context) "
+    f"VALUES (new.id, new.content, new.{CONTEXT_COLUMN});"
 )
 FTS5_TRIGGERS: Final[dict[str, str]] = {
+    # The insert trigger sets the new frame's context; that update fires ``_au``, which writes
+    # the FTS row (one FTS write per new frame, with its context).
     f"{T_FTS}_ai": (
         f"CREATE TRIGGER IF NOT EXISTS {T_FTS}_ai AFTER INSERT ON {T_FRAMES} BEGIN "
-        f"INSERT INTO {FTS_TABLE}(rowid, content) VALUES (new.id, new.content); END"
+        f"{SQLITE_INSERT_BODY} END"
     ),
     f"{T_FTS}_ad": (
         f"CREATE TRIGGER IF NOT EXISTS {T_FTS}_ad AFTER DELETE ON {T_FRAMES} BEGIN "
@@ -71,15 +79,13 @@ FTS5_TRIGGERS: Final[dict[str, str]] = {
     ),
     f"{T_FTS}_au": (
         f"CREATE TRIGGER IF NOT EXISTS {T_FTS}_au "
-        f"AFTER UPDATE OF content ON {T_FRAMES} "
-        f"BEGIN DELETE FROM {FTS_TABLE} WHERE rowid = old.id; "
-        f"INSERT INTO {FTS_TABLE}(rowid, content) VALUES (new.id, new.content); END"
+        f"AFTER UPDATE OF content, {CONTEXT_COLUMN} ON {T_FRAMES} "
+        f"BEGIN DELETE FROM {FTS_TABLE} WHERE rowid = old.id; {_FTS5_WRITE} END"
     ),
-    # The frame contexts and their own FTS5 table (``context_index``, migration 0006).
     **SQLITE_CONTEXT_TRIGGERS,
 }
 #: Every statement that builds SQLite's keyword index, in order (repair runs these).
-FTS5_DDL: Final = (FTS5_TABLE_DDL, CONTEXT_FTS_DDL, *FTS5_TRIGGERS.values())
+FTS5_DDL: Final = (FTS5_TABLE_DDL, *FTS5_TRIGGERS.values())
 
 TSV_COLUMN: Final = "content_tsv"
 GIN_INDEX: Final = f"ix_{T_FRAMES}_content_tsv"
@@ -129,10 +135,8 @@ _FTS5_TRIGGER_EFFECTS: Final = {
     f"{T_FTS}_ai": "new frames are not keyword-searchable",
     f"{T_FTS}_ad": "deleted frames stay in the keyword index",
     f"{T_FTS}_au": "edited frames are found by their old text",
-    f"{T_FRAMES}_ctx_ai": "new frames are not found by the turn before them",
     f"{T_FRAMES}_ctx_ad": "a deleted frame's text stays searchable through the frame after it",
     f"{T_FRAMES}_ctx_au": "an edited frame's old text stays searchable through the frame after it",
-    f"{T_FRAMES}_cfts_au": "frame contexts are not keyword-searchable",
 }
 assert set(_FTS5_TRIGGER_EFFECTS) == set(FTS5_TRIGGERS)
 
@@ -152,9 +156,6 @@ def sqlite_problems(session: Executor, *, vectors: bool) -> list[DerivedProblem]
     problems: list[DerivedProblem] = []
     if objects.get(FTS_TABLE, ("", ""))[0] != "table":
         problems.append(DerivedProblem("keyword", FTS_TABLE, "(the FTS5 table) is missing"))
-    if objects.get(CONTEXT_FTS, ("", ""))[0] != "table":
-        problems.append(DerivedProblem("keyword", CONTEXT_FTS,
-                                       "(the context FTS5 table) is missing"))
     problems.extend(
         DerivedProblem("keyword", name, f"(trigger) is missing: {effect}")
         for name, effect in _FTS5_TRIGGER_EFFECTS.items()

@@ -186,9 +186,11 @@ class PostgresAdapter:
         ``k1 = 1.2, b = 0.75`` (tf from ``ts_rank_cd``, length in lexemes) and idf-weighted
         ``ts_rank_cd`` per term were measured too and rank no better (``benchmarks/README.md``).
         A term found only in the frame's context (``context_tsv``: the preceding turn,
-        ``context_index``) adds ``CONTEXT_WEIGHT × idf`` (half a word); ``df`` counts the frames
-        that *say* the term (``content_tsv``), so a frame's own-word score is what it was
-        without contexts (as on SQLite, where contexts have their own FTS5 table).
+        ``context_index``) adds ``CONTEXT_WEIGHT × idf`` (half a word). The document is the
+        frame with its context, as FTS5's two-column ``bm25()`` sees it on SQLite (BM25F: one
+        document, fields weighted): ``df`` counts the frames holding the term in either
+        column, and the length that orders frames matching the same terms is the content's
+        plus the context's.
         The score is positive and bigger is better, so the fusion's confidence
         ``(s / s_top)²`` reads it as it read ``ts_rank_cd``: a frame matching only a common term
         next to one matching the rare ones gets a small weight.
@@ -206,7 +208,7 @@ class PostgresAdapter:
         matched = ", ".join(
             f"f.content_tsv @@ q.q{i} AS h{i}, f.context_tsv @@ q.q{i} AS x{i}" for i in n
         )
-        counts = ", ".join(f"count(*) FILTER (WHERE h{i}) AS d{i}" for i in n)
+        counts = ", ".join(f"count(*) FILTER (WHERE h{i} OR x{i}) AS d{i}" for i in n)
         idf = ", ".join(f"ln(1 + (n - d{i} + 0.5) / (d{i} + 0.5)) AS w{i}" for i in n)
         key = tuple(where.mind_ids)
         known = self._frame_counts.get(key)
@@ -227,7 +229,8 @@ class PostgresAdapter:
             session,
             f"WITH q AS MATERIALIZED (SELECT {queries}), "
             f"c AS MATERIALIZED (SELECT f.id, f.mind_id, f.gop_id, f.created_at, "
-            f"length(f.content) AS len, {matched} FROM {T_FRAMES} f, q "
+            f"length(f.content) + coalesce(length(f.search_context), 0) AS len, {matched} "
+            f"FROM {T_FRAMES} f, q "
             f"WHERE (f.content_tsv @@ ({anyq}) OR f.context_tsv @@ ({anyq})) AND {minds}), "
             f"w AS MATERIALIZED (SELECT s.n, {idf} FROM (SELECT {total}::float8 AS n, {counts} "
             "FROM c) s) "

@@ -53,7 +53,7 @@ from waggle_store.dialects.common import (
     like_search,
     run_lane,
 )
-from waggle_store.dialects.context_index import CONTEXT_FTS, CONTEXT_WEIGHT
+from waggle_store.dialects.context_index import CONTEXT_WEIGHT
 from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.sqlite_vecindex import VectorIndex
 
@@ -119,10 +119,15 @@ class SQLiteAdapter:
     def keyword_search(
         self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
-        """FTS5 ``bm25()`` of the frame's own words, plus :data:`CONTEXT_WEIGHT` times the
-        ``bm25()`` of its context (the preceding turn, ``context_index``) in the context's own
-        FTS5 table: each with its own idf and length, so a frame's own-word score is what it
-        was without context."""
+        """FTS5 ``bm25()`` over both columns: a term in the frame's own words counts fully, one
+        in its context (the preceding turn, ``context_index``) at :data:`CONTEXT_WEIGHT`.
+
+        FTS5 scores a row as one document with weighted fields (BM25F): a term's rarity counts
+        the rows holding it in either column, and the length normalisation is the whole row's.
+        So the document is "this turn, in the conversation where it was said": a turn after a
+        long one is a longer document. A separate FTS5 table for contexts (own idf and length,
+        the own-word score unchanged) was measured and ranked worse on the LoCoMo development
+        set (``benchmarks/README.md``)."""
         match = fts5_match_expression(terms)
         if match is None or not where.mind_ids:
             return []
@@ -131,14 +136,11 @@ class SQLiteAdapter:
         # The page's frames are read after the LIMIT, so the sort carries ids, not contents.
         rows = run_lane(
             session,
-            f"WITH m AS (SELECT rowid AS id, bm25({T_FTS}) AS s FROM {T_FTS} "
-            f"WHERE {T_FTS} MATCH :q UNION ALL "
-            f"SELECT rowid, {CONTEXT_WEIGHT!r} * bm25({CONTEXT_FTS}) FROM {CONTEXT_FTS} "
-            f"WHERE {CONTEXT_FTS} MATCH :q) "
             f"SELECT h.id, h.score, {frame_select()} FROM ("
-            "SELECT f.id, sum(m.s) AS score FROM m "
-            f"JOIN {T_FRAMES} f ON f.id = m.id WHERE {filters} "
-            "GROUP BY f.id ORDER BY score, f.id LIMIT :limit) h "
+            f"SELECT f.id, bm25({T_FTS}, 1.0, {CONTEXT_WEIGHT!r}) AS score FROM {T_FTS} "
+            f"JOIN {T_FRAMES} f ON f.id = {T_FTS}.rowid "
+            f"WHERE {T_FTS} MATCH :q AND {filters} "
+            "ORDER BY score, f.id LIMIT :limit) h "
             f"JOIN {T_FRAMES} f ON f.id = h.id ORDER BY h.score, h.id",
             params,
         )

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import T_FRAMES, T_FTS, Executor, VectorRow, vector_table_name
 from waggle_store.dialects.common import connection_of
-from waggle_store.dialects.context_index import CONTEXT_FTS, stale_context_update
+from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.sqlite_vecindex import ensure_log, log_changes
 from waggle_store.models.idioms import rowcount
 
@@ -148,12 +148,12 @@ def vector_orphans(session: Session, model_id: int) -> list[int]:
 # -- keyword index (FTS5) ----------------------------------------------------------------------
 
 
-def has_fts_table(session: Session, name: str = T_FTS) -> bool:
+def has_fts_table(session: Session) -> bool:
     """A dropped FTS5 table has no rows to fix (``verify_derived`` reports it)."""
     return (
         session.execute(
             text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
-            {"name": name},
+            {"name": T_FTS},
         ).scalar()
         is not None
     )
@@ -178,7 +178,8 @@ def repair_keyword_index(session: Session, mind_id: int | None) -> int:
             text(
                 f"SELECT f.id FROM {T_FRAMES} f LEFT JOIN {T_FTS} x "
                 "ON x.rowid = f.id "
-                f"WHERE (x.rowid IS NULL OR x.content IS NOT f.content) {mind}"
+                "WHERE (x.rowid IS NULL OR x.content IS NOT f.content "
+                f"OR x.context IS NOT f.search_context) {mind}"
             ),
             params,
         ).all()
@@ -187,40 +188,12 @@ def repair_keyword_index(session: Session, mind_id: int | None) -> int:
         session.execute(text(f"DELETE FROM {T_FTS} WHERE rowid = :id"), {"id": frame_id})
         session.execute(
             text(
-                f"INSERT INTO {T_FTS}(rowid, content) "
-                f"SELECT id, content FROM {T_FRAMES} WHERE id = :id"
+                f"INSERT INTO {T_FTS}(rowid, content, context) "
+                f"SELECT id, content, search_context FROM {T_FRAMES} WHERE id = :id"
             ),
             {"id": frame_id},
         )
-    return contexts + len(stale) + _repair_context_rows(session, mind, params)
-
-
-def _repair_context_rows(session: Session, mind: str, params: dict[str, Any]) -> int:
-    """Re-index the contexts whose FTS5 row is missing or stale (or present for a frame that has
-    no context); returns how many."""
-    if not has_fts_table(session, CONTEXT_FTS):
-        return 0
-    stale = [
-        int(r[0])
-        for r in session.execute(
-            text(
-                f"SELECT f.id FROM {T_FRAMES} f LEFT JOIN {CONTEXT_FTS} x ON x.rowid = f.id "
-                "WHERE (x.rowid IS NULL AND f.search_context IS NOT NULL "
-                f"OR x.rowid IS NOT NULL AND x.context IS NOT f.search_context) {mind}"
-            ),
-            params,
-        ).all()
-    ]
-    for frame_id in stale:
-        session.execute(text(f"DELETE FROM {CONTEXT_FTS} WHERE rowid = :id"), {"id": frame_id})
-        session.execute(
-            text(
-                f"INSERT INTO {CONTEXT_FTS}(rowid, context) SELECT id, search_context "
-                f"FROM {T_FRAMES} WHERE id = :id AND search_context IS NOT NULL"
-            ),
-            {"id": frame_id},
-        )
-    return len(stale)
+    return contexts + len(stale)
 
 
 def remove_keyword_orphans(session: Session) -> int:
@@ -230,9 +203,4 @@ def remove_keyword_orphans(session: Session) -> int:
     result = session.execute(
         text(f"DELETE FROM {T_FTS} WHERE rowid NOT IN (SELECT id FROM {T_FRAMES})")
     )
-    removed = rowcount(result)
-    if has_fts_table(session, CONTEXT_FTS):
-        removed += rowcount(session.execute(
-            text(f"DELETE FROM {CONTEXT_FTS} WHERE rowid NOT IN (SELECT id FROM {T_FRAMES})")
-        ))
-    return removed
+    return rowcount(result)
