@@ -100,7 +100,9 @@ def test_postgres_reuses_a_large_minds_frame_count_for_a_while(
         assert hit.frame.content == "alpha one"
         return float(hit.explain["lanes"]["keyword"]["score"])
 
-    def idf(n: int, df: int = 1) -> float:
+    # df 2: "alpha" is said by one frame and is the context of the next ("beta two"); the
+    # lane counts frames holding the term in either column, as FTS5's bm25 counts rows.
+    def idf(n: int, df: int = 2) -> float:
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
     add(["alpha one", "beta two"])
