@@ -112,3 +112,18 @@ def test_batch_ingest_gives_each_turn_the_previous_one_as_context(
     assert [f.content for f in frames] == turns
     assert [_context(store, f.id) for f in frames] == [None, turns[0], turns[1]]
     assert frames[1].id in _keyword_ids(mind, "Chamonix")
+
+
+def test_a_pruned_frames_words_leave_the_next_frames_index(
+    store: ws.Store, mind: ws.Mind
+) -> None:
+    gop = mind.sessions.ensure("p").gop_id
+    mind.frames.create_i(gop, "standup notes", importance="important")
+    mind.frames.create_i(gop, "door code is marmoset-7", importance="temporary")
+    reply = mind.frames.create_i(gop, "got it", importance="important").id
+    assert reply in _keyword_ids(mind, "marmoset")
+    # temporary: base salience 0.25, below 0.3; important frames are never pruned.
+    report = mind.consolidate(prune_below=0.3)
+    assert report.fragments_deleted == 1
+    assert _keyword_ids(mind, "marmoset") == []
+    assert _context(store, reply) == "standup notes"
