@@ -266,7 +266,8 @@ def bench_create_i(dialect: str, pg_url: str | None, n: int) -> tuple[float, flo
                 row = {"mind_id": mind_id, "frame_type": "I", "gop_id": gop, "t": t,
                        "base_frame_id": None, "content": text, "content_hash": digest,
                        "importance": "normal", "source": "user_stated", "access_count": 0,
-                       "created_at": now, "last_accessed": now, "salience": None}
+                       "created_at": now, "last_accessed": now, "salience": None,
+                       "search_context": None}  # derived: set by the context triggers
                 if not pg:
                     cur.execute("BEGIN IMMEDIATE")
                 cur.execute(frame_sql, [row[c] for c in cols])

@@ -1,14 +1,16 @@
 """Retrieval quality on LoCoMo through the public API (protocol: ../shared/eval/README.md).
 
     python benchmarks/locomo_recall.py PATH [--embedder hashing|local|both]
-                                            [--url URL | --embedded-pg]
+                                            [--url URL | --embedded-pg] [--stale-context]
 
 For each embedder it builds one store (SQLite in a temporary directory unless ``--url`` names a
 database, or a throwaway embedded PostgreSQL with ``--embedded-pg``), one mind per conversation,
 one session per LoCoMo session and one frame per turn
-(``mind.frames.create_i(..., created_at=<session date>)``), embeds with ``store.reconcile()``,
-then asks every category 1-4 question three ways with ``mind.search(question, limit=50,
-lanes=...)``: keyword only, vector only, and hybrid (both lanes, the default).
+(``mind.frames.create_i(..., created_at=<session date>)``), embeds with ``store.reconcile()``
+(``--stale-context``: after clearing every frame's search context, as in a store built before
+revision 0006, so reconcile must restore them), then asks every category 1-4 question three
+ways with ``mind.search(question, limit=50, lanes=...)``: keyword only, vector only, and
+hybrid (both lanes, the default).
 
 Prints recall@{1,5,10,20,50}, hit@10, MRR and recall@10 per category for each lane set.
 """
@@ -109,12 +111,25 @@ def load_sample(store: ws.Store, sample: dict[str, Any]) -> tuple[ws.Mind, dict[
     return mind, frame_dias
 
 
-def evaluate(store: ws.Store, data: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def clear_contexts(store: ws.Store) -> None:
+    """Make the store look like one built before frame contexts (revision 0005: no context
+    anywhere), so that the ``store.reconcile()`` below has to restore them."""
+    from sqlalchemy import text
+
+    with store.write() as session:
+        session.execute(text("UPDATE waggle_memory_frames SET search_context = NULL"))
+
+
+def evaluate(
+    store: ws.Store, data: list[dict[str, Any]], *, stale_context: bool = False
+) -> dict[str, dict[str, Any]]:
     per_lane: dict[str, dict[str, Any]] = {
         name: {"recall": defaultdict(list), "hit10": [], "mrr": [], "cat": defaultdict(list)}
         for name in LANE_SETS
     }
     loaded = [(sample, *load_sample(store, sample)) for sample in data]
+    if stale_context:
+        clear_contexts(store)
     store.reconcile()
     for sample, mind, frame_dias in loaded:
         known = set().union(*frame_dias.values())
@@ -161,7 +176,7 @@ def _run(
             schema = f"locomo_{uuid.uuid4().hex[:8]}" if url.startswith("postgresql") else None
             started = time.perf_counter()
             with ws.open_store(url, embedder=embedder, schema=schema) as store:
-                report[name] = evaluate(store, data)
+                report[name] = evaluate(store, data, stale_context=args.stale_context)
                 report[name]["dialect"] = store.engine.dialect.name
                 if schema:
                     with store.engine.begin() as conn:
@@ -182,6 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="start a throwaway embedded PostgreSQL and run on it",
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument(
+        "--stale-context",
+        action="store_true",
+        help="clear every frame's search context before reconcile (a mind built before them)",
+    )
     args = parser.parse_args(argv)
     data = json.loads(args.path.read_text())
     names = ["hashing", "local"] if args.embedder == "both" else [args.embedder]

@@ -208,7 +208,9 @@ class _KeywordIndexSQL:
 # Per ``Target.dialect``. The package's own dialect SQL lives in waggle_store/dialects/.
 _KEYWORD_INDEX_SQL = {
     "sqlite": _KeywordIndexSQL(
-        find="SELECT rowid FROM waggle_memory_frames_fts WHERE waggle_memory_frames_fts MATCH :q",
+        # The frame's own words (its context column holds the preceding turn's).
+        find="SELECT rowid FROM waggle_memory_frames_fts "
+        "WHERE waggle_memory_frames_fts MATCH 'content : ' || :q",
         orphans="SELECT count(*) FROM waggle_memory_frames_fts"
         " WHERE rowid NOT IN (SELECT id FROM waggle_memory_frames)",
         drop="DROP TABLE waggle_memory_frames_fts",

@@ -56,8 +56,10 @@ from waggle_store.unitofwork import storage_cause
 
 # Derived-index objects the dialect adapters own, which autogenerate must not try to "fix".
 _DERIVED_TABLE_PREFIXES = (TABLE_PREFIX + "memory_frames_fts", TABLE_PREFIX + "frame_vectors")
-_DERIVED_COLUMNS = {(TABLE_PREFIX + "memory_frames", "content_tsv")}
-_DERIVED_INDEXES = {f"ix_{TABLE_PREFIX}memory_frames_content_tsv"}
+_DERIVED_COLUMNS = {(TABLE_PREFIX + "memory_frames", "content_tsv"),
+                    (TABLE_PREFIX + "memory_frames", "context_tsv")}
+_DERIVED_INDEXES = {f"ix_{TABLE_PREFIX}memory_frames_content_tsv",
+                    f"ix_{TABLE_PREFIX}memory_frames_context_tsv"}
 
 Bind = str | sa.URL | sa.Engine | sa.Connection
 

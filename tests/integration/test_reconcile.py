@@ -123,10 +123,11 @@ def test_no_embedder_repairs_keywords_only(store_factory) -> None:  # type: igno
 @only_sqlite  # Postgres indexes a generated column, so there is no keyword index to drift
 def test_sqlite_fts_repair_and_orphans(store: ws.Store) -> None:
     mind = store.mind("test")
-    gop = mind.sessions.ensure("g").gop_id
-    f1 = mind.frames.create_i(gop, "quantum entanglement notes")
-    f2 = mind.frames.create_i(gop, "lost and found")
-    f3 = mind.frames.create_i(gop, "another quantum frame")
+    # One session each: no frame carries another's words as its context (test_search_context).
+    gops = [mind.sessions.ensure(f"g{n}").gop_id for n in range(3)]
+    f1 = mind.frames.create_i(gops[0], "quantum entanglement notes")
+    f2 = mind.frames.create_i(gops[1], "lost and found")
+    f3 = mind.frames.create_i(gops[2], "another quantum frame")
     embed_frames(store.context, [f1.id, f2.id, f3.id])
     with store.write() as s:
         s.execute(

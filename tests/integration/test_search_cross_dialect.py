@@ -46,8 +46,12 @@ QUERIES = [
 
 def _fill(store: ws.Store) -> dict[int, str]:
     mind = store.mind("same")
-    gop = mind.sessions.ensure("g").gop_id
-    by_id = {mind.frames.create_i(gop, text).id: text for text in CORPUS}
+    # Unrelated notes, one session each: no note is indexed with another as its context
+    # (context ranking on both dialects: test_search_context.py).
+    by_id = {
+        mind.frames.create_i(mind.sessions.ensure(f"g{n}").gop_id, text).id: text
+        for n, text in enumerate(CORPUS)
+    }
     assert store.reconcile().vectors_fixed == len(CORPUS)
     return by_id
 

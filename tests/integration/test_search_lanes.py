@@ -61,7 +61,8 @@ def test_a_lost_connection_is_invalidated_and_the_next_search_reconnects(
         assert raised.value.connection_invalidated
         assert conn.invalidated
         conn.rollback()
-    assert [r.frame.content for r in mind.search("payments")] == [TEXTS[0]]
+    # The frame that says "payments" first; the next turn follows through its context.
+    assert [r.frame.content for r in mind.search("payments")] == [TEXTS[0], TEXTS[1]]
 
 
 @only_postgres  # server-side prepared statements are a Postgres (psycopg) matter
@@ -94,10 +95,14 @@ def test_postgres_reuses_a_large_minds_frame_count_for_a_while(
             mind.frames.create_i(gop, t)
 
     def alpha_score() -> float:
-        (hit,) = mind.search("alpha", lanes=("keyword",))
+        # "beta two" follows "alpha one" in the session: found through its context, below it.
+        hit, *_context_hits = mind.search("alpha", lanes=("keyword",))
+        assert hit.frame.content == "alpha one"
         return float(hit.explain["lanes"]["keyword"]["score"])
 
-    def idf(n: int, df: int = 1) -> float:
+    # df 2: "alpha" is said by one frame and is the context of the next ("beta two"); the
+    # lane counts frames holding the term in either column, as FTS5's bm25 counts rows.
+    def idf(n: int, df: int = 2) -> float:
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
     add(["alpha one", "beta two"])

@@ -41,19 +41,37 @@ from waggle_store.dialects.base import (
     SearchAdapter,
     vector_table_name,
 )
+from waggle_store.dialects.context_index import (
+    CONTEXT_COLUMN,
+    CONTEXT_GIN_INDEX,
+    CONTEXT_TSV_COLUMN,
+    PG_AFTER_TRIGGER,
+    PG_BEFORE_TRIGGER,
+    PG_CONTEXT_DDL,
+    SQLITE_CONTEXT_TRIGGERS,
+    SQLITE_INSERT_BODY,
+)
 
 FTS_TABLE: Final = T_FTS
 
 #: The FTS5 table keeps its own copy of the text so that reconcile can compare it with
-#: ``memory_frames``; the triggers keep it in step in the same transaction as every write.
+#: ``memory_frames``; the triggers keep it in step in the same transaction as every write. Two
+#: columns: the frame's own words and its conversational context (``context_index``), weighted
+#: apart by the keyword lane's ``bm25()``. Migration 0006 rebuilt the one-column table of 0001.
 FTS5_TABLE_DDL: Final = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} "
-    "USING fts5(content, tokenize='porter unicode61')"
+    "USING fts5(content, context, tokenize='porter unicode61')"
+)
+_FTS5_WRITE: Final = (
+    f"INSERT INTO {FTS_TABLE}(rowid, content, context) "
+    f"VALUES (new.id, new.content, new.{CONTEXT_COLUMN});"
 )
 FTS5_TRIGGERS: Final[dict[str, str]] = {
+    # The insert trigger sets the new frame's context; that update fires ``_au``, which writes
+    # the FTS row (one FTS write per new frame, with its context).
     f"{T_FTS}_ai": (
         f"CREATE TRIGGER IF NOT EXISTS {T_FTS}_ai AFTER INSERT ON {T_FRAMES} BEGIN "
-        f"INSERT INTO {FTS_TABLE}(rowid, content) VALUES (new.id, new.content); END"
+        f"{SQLITE_INSERT_BODY} END"
     ),
     f"{T_FTS}_ad": (
         f"CREATE TRIGGER IF NOT EXISTS {T_FTS}_ad AFTER DELETE ON {T_FRAMES} BEGIN "
@@ -61,10 +79,10 @@ FTS5_TRIGGERS: Final[dict[str, str]] = {
     ),
     f"{T_FTS}_au": (
         f"CREATE TRIGGER IF NOT EXISTS {T_FTS}_au "
-        f"AFTER UPDATE OF content ON {T_FRAMES} "
-        f"BEGIN DELETE FROM {FTS_TABLE} WHERE rowid = old.id; "
-        f"INSERT INTO {FTS_TABLE}(rowid, content) VALUES (new.id, new.content); END"
+        f"AFTER UPDATE OF content, {CONTEXT_COLUMN} ON {T_FRAMES} "
+        f"BEGIN DELETE FROM {FTS_TABLE} WHERE rowid = old.id; {_FTS5_WRITE} END"
     ),
+    **SQLITE_CONTEXT_TRIGGERS,
 }
 #: Every statement that builds SQLite's keyword index, in order (repair runs these).
 FTS5_DDL: Final = (FTS5_TABLE_DDL, *FTS5_TRIGGERS.values())
@@ -79,7 +97,7 @@ GIN_INDEX_DDL: Final = (
     f"CREATE INDEX IF NOT EXISTS {GIN_INDEX} ON {T_FRAMES} USING gin ({TSV_COLUMN})"
 )
 #: Every statement that builds Postgres's keyword index, in order (repair runs these).
-TSVECTOR_DDL: Final = (TSVECTOR_COLUMN_DDL, GIN_INDEX_DDL)
+TSVECTOR_DDL: Final = (TSVECTOR_COLUMN_DDL, GIN_INDEX_DDL, *PG_CONTEXT_DDL)
 
 Lane = Literal["keyword", "vector"]
 
@@ -117,6 +135,8 @@ _FTS5_TRIGGER_EFFECTS: Final = {
     f"{T_FTS}_ai": "new frames are not keyword-searchable",
     f"{T_FTS}_ad": "deleted frames stay in the keyword index",
     f"{T_FTS}_au": "edited frames are found by their old text",
+    f"{T_FRAMES}_ctx_ad": "a deleted frame's text stays searchable through the frame after it",
+    f"{T_FRAMES}_ctx_au": "an edited frame's old text stays searchable through the frame after it",
 }
 assert set(_FTS5_TRIGGER_EFFECTS) == set(FTS5_TRIGGERS)
 
@@ -190,8 +210,8 @@ def _pg_index_problem(session: Executor, name: str, lane: Lane, must_contain: st
     return None
 
 
-def _pg_generated(session: Executor) -> str | None:
-    """``attgenerated`` of ``memory_frames.content_tsv`` (``'s'``: stored generated), None if
+def _pg_generated(session: Executor, column: str = TSV_COLUMN) -> str | None:
+    """``attgenerated`` of ``memory_frames.<column>`` (``'s'``: stored generated), None if
     missing."""
     value = session.execute(
         text(
@@ -199,7 +219,7 @@ def _pg_generated(session: Executor) -> str | None:
             f"to_regclass(quote_ident(current_schema()) || '.{T_FRAMES}') "
             "AND attname = :name AND NOT attisdropped"
         ),
-        {"name": TSV_COLUMN},
+        {"name": column},
     ).scalar()
     return None if value is None else str(value)
 
@@ -219,6 +239,7 @@ def postgres_problems(session: Executor, *, vectors: bool) -> list[DerivedProble
     gin = _pg_index_problem(session, GIN_INDEX, "keyword", f"USING gin ({TSV_COLUMN})")
     if gin is not None:
         problems.append(gin)
+    problems.extend(_pg_context_problems(session))
     if vectors:
         for model_id, _dims in live_models(session):
             table = vector_table_name(model_id)
@@ -238,6 +259,33 @@ def postgres_problems(session: Executor, *, vectors: bool) -> list[DerivedProble
     return problems
 
 
+def _pg_context_problems(session: Executor) -> list[DerivedProblem]:
+    """The context column's tsvector, its GIN index and the two triggers that keep contexts
+    right (``context_index``)."""
+    problems: list[DerivedProblem] = []
+    if _pg_generated(session, CONTEXT_TSV_COLUMN) != "s":
+        problems.append(DerivedProblem(
+            "keyword", f"{T_FRAMES}.{CONTEXT_TSV_COLUMN}",
+            "(column) is missing or not generated: frames are not found by their context"))
+    gin = _pg_index_problem(session, CONTEXT_GIN_INDEX, "keyword",
+                            f"USING gin ({CONTEXT_TSV_COLUMN})")
+    if gin is not None:
+        problems.append(gin)
+    found = {
+        str(r[0]) for r in session.execute(
+            text("SELECT tgname FROM pg_trigger WHERE tgrelid = "
+                 f"to_regclass(quote_ident(current_schema()) || '.{T_FRAMES}') "
+                 "AND NOT tgisinternal")
+        ).all()
+    }
+    problems.extend(
+        DerivedProblem("keyword", name, "(trigger) is missing: frame contexts do not follow writes")
+        for name in (PG_BEFORE_TRIGGER, PG_AFTER_TRIGGER)
+        if name not in found
+    )
+    return problems
+
+
 def postgres_repair_keyword(session: Executor, problems: Sequence[DerivedProblem]) -> None:
     """Rebuild the broken parts of the tsvector index: a column that is not the generated one is
     dropped and added again (which drops its index too), a broken index is dropped and built.
@@ -250,6 +298,12 @@ def postgres_repair_keyword(session: Executor, problems: Sequence[DerivedProblem
         names.add(GIN_INDEX)
     if GIN_INDEX in names:
         session.execute(text(f"DROP INDEX IF EXISTS {GIN_INDEX}"))
+    context = f"{T_FRAMES}.{CONTEXT_TSV_COLUMN}"
+    if context in names:
+        session.execute(text(f"ALTER TABLE {T_FRAMES} DROP COLUMN IF EXISTS {CONTEXT_TSV_COLUMN}"))
+        names.add(CONTEXT_GIN_INDEX)
+    if CONTEXT_GIN_INDEX in names:
+        session.execute(text(f"DROP INDEX IF EXISTS {CONTEXT_GIN_INDEX}"))
     for statement in TSVECTOR_DDL:
         session.execute(text(statement))
 

@@ -57,8 +57,10 @@ from waggle_store.dialects.common import (
     like_search,
     run_lane,
 )
+from waggle_store.dialects.context_index import CONTEXT_WEIGHT, stale_context_update
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
 from waggle_store.dialects.postgres_maint import vec_literal as _vec_literal
+from waggle_store.models.idioms import rowcount
 
 #: The keyword lane counts the searched minds' frames (idf's ``N``) in every statement below this
 #: many frames; above it, it reuses a count for up to FRAME_COUNT_TTL seconds.
@@ -183,6 +185,12 @@ class PostgresAdapter:
         used before. Frames here are single turns or notes, where a repeated term is rare;
         ``k1 = 1.2, b = 0.75`` (tf from ``ts_rank_cd``, length in lexemes) and idf-weighted
         ``ts_rank_cd`` per term were measured too and rank no better (``benchmarks/README.md``).
+        A term found only in the frame's context (``context_tsv``: the preceding turn,
+        ``context_index``) adds ``CONTEXT_WEIGHT × idf`` (half a word). The document is the
+        frame with its context, as FTS5's two-column ``bm25()`` sees it on SQLite (BM25F: one
+        document, fields weighted): ``df`` counts the frames holding the term in either
+        column, and the length that orders frames matching the same terms is the content's
+        plus the context's.
         The score is positive and bigger is better, so the fusion's confidence
         ``(s / s_top)²`` reads it as it read ``ts_rank_cd``: a frame matching only a common term
         next to one matching the rare ones gets a small weight.
@@ -197,8 +205,10 @@ class PostgresAdapter:
         minds = frame_filters(LaneFilter(where.mind_ids), params)
         filters = frame_filters(where, params, alias="c")
         queries = ", ".join(f"plainto_tsquery('english', :t{i}) AS q{i}" for i in n)
-        matched = ", ".join(f"f.content_tsv @@ q.q{i} AS h{i}" for i in n)
-        counts = ", ".join(f"count(*) FILTER (WHERE h{i}) AS d{i}" for i in n)
+        matched = ", ".join(
+            f"f.content_tsv @@ q.q{i} AS h{i}, f.context_tsv @@ q.q{i} AS x{i}" for i in n
+        )
+        counts = ", ".join(f"count(*) FILTER (WHERE h{i} OR x{i}) AS d{i}" for i in n)
         idf = ", ".join(f"ln(1 + (n - d{i} + 0.5) / (d{i} + 0.5)) AS w{i}" for i in n)
         key = tuple(where.mind_ids)
         known = self._frame_counts.get(key)
@@ -207,7 +217,11 @@ class PostgresAdapter:
             total = "GREATEST(:n, count(*))"
         else:
             total = f"(SELECT count(*) FROM {T_FRAMES} f WHERE {minds})"
-        score = " + ".join(f"CASE WHEN c.h{i} THEN w.w{i} ELSE 0 END" for i in n)
+        score = " + ".join(
+            f"CASE WHEN c.h{i} THEN w.w{i} WHEN c.x{i} THEN w.w{i} * {CONTEXT_WEIGHT!r} ELSE 0 END"
+            for i in n
+        )
+        anyq = " || ".join(f"q.q{i}" for i in n)
         # MATERIALIZED: q is evaluated once and feeds the GIN scan; w is one row, computed once
         # (inlined, the planner re-ran the aggregate for every candidate).
         # The page's frames are read after the LIMIT, so the sort carries ids, not contents.
@@ -215,8 +229,9 @@ class PostgresAdapter:
             session,
             f"WITH q AS MATERIALIZED (SELECT {queries}), "
             f"c AS MATERIALIZED (SELECT f.id, f.mind_id, f.gop_id, f.created_at, "
-            f"length(f.content) AS len, {matched} FROM {T_FRAMES} f, q "
-            f"WHERE f.content_tsv @@ ({' || '.join(f'q.q{i}' for i in n)}) AND {minds}), "
+            f"length(f.content) + coalesce(length(f.search_context), 0) AS len, {matched} "
+            f"FROM {T_FRAMES} f, q "
+            f"WHERE (f.content_tsv @@ ({anyq}) OR f.context_tsv @@ ({anyq})) AND {minds}), "
             f"w AS MATERIALIZED (SELECT s.n, {idf} FROM (SELECT {total}::float8 AS n, {counts} "
             "FROM c) s) "
             f"SELECT h.id, h.score, {frame_select()}, h.n FROM (SELECT c.id, {score} AS score, "
@@ -342,8 +357,12 @@ class PostgresAdapter:
     # -- keyword index maintenance ------------------------------------------------------------
 
     def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
-        """A generated column is computed by the server on every write: never missing or stale."""
-        return 0
+        """The generated tsvectors are computed by the server on every write: never missing or
+        stale. Frame contexts are kept by triggers; the ones found stale (a store written around
+        them, or cleared) are recomputed here, which regenerates their ``context_tsv``."""
+        params = {} if mind_id is None else {"mind_id": mind_id}
+        result = session.execute(text(stale_context_update("postgresql", mind_id)), params)
+        return rowcount(result)
 
     def remove_keyword_orphans(self, session: Session) -> int:
         return 0

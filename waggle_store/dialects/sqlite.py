@@ -53,6 +53,7 @@ from waggle_store.dialects.common import (
     like_search,
     run_lane,
 )
+from waggle_store.dialects.context_index import CONTEXT_WEIGHT
 from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.sqlite_vecindex import VectorIndex
 
@@ -118,6 +119,15 @@ class SQLiteAdapter:
     def keyword_search(
         self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
+        """FTS5 ``bm25()`` over both columns: a term in the frame's own words counts fully, one
+        in its context (the preceding turn, ``context_index``) at :data:`CONTEXT_WEIGHT`.
+
+        FTS5 scores a row as one document with weighted fields (BM25F): a term's rarity counts
+        the rows holding it in either column, and the length normalisation is the whole row's.
+        So the document is "this turn, in the conversation where it was said": a turn after a
+        long one is a longer document. A separate FTS5 table for contexts (own idf and length,
+        the own-word score unchanged) was measured and ranked worse on the LoCoMo development
+        set (``benchmarks/README.md``)."""
         match = fts5_match_expression(terms)
         if match is None or not where.mind_ids:
             return []
@@ -127,7 +137,7 @@ class SQLiteAdapter:
         rows = run_lane(
             session,
             f"SELECT h.id, h.score, {frame_select()} FROM ("
-            f"SELECT f.id, bm25({T_FTS}) AS score FROM {T_FTS} "
+            f"SELECT f.id, bm25({T_FTS}, 1.0, {CONTEXT_WEIGHT!r}) AS score FROM {T_FTS} "
             f"JOIN {T_FRAMES} f ON f.id = {T_FTS}.rowid "
             f"WHERE {T_FTS} MATCH :q AND {filters} "
             "ORDER BY score, f.id LIMIT :limit) h "

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import T_FRAMES, T_FTS, Executor, VectorRow, vector_table_name
 from waggle_store.dialects.common import connection_of
+from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.sqlite_vecindex import ensure_log, log_changes
 from waggle_store.models.idioms import rowcount
 
@@ -163,7 +164,9 @@ KEYWORD_REPAIR_PAGE = 1000
 
 
 def repair_keyword_index(session: Session, mind_id: int | None) -> int:
-    """Re-index the frames whose FTS5 row is missing or stale; returns how many."""
+    """Recompute stale frame contexts (``context_index``; the FTS update trigger re-indexes
+    them), then re-index the frames whose FTS5 row is missing or stale; returns how many frames
+    were fixed."""
     if not has_fts_table(session):
         return 0
     params: dict[str, Any] = {}
@@ -171,6 +174,7 @@ def repair_keyword_index(session: Session, mind_id: int | None) -> int:
     if mind_id is not None:
         params["mind_id"] = mind_id
         mind = "AND f.mind_id = :mind_id"
+    contexts = rowcount(session.execute(text(stale_context_update("sqlite", mind_id)), params))
     # Missing rows, and rows whose text is not the frame's (a write that bypassed triggers).
     # Read in keyset pages, so a rebuilt (empty) FTS5 table of a large store is refilled
     # without holding every frame id; all in the caller's one transaction.
@@ -182,20 +186,21 @@ def repair_keyword_index(session: Session, mind_id: int | None) -> int:
                 text(
                     f"SELECT f.id FROM {T_FRAMES} f LEFT JOIN {T_FTS} x "
                     "ON x.rowid = f.id "
-                    f"WHERE (x.rowid IS NULL OR x.content IS NOT f.content) {mind} "
+                    "WHERE (x.rowid IS NULL OR x.content IS NOT f.content "
+                    f"OR x.context IS NOT f.search_context) {mind} "
                     "AND f.id > :after ORDER BY f.id LIMIT :page"
                 ),
                 {**params, "after": after, "page": KEYWORD_REPAIR_PAGE},
             ).all()
         ]
         if not stale:
-            return fixed
+            return contexts + fixed
         for frame_id in stale:
             session.execute(text(f"DELETE FROM {T_FTS} WHERE rowid = :id"), {"id": frame_id})
             session.execute(
                 text(
-                    f"INSERT INTO {T_FTS}(rowid, content) "
-                    f"SELECT id, content FROM {T_FRAMES} WHERE id = :id"
+                    f"INSERT INTO {T_FTS}(rowid, content, context) "
+                    f"SELECT id, content, search_context FROM {T_FRAMES} WHERE id = :id"
                 ),
                 {"id": frame_id},
             )

@@ -74,3 +74,7 @@ class FrameRow(Base):
     last_accessed: Mapped[datetime] = mapped_column(default=utcnow)
     #: Set by consolidation (``pipeline/consolidate.py``); NULL until the first run.
     salience: Mapped[float | None] = mapped_column(Float, default=None)
+    #: Derived, never written by the library's Python: the preceding frame's content in the
+    #: same session, kept by database triggers (``dialects/context_index.py``, migration 0006)
+    #: and indexed by the keyword lane at half weight. Not exported, not returned by search.
+    search_context: Mapped[str | None] = mapped_column(Text, default=None)

@@ -1,0 +1,129 @@
+"""Context-aware keyword indexing: a frame is also found by the words of the turn before it in its
+session, at a lower weight than its own words, without its stored or returned content changing;
+the context follows every write (delete, edit, import, batch ingest) and reconcile restores it."""
+
+from __future__ import annotations
+
+import io
+
+from sqlalchemy import text
+
+import waggle_store as ws
+
+QUESTION = "Did you ever visit the Rijksmuseum in Amsterdam?"
+REPLY = "Yes! I went there last week with my kids."
+OTHER = "I keep a list of Rijksmuseum paintings from my Amsterdam trip."
+
+
+def _conversation(mind: ws.Mind) -> tuple[int, int, int]:
+    gop = mind.sessions.ensure("s1").gop_id
+    q = mind.frames.create_i(gop, QUESTION).id
+    r = mind.frames.create_i(gop, REPLY).id
+    later = mind.sessions.ensure("s2").gop_id
+    o = mind.frames.create_i(later, OTHER).id
+    return q, r, o
+
+
+def _keyword_ids(mind: ws.Mind, query: str) -> list[int]:
+    return [h.frame.id for h in mind.search(query, lanes=("keyword",), limit=10)]
+
+
+def _context(store: ws.Store, frame_id: int) -> str | None:
+    with store.read() as s:
+        value = s.execute(
+            text("SELECT search_context FROM waggle_memory_frames WHERE id = :id"), {"id": frame_id}
+        ).scalar()
+    return None if value is None else str(value)
+
+
+def test_a_reply_is_found_by_the_turn_it_answers_below_own_word_matches(
+    store: ws.Store, mind: ws.Mind
+) -> None:
+    q, r, o = _conversation(mind)
+    ids = _keyword_ids(mind, "Rijksmuseum Amsterdam")
+    assert r in ids  # the reply says neither word
+    # Frames that say the words themselves rank above the one whose neighbour says them.
+    assert ids.index(q) < ids.index(r)
+    assert ids.index(o) < ids.index(r)
+    results = {h.frame.id: h for h in mind.search("Rijksmuseum Amsterdam", limit=10)}
+    assert results[r].frame.content == REPLY  # returned content is the frame's own
+    assert mind.frames.get(r).content == REPLY  # and so is the stored one
+    assert _context(store, r) == QUESTION
+    assert _context(store, q) is None  # first of its session
+    assert _context(store, o) is None  # contexts do not cross sessions
+
+
+def test_deleting_or_editing_a_turn_removes_its_words_from_the_next_turns_index(
+    store: ws.Store, mind: ws.Mind
+) -> None:
+    gop = mind.sessions.ensure("s").gop_id
+    first = mind.frames.create_i(gop, "the zanzibar offsite is booked").id
+    secret = mind.frames.create_i(gop, "my passphrase is quokka-lantern").id
+    reply = mind.frames.create_i(gop, "noted, thanks").id
+    assert reply in _keyword_ids(mind, "quokka lantern")
+    mind.frames.update(secret, "my passphrase changed")
+    assert _keyword_ids(mind, "quokka lantern") == []
+    assert reply in _keyword_ids(mind, "passphrase changed")
+    mind.frames.delete(secret)
+    assert _keyword_ids(mind, "passphrase") == []  # forgotten text is not found via a neighbour
+    assert _context(store, reply) == "the zanzibar offsite is booked"
+    assert _keyword_ids(mind, "zanzibar")[:2] == [first, reply]
+
+
+def test_reconcile_restores_contexts_of_a_store_written_without_them(
+    store: ws.Store, mind: ws.Mind
+) -> None:
+    _q, r, _o = _conversation(mind)
+    # What a store of revision 0005 looks like to the index: no context anywhere.
+    with store.write() as s:
+        s.execute(text("UPDATE waggle_memory_frames SET search_context = NULL"))
+    assert r not in _keyword_ids(mind, "Rijksmuseum Amsterdam")
+    report = store.reconcile()
+    assert report.fts_fixed >= 1
+    assert _context(store, r) == QUESTION
+    assert r in _keyword_ids(mind, "Rijksmuseum Amsterdam")
+    assert store.reconcile().fts_fixed == 0  # nothing stale left
+
+
+def test_import_recomputes_contexts_and_export_does_not_carry_them(
+    store: ws.Store, mind: ws.Mind
+) -> None:
+    _conversation(mind)
+    out = io.StringIO()
+    store.export_mind(mind, out)
+    dump = out.getvalue()
+    assert "search_context" not in dump
+    store.import_mind(io.StringIO(dump), into="copy")
+    copy = store.mind("copy")
+    session = copy.sessions.ensure("s1").gop_id
+    reply = next(f for f in copy.frames.gop(session) if f.content == REPLY)
+    assert _context(store, reply.id) == QUESTION
+    assert reply.id in _keyword_ids(copy, "Rijksmuseum Amsterdam")
+
+
+def test_batch_ingest_gives_each_turn_the_previous_one_as_context(
+    store: ws.Store, mind: ws.Mind
+) -> None:
+    gop = mind.sessions.ensure("b").gop_id
+    turns = ["which trail did you hike near Chamonix?", "the one past the glacier", "beautiful"]
+    mind.cognify_batch(turns[:2], gop_id=gop)
+    mind.cognify_batch(turns[2:], gop_id=gop)  # the previous turn is in an earlier call
+    frames = sorted(mind.frames.gop(gop), key=lambda f: f.t)
+    assert [f.content for f in frames] == turns
+    assert [_context(store, f.id) for f in frames] == [None, turns[0], turns[1]]
+    assert frames[1].id in _keyword_ids(mind, "Chamonix")
+
+
+def test_a_pruned_frames_words_leave_the_next_frames_index(
+    store: ws.Store, mind: ws.Mind
+) -> None:
+    gop = mind.sessions.ensure("p").gop_id
+    mind.frames.create_i(gop, "standup notes", importance="important")
+    mind.frames.create_i(gop, "door code is marmoset-7", importance="temporary")
+    reply = mind.frames.create_i(gop, "got it", importance="important").id
+    assert reply in _keyword_ids(mind, "marmoset")
+    # temporary: base salience 0.25, below 0.3; important frames are never pruned.
+    report = mind.consolidate(prune_below=0.3)
+    assert report.fragments_deleted == 1
+    assert _keyword_ids(mind, "marmoset") == []
+    assert _context(store, reply) == "standup notes"
