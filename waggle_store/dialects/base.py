@@ -140,6 +140,11 @@ class VectorTables:
 
 class SearchAdapter(Protocol):
     dialect: str
+    #: Whether a search may run each lane statement in its own transaction (no BEGIN/COMMIT):
+    #: true where every statement reads its own snapshot anyway (Postgres, READ COMMITTED), false
+    #: where the search relies on one snapshot across its statements (SQLite: the vector index's
+    #: change-log position and the lanes' reads must agree).
+    per_statement_reads: bool
 
     def capabilities(self, session: Session) -> Capabilities: ...
 

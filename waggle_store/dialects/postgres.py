@@ -49,6 +49,7 @@ from waggle_store.dialects.base import (
 from waggle_store.dialects.common import (
     checked_knn,
     clean_term,
+    connection_of,
     current_hits,
     frame_filters,
     frame_hits,
@@ -57,6 +58,8 @@ from waggle_store.dialects.common import (
     like_search,
     run_lane,
 )
+from waggle_store.dialects.info import engine_info
+from waggle_store.dialects.postgres_engine import HNSW_EF_SEARCH
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
 from waggle_store.dialects.postgres_maint import vec_literal as _vec_literal
 
@@ -95,6 +98,9 @@ def _distance_expr(column: str, param: str, dims: int) -> str:
 
 class PostgresAdapter:
     dialect = "postgresql"
+    #: READ COMMITTED (the default) gives each statement its own snapshot inside a transaction
+    #: too, so a search's BEGIN and COMMIT bought nothing but two round trips.
+    per_statement_reads = True
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -256,7 +262,11 @@ class PostgresAdapter:
         }
         distance = _distance_expr("v.embedding", "q", dims)
         # relaxed_order can return rows slightly out of order: every page is re-sorted below.
-        run_lane(session, _HNSW_SETTINGS, {"ef": str(min(1000, max(40, limit)))})
+        ef = min(1000, max(HNSW_EF_SEARCH, limit))
+        if ef != HNSW_EF_SEARCH or not self._hnsw_options(session):
+            # Not the connection's own settings (a wider page, or a host's engine): set them
+            # for this transaction. The default page needs no statement (postgres_engine.py).
+            run_lane(session, _HNSW_SETTINGS, {"ef": str(ef)})
         if not where.narrowed or self._has_filter_columns(session, model_id):
             # The KNN sees the vector table alone (any join in the ordered query keeps the planner
             # off the HNSW index): mind, session and time filters on its own columns, which the
@@ -295,6 +305,13 @@ class PostgresAdapter:
             {**params, "k": limit},
         )
         return frame_hits(session, rows)
+
+    def _hnsw_options(self, session: Executor) -> bool:
+        """Whether ``session``'s connection started with pgvector's search settings: it comes
+        from the pool of an engine :func:`~.postgres_engine.create_postgres_engine` built (the
+        store's read engine is an options view of it, sharing its pool), not a host's."""
+        return (connection_of(session).engine.pool is self.engine.pool
+                and engine_info(self.engine).hnsw_options)
 
     def _has_filter_columns(self, session: Executor, model_id: int) -> bool:
         """Whether ``frame_vectors_N`` carries ``gop_id``/``created_at``: see

@@ -80,6 +80,7 @@ def _vec_json(vector: Sequence[float]) -> str:
 
 class SQLiteAdapter:
     dialect = "sqlite"
+    per_statement_reads = False  # the index lane's log position must match the lanes' snapshot
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
