@@ -62,8 +62,16 @@ def lexical_coverage(query_terms: Collection[str], content: str) -> float:
     """The share of ``query_terms`` (already folded) found among ``content``'s folded terms."""
     if not query_terms:
         return 0.0
+    # A content term that folds to ``t`` starts with ``t`` once case-folded (folding only drops
+    # suffixes, and case folding maps character by character), so a query term that is not even
+    # a substring of the folded content cannot be found: the per-word split, the costliest part
+    # of a search's Python work, runs only for contents that could match.
+    folded = content.casefold()
+    present = [t for t in query_terms if t in folded]
+    if not present:
+        return 0.0
     found = {fold_term(t) for t in text_terms(content)}
-    return sum(1 for t in query_terms if t in found) / len(query_terms)
+    return sum(1 for t in present if t in found) / len(query_terms)
 
 
 def match_scores(query: str, *, keyword: bool, vector_hits: Sequence[LaneHit] | None,
