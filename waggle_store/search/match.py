@@ -63,15 +63,19 @@ def lexical_coverage(query_terms: Collection[str], content: str) -> float:
     if not query_terms:
         return 0.0
     # A content term that folds to ``t`` starts with ``t`` once case-folded (folding only drops
-    # suffixes, and case folding maps character by character), so a query term that is not even
-    # a substring of the folded content cannot be found: the per-word split, the costliest part
-    # of a search's Python work, runs only for contents that could match.
-    folded = content.casefold()
-    present = [t for t in query_terms if t in folded]
-    if not present:
+    # suffixes, and case folding maps character by character), and a term lies within one
+    # whitespace-separated token of the content: so only the tokens that contain a query term
+    # (case-folded) are split into terms. The result is that of splitting the whole content
+    # (the terms of a text are the union of its tokens' terms); the split, the costliest part
+    # of a search's Python work, runs for a few words instead of every word of every result.
+    if not any(t in content.casefold() for t in query_terms):
         return 0.0
-    found = {fold_term(t) for t in text_terms(content)}
-    return sum(1 for t in present if t in found) / len(query_terms)
+    found: set[str] = set()
+    for token in content.split():  # the whitespace text_terms splits at (str.isspace)
+        folded = token.casefold()
+        if any(t in folded for t in query_terms):
+            found.update(fold_term(t) for t in text_terms(token))
+    return sum(1 for t in query_terms if t in found) / len(query_terms)
 
 
 def match_scores(query: str, *, keyword: bool, vector_hits: Sequence[LaneHit] | None,
