@@ -77,7 +77,7 @@ class Database:
         An exception still rolls back.
 
         ``per_statement``: the caller's statements need no common transaction (the adapter's
-        ``per_statement_reads``: Postgres at READ COMMITTED, where each statement reads its own
+        ``reads_per_statement``: Postgres at READ COMMITTED, where each statement reads its own
         snapshot anyway): the connection runs in autocommit, which saves a search the BEGIN and
         COMMIT round trips (``benchmarks/README.md``). A store joined to a host's transaction
         (:class:`JoinedDatabase`) ignores it.

@@ -89,6 +89,11 @@ def tsquery_terms(terms: Sequence[str]) -> list[str]:
     return [clean for clean in map(clean_term, terms) if clean]
 
 
+def _ef_search(limit: int) -> int:
+    """The HNSW candidate list a KNN page of ``limit`` rows asks for."""
+    return min(1000, max(HNSW_EF_SEARCH, limit))
+
+
 def _distance_expr(column: str, param: str, dims: int) -> str:
     """The expression the HNSW index was built on, so the planner can use it."""
     if dims > HNSW_MAX_VECTOR_DIMS:
@@ -98,9 +103,14 @@ def _distance_expr(column: str, param: str, dims: int) -> str:
 
 class PostgresAdapter:
     dialect = "postgresql"
-    #: READ COMMITTED (the default) gives each statement its own snapshot inside a transaction
-    #: too, so a search's BEGIN and COMMIT bought nothing but two round trips.
-    per_statement_reads = True
+
+    def reads_per_statement(self, limit: int) -> bool:
+        """READ COMMITTED (the default) gives each statement its own snapshot inside a
+        transaction too, so a search's BEGIN and COMMIT bought nothing but two round trips —
+        unless the vector lane must ``set_config`` its HNSW settings, which last only for their
+        transaction: a page wider than the connection's own ``ef_search``, or an engine without
+        the startup options (a host's)."""
+        return engine_info(self.engine).hnsw_options and _ef_search(limit) == HNSW_EF_SEARCH
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -262,7 +272,7 @@ class PostgresAdapter:
         }
         distance = _distance_expr("v.embedding", "q", dims)
         # relaxed_order can return rows slightly out of order: every page is re-sorted below.
-        ef = min(1000, max(HNSW_EF_SEARCH, limit))
+        ef = _ef_search(limit)
         if ef != HNSW_EF_SEARCH or not self._hnsw_options(session):
             # Not the connection's own settings (a wider page, or a host's engine): set them
             # for this transaction. The default page needs no statement (postgres_engine.py).

@@ -92,7 +92,7 @@ class HybridSearch:
         # Entity names are only looked up when the contextual score needs them.
         names = query_names(query) if plan.context is None else []
         # No BEGIN/COMMIT where the database reads per statement anyway (Postgres).
-        per_statement = self._store.adapter.per_statement_reads
+        per_statement = self._store.adapter.reads_per_statement(k)
         with self._store.read_connection(per_statement=per_statement) as conn:
             ran: dict[str, list[LaneHit]] = {}
             if "keyword" in plan.lanes:
