@@ -115,9 +115,10 @@ def _table_rows(store: ws.Store, table: Any, order: str) -> tuple[list[str], lis
     return cols, _read(store, f"SELECT {', '.join(cols)} FROM {table.name} ORDER BY {order}")
 
 
-def _floor(source: ws.Store, target: ws.Store) -> list[float]:
+def _floor(source: ws.Store, target: ws.Store,
+           vector_seconds: list[float] | None = None) -> list[float]:
     """Insert ``source``'s ingested rows into ``target`` with raw executemany; the seconds of
-    each 250-turn transaction."""
+    each 250-turn transaction (and in ``vector_seconds`` those of its vector-table insert)."""
     pg = source.engine.dialect.name == "postgresql"
     mark = "%s" if pg else "?"
     # Untimed set-up: the rows cognify_batch needs before its first turn (mind, session, model).
@@ -174,11 +175,17 @@ def _floor(source: ws.Store, target: ws.Store) -> list[float]:
             started = time.perf_counter()
             if not pg:
                 cur.execute("BEGIN IMMEDIATE")
+            vector_s = 0.0
             for name, cols, rows in batch:
                 if rows:
+                    began = time.perf_counter()
                     cur.executemany(_insert_sql(name, cols, mark, pg), rows)
+                    if name == vtable:
+                        vector_s += time.perf_counter() - began
             raw.commit() if pg else cur.execute("COMMIT")
             seconds.append(time.perf_counter() - started)
+            if vector_seconds is not None:
+                vector_seconds.append(vector_s)
         return seconds
     finally:
         raw.close()
@@ -216,23 +223,43 @@ def bench_batch(dialect: str, pg_url: str | None, n: int) -> tuple[float, float]
 
 
 def bench_session(dialect: str, pg_url: str | None, n: int, embedder: str | None,
-                  window: int = 1000) -> tuple[list[float], list[float]]:
+                  window: int = 1000) -> tuple[list[float], list[float], list[float], list[float]]:
     """Milliseconds per turn of each ``window`` turns of one session of ``n`` turns: the
-    library's, and the floor's for the same rows (whose indexes grow with the tables too)."""
+    library's, and the floor's for the same rows (whose indexes grow with the tables too); then
+    the part of each that is the vector-table INSERT (the library's timed at the driver, every
+    statement on the vector table that inserts)."""
     texts = texts_for(n, 11)
     per_turn: list[float] = []
+    lib_vec: list[float] = []
     with _store(dialect, pg_url, embedder) as store:
+        spent = [0.0]
+
+        @sa.event.listens_for(store.engine, "before_cursor_execute")
+        def _began(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+            conn.info["waggle_bench_t0"] = time.perf_counter()
+
+        @sa.event.listens_for(store.engine, "after_cursor_execute")
+        def _ended(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+            if statement.startswith("INSERT INTO waggle_frame_vectors_"):
+                spent[0] += time.perf_counter() - conn.info.pop("waggle_bench_t0")
+
         mind = store.mind("long")
         gop = mind.sessions.ensure("long-session").gop_id
         for start in range(0, n, window):
+            spent[0] = 0.0
             began = time.perf_counter()
             mind.cognify_batch(texts[start:start + window], gop_id=gop)
             per_turn.append(1000 * (time.perf_counter() - began) / window)
+            lib_vec.append(1000 * spent[0] / window)
         with _store(dialect, pg_url, embedder) as floor:
-            chunks = _floor(store, floor)
+            vector_chunks: list[float] = []
+            chunks = _floor(store, floor, vector_chunks)
     step = window // CHUNK
-    floor_ms = [1000 * sum(chunks[i:i + step]) / window for i in range(0, len(chunks), step)]
-    return per_turn, floor_ms
+
+    def per_window(seconds: list[float]) -> list[float]:
+        return [1000 * sum(seconds[i:i + step]) / window for i in range(0, len(seconds), step)]
+
+    return per_turn, per_window(chunks), lib_vec, per_window(vector_chunks)
 
 
 def bench_create_i(dialect: str, pg_url: str | None, n: int) -> tuple[float, float]:
@@ -314,13 +341,18 @@ def main() -> None:
                       flush=True)
             if "session" not in args.skip:
                 embedder = None if args.session_embedder == "none" else "hashing"
-                ms, fl = bench_session(dialect, url, args.session_turns, embedder)
+                ms, fl, lv, fv = bench_session(dialect, url, args.session_turns, embedder)
+                rows = [("library", ms), ("floor", fl)]
+                if embedder is not None and dialect == "postgresql":
+                    # pgvector's HNSW insert, on both sides, and everything else
+                    rows += [("lib vector INSERT", lv), ("floor vector INSERT", fv),
+                             ("lib minus vector", [a - b for a, b in zip(ms, lv, strict=True)]),
+                             ("floor minus vector", [a - b for a, b in zip(fl, fv, strict=True)])]
                 print(f"{dialect:10s} one session of {args.session_turns} turns "
-                      f"({args.session_embedder}), ms/turn per 1,000:\n"
-                      f"  library {' '.join(f'{m:.2f}' for m in ms)}; last/first "
-                      f"{ms[-1] / ms[0]:.2f}x\n"
-                      f"  floor   {' '.join(f'{m:.2f}' for m in fl)}; last/first "
-                      f"{fl[-1] / fl[0]:.2f}x", flush=True)
+                      f"({args.session_embedder}), ms/turn per 1,000:", flush=True)
+                for label, values in rows:
+                    print(f"  {label:19s} {' '.join(f'{m:.2f}' for m in values)}; last/first "
+                          f"{values[-1] / max(values[0], 1e-9):.2f}x", flush=True)
             if "create_i" not in args.skip:
                 lib, floor = bench_create_i(dialect, url, args.create_i)
                 print(f"{dialect:10s} frames.create_i x{args.create_i}: library {lib:7.0f}/s, "

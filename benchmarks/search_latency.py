@@ -23,6 +23,9 @@ the index lane's recall@20 against vec0's exact KNN over 10 queries (1.000 = the
 
 On Postgres the tables are ``VACUUM ANALYZE``d after the load, as autovacuum would have done.
 
+"lib cpu"/"raw cpu": the p50 of this process's CPU time per search (``time.process_time``,
+all threads): on SQLite the whole search, on Postgres the client's part.
+
 Postgres: ``--pg-url``, else ``WAGGLE_BENCH_PG_URL``, else an embedded PostgreSQL is started (and
 stopped) by the script. Reports p50/p95 in milliseconds and the library/raw ratio of the p50s.
 """
@@ -266,21 +269,29 @@ def measure(store: ws.Store, mind: ws.Mind, n: int, count: int) -> dict[str, flo
     raw = _raw_runner(store, _lane_statements(store, mind, queries))
     for q in queries[:20]:
         raw(q)
-    lib_t, raw_t = [], []
+    lib_t, raw_t, lib_cpu, raw_cpu = [], [], [], []
     for i, q in enumerate(queries):
         # Alternate who goes first: the second run of a query finds its pages already cached.
         for which in (0, 1) if i % 2 == 0 else (1, 0):
+            c0 = time.process_time()
             t0 = time.perf_counter()
             if which == 0:
                 results = mind.search(q, limit=LIMIT)
                 lib_t.append(time.perf_counter() - t0)
+                lib_cpu.append(time.process_time() - c0)
                 assert results, q
             else:
                 raw(q)
                 raw_t.append(time.perf_counter() - t0)
+                raw_cpu.append(time.process_time() - c0)
     lib50, lib95 = _percentiles(lib_t)
     raw50, raw95 = _percentiles(raw_t)
     return {
+        # This process's CPU time (all its threads): on SQLite the whole search (the database
+        # runs in-process), on Postgres the client's share. Far less sensitive than wall time
+        # to other work on a shared machine, which stretches every wait for a CPU.
+        "lib_cpu": statistics.median(lib_cpu) * 1000,
+        "raw_cpu": statistics.median(raw_cpu) * 1000,
         "lib_p50": lib50,
         "lib_p95": lib95,
         "raw_p50": raw50,
@@ -321,7 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         pg_url, stop = embedded_postgres("waggle-bench-pg-")
     print(
         f"{'dialect':10} {'lane':6} {'N':>7} {'build s':>8} {'first s':>8} {'lib p50':>8} "
-        f"{'lib p95':>8} {'raw p50':>8} {'raw p95':>8} {'p50 ×':>6} {'p95 ×':>6} {'R@20':>5}"
+        f"{'lib p95':>8} {'raw p50':>8} {'raw p95':>8} {'p50 ×':>6} {'p95 ×':>6} {'R@20':>5} "
+        f"{'lib cpu':>8} {'raw cpu':>8}"
     )
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -365,7 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 f"{dialect:10} {lane:6} {n:>7} {built:8.1f} {first:8.2f} "
                                 f"{r['lib_p50']:8.2f} {r['lib_p95']:8.2f} "
                                 f"{r['raw_p50']:8.2f} {r['raw_p95']:8.2f} {r['ratio_p50']:6.2f} "
-                                f"{r['ratio_p95']:6.2f} {recall:5.3f}",
+                                f"{r['ratio_p95']:6.2f} {recall:5.3f} "
+                                f"{r['lib_cpu']:8.2f} {r['raw_cpu']:8.2f}",
                                 flush=True,
                             )
                     finally:

@@ -53,8 +53,9 @@ class StoreContext:
     def read(self) -> AbstractContextManager[Session]:
         return self.db.read()
 
-    def read_connection(self) -> AbstractContextManager[sa.Connection]:
-        return self.db.read_connection()
+    def read_connection(self, *, per_statement: bool = False
+                        ) -> AbstractContextManager[sa.Connection]:
+        return self.db.read_connection(per_statement=per_statement)
 
 
 class MindContext:

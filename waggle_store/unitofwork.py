@@ -66,7 +66,7 @@ class Database:
             yield session
 
     @contextmanager
-    def read_connection(self) -> Iterator[sa.Connection]:
+    def read_connection(self, *, per_statement: bool = False) -> Iterator[sa.Connection]:
         """One read transaction on a Core connection (BEGIN DEFERRED on SQLite), for read paths
         made only of statements (search): an ORM Session's bookkeeping cost a search about as
         much as one of its queries.
@@ -75,10 +75,18 @@ class Database:
         psycopg discards every prepared statement of the connection on ROLLBACK, so searches
         that rolled back were parsed and planned afresh every time (``benchmarks/README.md``).
         An exception still rolls back.
+
+        ``per_statement``: the caller's statements need no common transaction (the adapter's
+        ``reads_per_statement``: Postgres at READ COMMITTED, where each statement reads its own
+        snapshot anyway): the connection runs in autocommit, which saves a search the BEGIN and
+        COMMIT round trips (``benchmarks/README.md``). A store joined to a host's transaction
+        (:class:`JoinedDatabase`) ignores it.
         """
         self._require_open()
         try:
             with self._read_engine.connect() as conn:
+                if per_statement:
+                    conn.execution_options(isolation_level="AUTOCOMMIT")
                 yield conn
                 if conn.in_transaction():
                     conn.commit()
@@ -165,8 +173,8 @@ class JoinedDatabase(Database):
                 session.close()
 
     @contextmanager
-    def read_connection(self) -> Iterator[sa.Connection]:
-        with self._joined() as conn:
+    def read_connection(self, *, per_statement: bool = False) -> Iterator[sa.Connection]:
+        with self._joined() as conn:  # the host's transaction: per_statement does not apply
             yield conn
 
 

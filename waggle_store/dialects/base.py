@@ -141,6 +141,14 @@ class VectorTables:
 class SearchAdapter(Protocol):
     dialect: str
 
+    def reads_per_statement(self, limit: int) -> bool:
+        """Whether a search whose lanes fetch ``limit`` candidates may run each statement in its
+        own transaction (no BEGIN/COMMIT): where every statement reads its own snapshot anyway
+        (Postgres, READ COMMITTED) and needs no transaction-local setting; never where the
+        search relies on one snapshot across its statements (SQLite: the vector index's
+        change-log position and the lanes' reads must agree)."""
+        ...
+
     def capabilities(self, session: Session) -> Capabilities: ...
 
     def vector_backend_available(self, session: Executor) -> bool:

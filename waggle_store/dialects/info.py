@@ -27,6 +27,9 @@ class EngineInfo:
     #: True for an engine one of waggle_store's factories built (its connect/begin hooks do
     #: what waggle_store needs); False for a host's own engine, configured per transaction.
     configured: bool = False
+    #: True when every connection starts with pgvector's search settings (``hnsw.ef_search``,
+    #: ``hnsw.iterative_scan``) as startup options, so a search need not set them.
+    hnsw_options: bool = False
 
 
 #: Weak keys: an engine the caller dropped takes its info with it.

@@ -49,6 +49,7 @@ from waggle_store.dialects.base import (
 from waggle_store.dialects.common import (
     checked_knn,
     clean_term,
+    connection_of,
     current_hits,
     frame_filters,
     frame_hits,
@@ -58,6 +59,8 @@ from waggle_store.dialects.common import (
     run_lane,
 )
 from waggle_store.dialects.context_index import CONTEXT_WEIGHT, stale_context_update
+from waggle_store.dialects.info import engine_info
+from waggle_store.dialects.postgres_engine import HNSW_EF_SEARCH
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
 from waggle_store.dialects.postgres_maint import vec_literal as _vec_literal
 from waggle_store.models.idioms import rowcount
@@ -88,6 +91,11 @@ def tsquery_terms(terms: Sequence[str]) -> list[str]:
     return [clean for clean in map(clean_term, terms) if clean]
 
 
+def _ef_search(limit: int) -> int:
+    """The HNSW candidate list a KNN page of ``limit`` rows asks for."""
+    return min(1000, max(HNSW_EF_SEARCH, limit))
+
+
 def _distance_expr(column: str, param: str, dims: int) -> str:
     """The expression the HNSW index was built on, so the planner can use it."""
     if dims > HNSW_MAX_VECTOR_DIMS:
@@ -97,6 +105,14 @@ def _distance_expr(column: str, param: str, dims: int) -> str:
 
 class PostgresAdapter:
     dialect = "postgresql"
+
+    def reads_per_statement(self, limit: int) -> bool:
+        """READ COMMITTED (the default) gives each statement its own snapshot inside a
+        transaction too, so a search's BEGIN and COMMIT bought nothing but two round trips —
+        unless the vector lane must ``set_config`` its HNSW settings, which last only for their
+        transaction: a page wider than the connection's own ``ef_search``, or an engine without
+        the startup options (a host's)."""
+        return engine_info(self.engine).hnsw_options and _ef_search(limit) == HNSW_EF_SEARCH
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -271,7 +287,11 @@ class PostgresAdapter:
         }
         distance = _distance_expr("v.embedding", "q", dims)
         # relaxed_order can return rows slightly out of order: every page is re-sorted below.
-        run_lane(session, _HNSW_SETTINGS, {"ef": str(min(1000, max(40, limit)))})
+        ef = _ef_search(limit)
+        if ef != HNSW_EF_SEARCH or not self._hnsw_options(session):
+            # Not the connection's own settings (a wider page, or a host's engine): set them
+            # for this transaction. The default page needs no statement (postgres_engine.py).
+            run_lane(session, _HNSW_SETTINGS, {"ef": str(ef)})
         if not where.narrowed or self._has_filter_columns(session, model_id):
             # The KNN sees the vector table alone (any join in the ordered query keeps the planner
             # off the HNSW index): mind, session and time filters on its own columns, which the
@@ -310,6 +330,13 @@ class PostgresAdapter:
             {**params, "k": limit},
         )
         return frame_hits(session, rows)
+
+    def _hnsw_options(self, session: Executor) -> bool:
+        """Whether ``session``'s connection started with pgvector's search settings: it comes
+        from the pool of an engine :func:`~.postgres_engine.create_postgres_engine` built (the
+        store's read engine is an options view of it, sharing its pool), not a host's."""
+        return (connection_of(session).engine.pool is self.engine.pool
+                and engine_info(self.engine).hnsw_options)
 
     def _has_filter_columns(self, session: Executor, model_id: int) -> bool:
         """Whether ``frame_vectors_N`` carries ``gop_id``/``created_at``: see

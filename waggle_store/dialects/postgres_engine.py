@@ -22,6 +22,16 @@ from waggle_store.models.base import schema_translate_map
 
 #: A plain lower-case identifier: it is written into ``options`` and DDL, never bound.
 SCHEMA_RE: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+#: pgvector's search settings for the vector lane, set once per connection at its start (a
+#: startup option, like the ``search_path``): the lane's default page (``limit=20``, over-fetched
+#: to 40) then needs no ``set_config`` statement, a round trip per search. Before pgvector's
+#: library is loaded in a session they are placeholders, which it adopts when it loads; a
+#: server without pgvector keeps them as inert placeholders. A host's own engine lacks them,
+#: and its searches set them per transaction as before (:mod:`waggle_store.dialects.postgres`).
+HNSW_EF_SEARCH: Final = 40
+HNSW_OPTIONS: Final = (
+    f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={HNSW_EF_SEARCH}"
+)
 
 
 def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> Engine:
@@ -34,7 +44,8 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
         url = url.set(drivername="postgresql+psycopg")
     connect_args = dict(kwargs.pop("connect_args", {}))
     connect_args["options"] = (
-        f"{connect_args.get('options', '')} -c search_path={config.schema},public".strip()
+        f"{connect_args.get('options', '')} -c search_path={config.schema},public "
+        f"{HNSW_OPTIONS}".strip()
     )
     # libpq counts whole seconds and treats less than 2 as 2.
     connect_args.setdefault("connect_timeout", max(2, math.ceil(config.connect_timeout)))
@@ -47,6 +58,7 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
     info.driver = engine.dialect.driver
     info.schema = config.schema
     info.configured = True
+    info.hnsw_options = True
     return engine
 
 

@@ -82,6 +82,9 @@ def _vec_json(vector: Sequence[float]) -> str:
 class SQLiteAdapter:
     dialect = "sqlite"
 
+    def reads_per_statement(self, limit: int) -> bool:
+        return False  # the index lane's log position must match the lanes' snapshot
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._vector_tables = VectorTables()

@@ -91,7 +91,9 @@ class HybridSearch:
                                 "keyword_backend": self._store.adapter.dialect}
         # Entity names are only looked up when the contextual score needs them.
         names = query_names(query) if plan.context is None else []
-        with self._store.read_connection() as conn:
+        # No BEGIN/COMMIT where the database reads per statement anyway (Postgres).
+        per_statement = self._store.adapter.reads_per_statement(k)
+        with self._store.read_connection(per_statement=per_statement) as conn:
             ran: dict[str, list[LaneHit]] = {}
             if "keyword" in plan.lanes:
                 if plan.terms:

@@ -62,7 +62,19 @@ def lexical_coverage(query_terms: Collection[str], content: str) -> float:
     """The share of ``query_terms`` (already folded) found among ``content``'s folded terms."""
     if not query_terms:
         return 0.0
-    found = {fold_term(t) for t in text_terms(content)}
+    # A content term that folds to ``t`` starts with ``t`` once case-folded (folding only drops
+    # suffixes, and case folding maps character by character), and a term lies within one
+    # whitespace-separated token of the content: so only the tokens that contain a query term
+    # (case-folded) are split into terms. The result is that of splitting the whole content
+    # (the terms of a text are the union of its tokens' terms); the split, the costliest part
+    # of a search's Python work, runs for a few words instead of every word of every result.
+    if not any(t in content.casefold() for t in query_terms):
+        return 0.0
+    found: set[str] = set()
+    for token in content.split():  # the whitespace text_terms splits at (str.isspace)
+        folded = token.casefold()
+        if any(t in folded for t in query_terms):
+            found.update(fold_term(t) for t in text_terms(token))
     return sum(1 for t in query_terms if t in found) / len(query_terms)
 
 

@@ -161,6 +161,8 @@ def _is_stop_word(term: str) -> bool:
     folded = term.casefold()
     if folded in STOP_WORDS:
         return True
+    if _PLAIN_WORD.fullmatch(folded):  # every character a word character: nothing to squash
+        return False
     squashed = "".join(ch for ch in folded if _is_word_char(ch))
     return squashed in STOP_WORDS
 
@@ -198,7 +200,13 @@ def _terms(query: str, cap: int | None) -> list[str]:
         for candidate in candidates:
             if not MIN_TERM_LENGTH <= len(candidate) <= MAX_TERM_LENGTH:
                 continue
-            if not any(_is_alnum_char(ch) for ch in candidate):
+            # A plain word's characters are letters, digits or "_" (``str.isalnum`` or "_"):
+            # it has an alphanumeric one unless it is all underscores. The general check runs
+            # unicodedata per character, which the match score paid for every word of a page.
+            if _PLAIN_WORD.fullmatch(candidate):
+                if not candidate.strip("_"):
+                    continue
+            elif not any(_is_alnum_char(ch) for ch in candidate):
                 continue
             key = candidate.casefold()
             if key in seen or _is_stop_word(candidate):
