@@ -259,3 +259,20 @@ def test_weighted_scores_lie_in_unit_interval_and_sum_their_contributions(
         for lane, rank in result.ranks.items():
             assert lanes[lane][rank][0] == result.frame_id
             assert result.weights[lane] == lanes[lane][rank][1]
+
+
+def test_vector_lane_distances_tie_below_float32_noise() -> None:
+    """The same sentence said on three days is equally near the query in exact arithmetic; the
+    engines' float32 sums differ by ~1e-8. Quantised, the hits tie and go by frame id, whatever
+    order and noise the backend returned them in; hits sharing nothing with the query drop."""
+    from waggle_store.dialects.base import LaneHit
+    from waggle_store.search.engine import settled
+
+    noisy = [LaneHit(44, 0.2672612528, ()), LaneHit(4, 0.2672612369, ()),
+             LaneHit(24, 0.2672612448, ()), LaneHit(7, 0.1, ()), LaneHit(9, 1.0, ())]
+    hits = settled(noisy)
+    assert [h.frame_id for h in hits] == [7, 4, 24, 44]
+    assert hits[1].score == hits[2].score == hits[3].score
+    # ...and so the lane's confidence treats them alike (the median test no longer splits them).
+    weights = vector_confidence([h.score for h in hits])
+    assert weights[1] == weights[2] == weights[3]

@@ -48,6 +48,14 @@ OVERFETCH: Final = 2
 #: Cosine distance at or above which a "nearest" vector shares nothing with the query
 #: (similarity <= 0): such hits are noise, and would only push real matches down.
 MAX_VECTOR_DISTANCE: Final = 1.0 - 1e-6
+#: Decimal places a cosine distance is kept to before the vector lane is ordered and weighed.
+#: Vectors are stored as float32 (about 7 significant digits), and the engines sum their 384+
+#: products in different orders (numpy's matmul on SQLite, pgvector on Postgres): the same
+#: frames' distances differ by ~1e-8 between them. Below the fifth decimal a distance carries
+#: no information but that noise, which reordered equal-in-exact-arithmetic hits (the same
+#: sentence said on three days) and flipped the lane's median test, so the same memory ranked
+#: differently on the two backends. Quantised, such hits tie, and ties go by frame id.
+DISTANCE_DECIMALS: Final = 5
 
 #: A mind's active embedding model: search may only compare the query (embedded by the store's
 #: embedder) with vectors of that model (:mod:`waggle_store.repositories.mind_models`).
@@ -56,6 +64,16 @@ _MODEL_SQL: Final = select(
     EmbeddingModelRow.dimensions,
 ).join(EmbeddingModelRow, EmbeddingModelRow.id == MindEmbeddingModelRow.model_id).where(
     MindEmbeddingModelRow.mind_id == bindparam("mind_id"), MindEmbeddingModelRow.status == "active")
+
+
+def settled(hits: Sequence[LaneHit]) -> list[LaneHit]:
+    """The vector lane's hits with their distances quantised (:data:`DISTANCE_DECIMALS`), nearest
+    first, ties by frame id; hits sharing nothing with the query (:data:`MAX_VECTOR_DISTANCE`)
+    dropped."""
+    kept = [dataclasses.replace(h, score=round(h.score, DISTANCE_DECIMALS))
+            for h in hits if h.score < MAX_VECTOR_DISTANCE]
+    kept.sort(key=lambda h: (h.score, h.frame_id))
+    return kept
 
 
 class HybridSearch:
@@ -224,7 +242,7 @@ class HybridSearch:
                 return None
             if not hits and cached and self._mind_model(conn, mind.id, cached=False) != found:
                 continue  # no row carried the model check: the mind was switched since cached
-            return [h for h in hits if h.score < MAX_VECTOR_DISTANCE]
+            return settled(hits)
         degraded.append("vector lane off: the mind's embedding model changed during the search")
         return None
 
