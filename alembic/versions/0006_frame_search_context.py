@@ -115,12 +115,14 @@ def _postgres_upgrade() -> None:
                "GENERATED ALWAYS AS (to_tsvector('english', coalesce(search_context, ''))) STORED")
     op.execute(f'CREATE INDEX IF NOT EXISTS ix_{F}_context_tsv ON {F} USING gin (context_tsv)')
     op.execute(
-        f"CREATE OR REPLACE FUNCTION {F}_ctx_before() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        f"CREATE OR REPLACE FUNCTION {F}_ctx_before() RETURNS trigger LANGUAGE plpgsql "
+        "SET search_path FROM CURRENT AS $$ "
         "BEGIN IF TG_OP = 'INSERT' OR NEW.mind_id IS DISTINCT FROM OLD.mind_id "
         "OR NEW.gop_id IS DISTINCT FROM OLD.gop_id OR NEW.t IS DISTINCT FROM OLD.t THEN "
         f"NEW.search_context := {_PG_PRED_NEW}; END IF; RETURN NEW; END $$")
     op.execute(
-        f"CREATE OR REPLACE FUNCTION {F}_ctx_after() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        f"CREATE OR REPLACE FUNCTION {F}_ctx_after() RETURNS trigger LANGUAGE plpgsql "
+        "SET search_path FROM CURRENT AS $$ "
         "BEGIN IF TG_OP <> 'DELETE' THEN "
         f"UPDATE {F} f SET search_context = NEW.content WHERE f.id = "
         f"{_succ('NEW.mind_id', 'NEW.gop_id', 'NEW.t')} "

@@ -10,6 +10,8 @@ from sqlalchemy import text
 
 import waggle_store as ws
 
+from conftest import Target, only_postgres
+
 QUESTION = "Did you ever visit the Rijksmuseum in Amsterdam?"
 REPLY = "Yes! I went there last week with my kids."
 OTHER = "I keep a list of Rijksmuseum paintings from my Amsterdam trip."
@@ -127,3 +129,24 @@ def test_a_pruned_frames_words_leave_the_next_frames_index(
     assert report.fragments_deleted == 1
     assert _keyword_ids(mind, "marmoset") == []
     assert _context(store, reply) == "standup notes"
+
+
+@only_postgres  # the one backend with schemas, hence search paths that can differ
+def test_contexts_follow_a_write_from_a_session_with_another_search_path(
+    target: Target, store: ws.Store, mind: ws.Mind
+) -> None:
+    """An operator deleting a frame by its qualified name, from a session whose search_path does
+    not name the store's schema (or names another store's), still gets this store's contexts
+    recomputed: the trigger functions carry their own search_path."""
+    gop = mind.sessions.ensure("s").gop_id
+    mind.frames.create_i(gop, "the kickoff is in Lisbon")
+    secret = mind.frames.create_i(gop, "the vault code is ocelot-harbor").id
+    reply = mind.frames.create_i(gop, "noted").id
+    assert _context(store, reply) == "the vault code is ocelot-harbor"
+    schema = target.schema or "waggle"
+    with store.engine.begin() as conn:  # LOCAL: the pooled connection keeps its own path
+        conn.exec_driver_sql("SET LOCAL search_path TO public")
+        conn.execute(text(f'DELETE FROM "{schema}".waggle_memory_frames WHERE id = :id'),
+                     {"id": secret})
+    assert _context(store, reply) == "the kickoff is in Lisbon"
+    assert _keyword_ids(mind, "ocelot harbor") == []

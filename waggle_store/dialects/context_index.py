@@ -116,6 +116,14 @@ SQLITE_STALE_CONTEXT: Final = (
 # -- Postgres ----------------------------------------------------------------------------------
 
 CONTEXT_TSV_COLUMN: Final = "context_tsv"
+#: The trigger functions name the frames table unqualified, like all of waggle_store's SQL, and
+#: a function resolves names on the search_path *of the session that fires it*. waggle_store's
+#: own connections put the store's schema first, but a host or an operator writing the table by
+#: its qualified name from a session with another search_path would fail ("relation does not
+#: exist") or, with a second store's schema on that path, recompute contexts *in the other
+#: store*. Pinned at creation (the migration's and repair's search_path: the store's schema
+#: first), the functions always work on their own store's table.
+PINNED_SEARCH_PATH: Final = "SET search_path FROM CURRENT"
 CONTEXT_GIN_INDEX: Final = f"ix_{T_FRAMES}_context_tsv"
 PG_BEFORE_FUNCTION: Final = f"{T_FRAMES}_ctx_before"
 PG_AFTER_FUNCTION: Final = f"{T_FRAMES}_ctx_after"
@@ -145,7 +153,8 @@ PG_CONTEXT_DDL: Final = (
     ),
     # BEFORE: the written row's own context, without a second write of the row.
     (
-        f"CREATE OR REPLACE FUNCTION {PG_BEFORE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        f"CREATE OR REPLACE FUNCTION {PG_BEFORE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql "
+        f"{PINNED_SEARCH_PATH} AS $$ "
         "BEGIN "
         "IF TG_OP = 'INSERT' OR NEW.mind_id IS DISTINCT FROM OLD.mind_id "
         "OR NEW.gop_id IS DISTINCT FROM OLD.gop_id OR NEW.t IS DISTINCT FROM OLD.t THEN "
@@ -154,7 +163,8 @@ PG_CONTEXT_DDL: Final = (
     ),
     # AFTER: the successors at the new and the old place (sees the whole statement's rows).
     (
-        f"CREATE OR REPLACE FUNCTION {PG_AFTER_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        f"CREATE OR REPLACE FUNCTION {PG_AFTER_FUNCTION}() RETURNS trigger LANGUAGE plpgsql "
+        f"{PINNED_SEARCH_PATH} AS $$ "
         "BEGIN "
         "IF TG_OP <> 'DELETE' THEN "
         f"UPDATE {T_FRAMES} f SET {CONTEXT_COLUMN} = NEW.content WHERE f.id = "
