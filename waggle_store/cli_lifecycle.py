@@ -9,6 +9,7 @@ Files are read and written by the process running the command, paths as given on
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
@@ -236,26 +237,25 @@ def harvest_sync(
         raise typer.Exit(1)
 
 
+def _show_sources(title: str, sources: Sequence[ws.HarvestSource], as_json: bool) -> None:
+    if as_json:
+        emit_json(sources)
+    else:
+        table(title, _SOURCE_COLUMNS, [_source_row(s) for s in sources])
+
+
 @harvest_app.command("list")
 def harvest_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The mind's sources, most recently synced first."""
     with opts(ctx).open_mind(embed=False) as mind:
-        sources = mind.harvest.sources()
-    if as_json:
-        emit_json(sources)
-    else:
-        table("harvest sources", _SOURCE_COLUMNS, [_source_row(s) for s in sources])
+        _show_sources("harvest sources", mind.harvest.sources(), as_json)
 
 
 @harvest_app.command("stale")
 def harvest_stale(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Auto-synced sources due for a sync (never synced, or not within their interval)."""
     with opts(ctx).open_mind(embed=False) as mind:
-        sources = mind.harvest.stale()
-    if as_json:
-        emit_json(sources)
-    else:
-        table("stale sources", _SOURCE_COLUMNS, [_source_row(s) for s in sources])
+        _show_sources("stale sources", mind.harvest.stale(), as_json)
 
 
 @harvest_app.command("remove")
