@@ -18,8 +18,8 @@ data called the external source on SQLite and skipped it on Postgres (issue 12, 
 relevance: a stale or deprecated memory must not count as coverage and suppress the external
 lookup. Why capped: the relevance factor reaches ~2 for critical memories, while external scores
 and the thresholds live in [0, 1]. With the balanced profile a fresh, normal-importance frame
-has relevance 0.8, so it counts as "strong"
-for coverage when it holds nearly every query term and the vector lane clearly found it too.
+has relevance 0.8, so it counts as "strong" for coverage when it holds nearly every query term
+and the vector lane clearly found it too.
 A result without a match score (a fake mind in tests) is judged by its capped ``final_score``.
 """
 
