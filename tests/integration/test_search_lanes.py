@@ -115,3 +115,31 @@ def test_the_keyword_lane_reuses_a_large_minds_frame_count_for_a_while(
     assert alpha_score() == pytest.approx(idf(4))  # the remembered count
     monkeypatch.setattr(keyword_rank, "FRAME_COUNT_TTL", 0.0)
     assert alpha_score() == pytest.approx(idf(8))  # expired: counted again
+
+
+def test_the_keyword_score_is_the_idf_sum_of_own_and_context_words(mind: ws.Mind) -> None:
+    """The lane's formula (dialects/keyword_rank.py) on both dialects, for a query of more terms
+    than one of SQLite's bit masks holds (sqlite.TERMS_PER_MASK = 31): a term in the frame's own
+    words adds its idf, one only in its context (the preceding turn) half of it."""
+    words = [f"kw{i:02d}x" for i in range(40)]
+    first = mind.sessions.ensure("a").gop_id
+    mind.frames.create_i(first, f"{words[0]} {words[35]}")
+    mind.frames.create_i(first, f"{words[39]} tail")  # context: words 0 and 35
+    second = mind.sessions.ensure("b").gop_id
+    mind.frames.create_i(second, f"{words[35]} alone")
+    mind.frames.create_i(second, "nothing here")  # context: word 35
+
+    def idf(df: int, n: int = 4) -> float:
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    # df counts own words or context: word 0 in 2 frames, 35 in all 4, 39 in 1.
+    expected = {
+        f"{words[0]} {words[35]}": idf(2) + idf(4),
+        f"{words[39]} tail": idf(1) + 0.5 * idf(2) + 0.5 * idf(4),
+        f"{words[35]} alone": idf(4),
+        "nothing here": 0.5 * idf(4),
+    }
+    hits = mind.search(" ".join(words), lanes=("keyword",), limit=10)
+    scores = {h.frame.content: h.explain["lanes"]["keyword"]["score"] for h in hits}
+    assert scores == pytest.approx(expected, rel=1e-12)
+    assert [h.frame.content for h in hits] == sorted(expected, key=lambda c: -expected[c])
