@@ -80,13 +80,13 @@ def test_repeated_searches_run_prepared_statements(store: ws.Store, mind: ws.Min
     assert any("waggle_frame_vectors_" in s for s in prepared)
 
 
-@only_postgres  # FTS5 keeps its own counts for bm25; the reuse is the Postgres lane's
-def test_postgres_reuses_a_large_minds_frame_count_for_a_while(
+def test_the_keyword_lane_reuses_a_large_minds_frame_count_for_a_while(
     store: ws.Store, mind: ws.Mind, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """idf's N: counted in every keyword statement below FRAME_COUNT_EXACT_BELOW frames, reused
-    for FRAME_COUNT_TTL seconds above (here the threshold is lowered to 3 frames)."""
-    from waggle_store.dialects import postgres
+    for FRAME_COUNT_TTL seconds above (here the threshold is lowered to 3 frames). The score is
+    the exact idf on both dialects: one formula."""
+    from waggle_store.dialects import keyword_rank
 
     gop = mind.sessions.ensure("g").gop_id
 
@@ -101,7 +101,7 @@ def test_postgres_reuses_a_large_minds_frame_count_for_a_while(
         return float(hit.explain["lanes"]["keyword"]["score"])
 
     # df 2: "alpha" is said by one frame and is the context of the next ("beta two"); the
-    # lane counts frames holding the term in either column, as FTS5's bm25 counts rows.
+    # lane counts frames holding the term in either column.
     def idf(n: int, df: int = 2) -> float:
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
@@ -109,9 +109,37 @@ def test_postgres_reuses_a_large_minds_frame_count_for_a_while(
     assert alpha_score() == pytest.approx(idf(2))  # exact, and not remembered (below 3)
     add(["gamma three", "delta four"])
     assert alpha_score() == pytest.approx(idf(4))  # counted afresh
-    monkeypatch.setattr(postgres, "FRAME_COUNT_EXACT_BELOW", 3)
+    monkeypatch.setattr(keyword_rank, "FRAME_COUNT_EXACT_BELOW", 3)
     assert alpha_score() == pytest.approx(idf(4))  # counted, and now remembered
     add(["epsilon five", "zeta six", "eta seven", "theta eight"])
     assert alpha_score() == pytest.approx(idf(4))  # the remembered count
-    monkeypatch.setattr(postgres, "FRAME_COUNT_TTL", 0.0)
+    monkeypatch.setattr(keyword_rank, "FRAME_COUNT_TTL", 0.0)
     assert alpha_score() == pytest.approx(idf(8))  # expired: counted again
+
+
+def test_the_keyword_score_is_the_idf_sum_of_own_and_context_words(mind: ws.Mind) -> None:
+    """The lane's formula (dialects/keyword_rank.py) on both dialects, for a query of more terms
+    than one of SQLite's bit masks holds (sqlite.TERMS_PER_MASK = 31): a term in the frame's own
+    words adds its idf, one only in its context (the preceding turn) half of it."""
+    words = [f"kw{i:02d}x" for i in range(40)]
+    first = mind.sessions.ensure("a").gop_id
+    mind.frames.create_i(first, f"{words[0]} {words[35]}")
+    mind.frames.create_i(first, f"{words[39]} tail")  # context: words 0 and 35
+    second = mind.sessions.ensure("b").gop_id
+    mind.frames.create_i(second, f"{words[35]} alone")
+    mind.frames.create_i(second, "nothing here")  # context: word 35
+
+    def idf(df: int, n: int = 4) -> float:
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    # df counts own words or context: word 0 in 2 frames, 35 in all 4, 39 in 1.
+    expected = {
+        f"{words[0]} {words[35]}": idf(2) + idf(4),
+        f"{words[39]} tail": idf(1) + 0.5 * idf(2) + 0.5 * idf(4),
+        f"{words[35]} alone": idf(4),
+        "nothing here": 0.5 * idf(4),
+    }
+    hits = mind.search(" ".join(words), lanes=("keyword",), limit=10)
+    scores = {h.frame.content: h.explain["lanes"]["keyword"]["score"] for h in hits}
+    assert scores == pytest.approx(expected, rel=1e-12)
+    assert [h.frame.content for h in hits] == sorted(expected, key=lambda c: -expected[c])

@@ -23,7 +23,6 @@ The vector tables' DDL and row maintenance live in :mod:`waggle_store.dialects.p
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -58,17 +57,14 @@ from waggle_store.dialects.common import (
     like_search,
     run_lane,
 )
-from waggle_store.dialects.context_index import CONTEXT_WEIGHT, stale_context_update
+from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.info import engine_info
+from waggle_store.dialects.keyword_rank import FrameCounts, idf_sql, score_sql
 from waggle_store.dialects.postgres_engine import HNSW_EF_SEARCH
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
 from waggle_store.dialects.postgres_maint import vec_literal as _vec_literal
 from waggle_store.models.idioms import rowcount
 
-#: The keyword lane counts the searched minds' frames (idf's ``N``) in every statement below this
-#: many frames; above it, it reuses a count for up to FRAME_COUNT_TTL seconds.
-FRAME_COUNT_EXACT_BELOW: Final = 5000
-FRAME_COUNT_TTL: Final = 60.0
 #: Widest KNN page asked of the HNSW index before an exact scan takes over.
 KNN_MAX_K: Final = 4096
 #: Per transaction (``is_local``), so nothing leaks to the next user of the pooled connection.
@@ -119,8 +115,8 @@ class PostgresAdapter:
         self._has_vector: bool | None = None
         self._filter_columns: set[int] = set()
         self._vector_tables = VectorTables()
-        #: Minds searched -> (frames, when counted): see :meth:`keyword_search`.
-        self._frame_counts: dict[tuple[int, ...], tuple[int, float]] = {}
+        #: Minds searched -> frames counted (idf's N): see :mod:`keyword_rank`.
+        self._frame_counts = FrameCounts()
 
     def capabilities(self, session: Session) -> Capabilities:
         reasons: list[str] = []
@@ -178,38 +174,18 @@ class PostgresAdapter:
     def keyword_search(
         self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
-        """BM25-style ranking in one statement: the sum of the idf of the query terms a frame
-        matches.
+        """The idf sum of :mod:`~waggle_store.dialects.keyword_rank` in one statement, the same
+        formula as the SQLite lane's, so an exported mind ranks alike on both dialects.
 
-        ``ts_rank_cd`` alone has no term rarity: a speaker's name, in half the frames of a
-        conversation, counted as much as the question's rare word (LoCoMo dev recall@10 0.544
-        against FTS5 bm25's 0.630; ``benchmarks/README.md``). Here each term ``t`` (one
-        ``plainto_tsquery`` of a bound value) weighs ``idf(t) = ln(1 + (N - df + 0.5) / (df +
-        0.5))``
-        (Lucene's BM25 idf, always > 0), ``N`` the frames of the searched minds and ``df`` those
-        matching ``t``: ``df`` counted by this statement over the candidates (every frame of the
-        minds matching any term, found through the GIN index) before the session/time filters,
-        so a filter does not change a term's rarity. ``N`` is counted by the statement too (an
-        index-only scan of the minds' frames) while the minds hold fewer than
-        :data:`FRAME_COUNT_EXACT_BELOW` frames; above that the count costs more than the rest
-        of the search (12 ms of 14 at 100k frames), so the last count is reused for
-        :data:`FRAME_COUNT_TTL` seconds (idf moves with ``ln N``: frames added meanwhile shift
-        every term's weight alike and by a hair) and never taken below the candidates' count.
-
-        Term frequency and length are BM25 with ``k1 = 0``: a term counts once, and among frames
-        matching the same terms the shorter one goes first (then the id), the order the lane
-        used before. Frames here are single turns or notes, where a repeated term is rare;
-        ``k1 = 1.2, b = 0.75`` (tf from ``ts_rank_cd``, length in lexemes) and idf-weighted
-        ``ts_rank_cd`` per term were measured too and rank no better (``benchmarks/README.md``).
-        A term found only in the frame's context (``context_tsv``: the preceding turn,
-        ``context_index``) adds ``CONTEXT_WEIGHT × idf`` (half a word). The document is the
-        frame with its context, as FTS5's two-column ``bm25()`` sees it on SQLite (BM25F: one
-        document, fields weighted): ``df`` counts the frames holding the term in either
-        column, and the length that orders frames matching the same terms is the content's
-        plus the context's.
-        The score is positive and bigger is better, so the fusion's confidence
-        ``(s / s_top)²`` reads it as it read ``ts_rank_cd``: a frame matching only a common term
-        next to one matching the rare ones gets a small weight.
+        ``q`` parses each term once (``plainto_tsquery``); ``c`` is every frame of the searched
+        minds matching any term in either column, found through the GIN indexes, with per term
+        whether it matched in the own words (``h``, ``content_tsv``) or the context (``x``,
+        ``context_tsv``); ``w`` counts ``df`` per term over ``c`` (before the session/time
+        filters) and ``N``, and turns them into idfs. The score is positive and bigger is better,
+        so the fusion's confidence ``(s / s_top)²`` gives a frame matching only a common term
+        next to one matching the rare ones a small weight. ``ts_rank_cd``, which ranked here
+        first, had no term rarity: a speaker's name, in half the frames of a conversation,
+        counted as much as the question's rare word (``benchmarks/README.md``).
         """
         values = tsquery_terms(terms)
         if not values or not where.mind_ids:
@@ -225,18 +201,14 @@ class PostgresAdapter:
             f"f.content_tsv @@ q.q{i} AS h{i}, f.context_tsv @@ q.q{i} AS x{i}" for i in n
         )
         counts = ", ".join(f"count(*) FILTER (WHERE h{i} OR x{i}) AS d{i}" for i in n)
-        idf = ", ".join(f"ln(1 + (n - d{i} + 0.5) / (d{i} + 0.5)) AS w{i}" for i in n)
-        key = tuple(where.mind_ids)
-        known = self._frame_counts.get(key)
-        if known is not None and time.monotonic() - known[1] < FRAME_COUNT_TTL:
-            params["n"] = known[0]
+        idf = ", ".join(f"{idf_sql('s.n', f's.d{i}')} AS w{i}" for i in n)
+        known = self._frame_counts.reusable(where.mind_ids)
+        if known is not None:
+            params["n"] = known
             total = "GREATEST(:n, count(*))"
         else:
             total = f"(SELECT count(*) FROM {T_FRAMES} f WHERE {minds})"
-        score = " + ".join(
-            f"CASE WHEN c.h{i} THEN w.w{i} WHEN c.x{i} THEN w.w{i} * {CONTEXT_WEIGHT!r} ELSE 0 END"
-            for i in n
-        )
+        score = score_sql([f"w.w{i}" for i in n], [f"c.h{i}" for i in n], [f"c.x{i}" for i in n])
         anyq = " || ".join(f"q.q{i}" for i in n)
         # MATERIALIZED: q is evaluated once and feeds the GIN scan; w is one row, computed once
         # (inlined, the planner re-ran the aggregate for every candidate).
@@ -256,8 +228,8 @@ class PostgresAdapter:
             f"JOIN {T_FRAMES} f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id",
             params,
         )
-        if rows and "n" not in params and rows[0][-1] >= FRAME_COUNT_EXACT_BELOW:
-            self._frame_counts[key] = (int(rows[0][-1]), time.monotonic())
+        if rows and known is None:
+            self._frame_counts.counted(where.mind_ids, int(rows[0][-1]))
         return frame_hits(session, rows)
 
     def like_search(

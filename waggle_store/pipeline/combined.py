@@ -12,13 +12,14 @@ and the conflict gate (>= 0.6) compare that score.
 
 Why ``match_score`` (:mod:`waggle_store.search.match`: query-term coverage computed in Python
 and the vector lane's confidence) and not ``rrf_score``: the fused score weighs keyword hits by
-the backend's raw bm25 / idf sums and ranks, so the same data called the external source on
-SQLite and skipped it on Postgres (issue 12, finding 9); and ``rrf_score`` saturates (a frame in
-the top ~25 of every lane scores >= 0.7). Why times relevance: a stale or deprecated memory must
-not count as coverage and suppress the external lookup. Why capped: the relevance factor reaches
-~2 for critical memories, while external scores and the thresholds live in [0, 1]. With the
-balanced profile a fresh, normal-importance frame has relevance 0.8, so it counts as "strong"
-for coverage when it holds nearly every query term and the vector lane clearly found it too.
+the backend's raw keyword scores (idf sums over each backend's tokenizer) and ranks, so the same
+data called the external source on SQLite and skipped it on Postgres (issue 12, finding 9); and
+``rrf_score`` saturates (a frame in the top ~25 of every lane scores >= 0.7). Why times
+relevance: a stale or deprecated memory must not count as coverage and suppress the external
+lookup. Why capped: the relevance factor reaches ~2 for critical memories, while external scores
+and the thresholds live in [0, 1]. With the balanced profile a fresh, normal-importance frame
+has relevance 0.8, so it counts as "strong" for coverage when it holds nearly every query term
+and the vector lane clearly found it too.
 A result without a match score (a fake mind in tests) is judged by its capped ``final_score``.
 """
 

@@ -3,9 +3,10 @@
 Decisions that compare a score with a fixed threshold — the linker's 0.1
 (:mod:`waggle_store.pipeline.linker`), CombinedRetrieval's coverage 0.7 and conflict 0.6
 (:mod:`waggle_store.pipeline.combined`) — read this score, not the fused ``rrf_score``. Why:
-``rrf_score`` weighs each keyword hit by its raw lane score relative to the lane's best (FTS5
-bm25 on SQLite, an idf sum on Postgres) and by its rank in that lane's order; both differ per
-backend, so the same data gave different decisions (issue 12, finding 9: ``related_frames`` was
+``rrf_score`` weighs each keyword hit by its raw lane score relative to the lane's best (an idf
+sum, the same formula on both dialects, but over each backend's tokenizer and stemmer) and by
+its rank in that lane's order; these differed per backend (FTS5 bm25 on SQLite then), so the
+same data gave different decisions (issue 12, finding 9: ``related_frames`` was
 ``[1]`` on SQLite and ``[]`` on Postgres, fused 0.145 against 0.058 around the 0.1 threshold).
 Ranking may differ per backend; a yes/no decision must not.
 

@@ -24,8 +24,7 @@ contains. Here:
   on Postgres, and "nodejs" would miss it everywhere.
 * The word runs inside such a token ("node" in "node.js", "mail" in "e-mail") are added after the
   joined form when they pass the filters, so a query for "node.js" also reaches frames that just
-  say "Node". The lane ORs terms, so this only widens recall; bm25 / ts_rank_cd still rank the
-  frames matching the exact form first.
+  say "Node". The lane ORs terms, so this only widens recall.
 * Terms shorter than :data:`MIN_TERM_LENGTH` and the seed's stop words are dropped
   (case-insensitively; "it's" is checked as "its" too, like the seed's stripping did).
   "C++" is 3 characters long and survives; the backends then search for the token ``c``.

@@ -1,0 +1,115 @@
+"""The keyword lane's ranking, one formula on both dialects: the sum of the idf of the query
+terms a frame matches.
+
+Each term ``t`` weighs ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's BM25 idf,
+always > 0). ``N`` is the number of frames of the searched minds; ``df`` the number of those frames
+holding ``t`` in their own words or in their context (the preceding turn, ``context_index``),
+counted before the session/time filters so that a filter does not change a term's rarity. A
+frame scores ``idf(t)`` for each term in its own words and :data:`CONTEXT_WEIGHT` ``× idf(t)``
+for each term found only in its context. Term frequency and length are BM25 with ``k1 = 0``: a
+term counts once, and among frames with the same score the shorter one goes first (the length of
+the content plus the context), then the lower id. The score is positive, bigger is better.
+
+Why one formula: a mind exported from one dialect and imported into the other must search the
+same (issue 14). SQLite's FTS5 ``bm25()`` (BM25F over the two columns) and Postgres's tsvector
+ranking cannot be made to agree, but both backends can say *which* frames match a term in which
+column, and the rest is arithmetic each does in SQL with the same IEEE operations in the same
+order. Why this formula rather than bm25: ``ts_rank_cd`` had no term rarity (LoCoMo dev
+recall@10 0.544), and ``k1 = 1.2, b = 0.75`` or an idf-weighted ``ts_rank_cd`` ranked no better
+than ``k1 = 0`` on Postgres (``benchmarks/README.md``); frames are single turns or notes, where a
+repeated term is rare.
+
+The tokenizers still differ: Postgres's ``english`` configuration drops its stop words from the
+query and the documents, FTS5's ``porter unicode61`` keeps every word. A query term made only of
+those stop words ("down", "after", "she") matches nothing on Postgres, so the SQLite lane drops it
+too (:func:`only_stop_words`); otherwise it would add a small idf to most frames and reorder them.
+What remains different is the stemmer (Porter vs Snowball English) and how punctuated tokens are
+split, which changes which frames match a term only for rare words.
+
+``N`` is counted by the lane's statement (an index-only scan of the minds' frames) while the
+minds hold fewer than :data:`FRAME_COUNT_EXACT_BELOW` frames; above that the count costs more than
+the rest of the search (12 ms of 14 at 100k frames on Postgres), so the last count is reused for
+:data:`FRAME_COUNT_TTL` seconds (:class:`FrameCounts`; idf moves with ``ln N``: frames added
+meanwhile shift every term's weight alike and by a hair) and never taken below the number of
+frames matching a term.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Final
+
+from waggle_store.dialects.context_index import CONTEXT_WEIGHT
+
+#: Below this many frames in the searched minds, every keyword statement counts them (idf's N).
+FRAME_COUNT_EXACT_BELOW: Final = 5000
+#: How long a count of a larger set of minds is reused.
+FRAME_COUNT_TTL: Final = 60.0
+
+#: PostgreSQL's ``english`` stop words (``tsearch_data/english.stop``, the Snowball list),
+#: which ``to_tsvector``/``plainto_tsquery`` drop before stemming.
+# fmt: off
+POSTGRES_ENGLISH_STOP_WORDS: Final[frozenset[str]] = frozenset((
+    "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your", "yours",
+    "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself",
+    "it", "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which",
+    "who", "whom", "this", "that", "these", "those", "am", "is", "are", "was", "were", "be",
+    "been", "being", "have", "has", "had", "having", "do", "does", "did", "doing", "a", "an",
+    "the", "and", "but", "if", "or", "because", "as", "until", "while", "of", "at", "by", "for",
+    "with", "about", "against", "between", "into", "through", "during", "before", "after",
+    "above", "below", "to", "from", "up", "down", "in", "out", "on", "off", "over", "under",
+    "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all",
+    "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "nor", "not",
+    "only", "own", "same", "so", "than", "too", "very", "s", "t", "can", "will", "just", "don",
+    "should", "now",
+))
+# fmt: on
+
+#: A word as both tokenizers cut one: a run of letters and digits (``_`` separates, as in FTS5's
+#: unicode61 and Postgres's parser).
+_WORD = re.compile(r"[^\W_]+")
+
+
+def only_stop_words(term: str) -> bool:
+    """Whether every word of ``term`` is a Postgres stop word: Postgres finds nothing for it."""
+    words = _WORD.findall(term.lower())
+    return bool(words) and all(w in POSTGRES_ENGLISH_STOP_WORDS for w in words)
+
+
+def idf_sql(n: str, df: str) -> str:
+    """``idf`` of a term matched by ``df`` of ``n`` frames, as SQL both dialects evaluate alike
+    (``n`` and ``df`` are integral; every step is a double operation)."""
+    return f"ln(1 + ({n} - {df} + 0.5) / ({df} + 0.5))"
+
+
+def score_sql(weights: Sequence[str], own: Sequence[str], anywhere: Sequence[str]) -> str:
+    """A frame's score: per term, its weight if matched in the frame's own words, else
+    ``CONTEXT_WEIGHT ×`` it if matched in the context (``anywhere``), summed left to right."""
+    return " + ".join(
+        f"CASE WHEN {h} THEN {w} WHEN {a} THEN {w} * {CONTEXT_WEIGHT!r} ELSE 0 END"
+        for w, h, a in zip(weights, own, anywhere, strict=True)
+    )
+
+
+class FrameCounts:
+    """The last count of each set of searched minds' frames at or above
+    :data:`FRAME_COUNT_EXACT_BELOW`, reused for :data:`FRAME_COUNT_TTL` seconds (an adapter
+    keeps one)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[int, ...], tuple[int, float]] = {}
+
+    def reusable(self, mind_ids: Sequence[int]) -> int | None:
+        """A count still fresh enough to stand for ``N``, or None: count in the statement."""
+        known = self._known.get(tuple(mind_ids))
+        if known is not None and time.monotonic() - known[1] < FRAME_COUNT_TTL:
+            return known[0]
+        return None
+
+    def counted(self, mind_ids: Sequence[int], n: int) -> None:
+        """A statement counted ``n`` frames: remember it if counting is costly at that size."""
+        if n >= FRAME_COUNT_EXACT_BELOW:
+            self._known[tuple(mind_ids)] = (n, time.monotonic())
+
