@@ -14,8 +14,9 @@ hit's term is therefore multiplied by a confidence in ``[0, 1]`` computed from *
 raw scores for this query* (no constant fitted to a data set, no comparison of one lane's scale
 with another's):
 
-* keyword: strength ``s / s_top``, the hit's bm25 (SQLite) or idf sum (Postgres) relative
-  to the best hit of the lane (magnitudes, so FTS5's negative bm25 works as is). bm25 has no
+* keyword: strength ``s / s_top``, the hit's idf sum (the one keyword formula of both dialects,
+  ``dialects/keyword_rank.py``) relative to the best hit of the lane (magnitudes, so a
+  negative score such as FTS5's raw bm25 would work as is). The sum has no
   upper bound and its scale changes with the corpus, so the lane's best hit is the reference: it
   always has strength 1. A hit matching only a common word (a speaker's name) next to hits that
   match the rare words of the query gets a small strength, although its rank may be close.
@@ -106,10 +107,10 @@ def _check_scores(scores: Sequence[float], what: str) -> list[float]:
 
 
 def keyword_confidence(scores: Sequence[float], *, power: int = CONFIDENCE_POWER) -> list[float]:
-    """Confidence of each keyword hit from the lane's raw scores (bm25 or idf sum), in order.
+    """Confidence of each keyword hit from the lane's raw scores (the idf sum), in order.
 
-    ``(|s| / max |s|) ** power``: the lane's best hit has 1.0. Signs are ignored (FTS5's bm25 is
-    negative, better is more negative; the Postgres idf sum is positive). All scores zero (the LIKE
+    ``(|s| / max |s|) ** power``: the lane's best hit has 1.0. Signs are ignored (a lane whose
+    better scores are more negative, as FTS5's bm25, reads the same). All scores zero (the LIKE
     fallback) → 1.0 for every hit: the lane gives no evidence beyond its order.
     """
     magnitudes = [abs(s) for s in _check_scores(scores, "keyword scores")]
