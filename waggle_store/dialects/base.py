@@ -58,7 +58,7 @@ class Capabilities:
 @dataclass(frozen=True)
 class LaneHit:
     frame_id: int
-    score: float  # the backend's raw score (bm25, idf sum, cosine distance)
+    score: float  # the backend's raw score (idf sum, cosine distance)
     #: The frame's columns in :class:`waggle_store.records.Frame` order: every lane joins the frame
     #: anyway (filters, manifest), so the search needs no second statement to fetch them.
     frame: tuple[Any, ...]

@@ -44,7 +44,7 @@ from waggle_store.dialects.base import T_FRAMES
 #: The weight of a context word relative to one of the frame's own words: half a word. The
 #: context says what the frame is *about*, not what it *says*; a frame that says the query's
 #: words itself must rank above one whose neighbour does, and two context matches may equal one
-#: own-word match. Used as FTS5's bm25 column weight and as Postgres's per-term factor.
+#: own-word match. The keyword lane's per-term factor on both dialects (``keyword_rank``).
 CONTEXT_WEIGHT: Final = 0.5
 
 CONTEXT_COLUMN: Final = "search_context"

@@ -57,7 +57,8 @@ FTS_TABLE: Final = T_FTS
 #: The FTS5 table keeps its own copy of the text so that reconcile can compare it with
 #: ``memory_frames``; the triggers keep it in step in the same transaction as every write. Two
 #: columns: the frame's own words and its conversational context (``context_index``), weighted
-#: apart by the keyword lane's ``bm25()``. Migration 0006 rebuilt the one-column table of 0001.
+#: apart by the keyword lane (``keyword_rank``: each term asked of each column). Migration 0006
+#: rebuilt the one-column table of 0001.
 FTS5_TABLE_DDL: Final = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} "
     "USING fts5(content, context, tokenize='porter unicode61')"

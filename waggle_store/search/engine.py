@@ -124,7 +124,7 @@ class HybridSearch:
             if hits is not None:
                 ran["vector"] = hits
             # Confidence-weighted RRF (search/fusion.py): each lane's hits are weighted by that
-            # lane's own raw scores (bm25 / idf sum relative to its best hit; cosine similarity
+            # lane's own raw scores (the idf sum relative to its best hit; cosine similarity
             # standing out from the lane's median), so a lane's clear best match is not
             # outranked by frames that merely appear in both lanes.
             fusion = Fusion(
