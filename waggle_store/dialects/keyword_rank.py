@@ -11,7 +11,7 @@ term counts once, and among frames with the same score the shorter one goes firs
 the content plus the context), then the lower id. The score is positive, bigger is better.
 
 Why one formula: a mind exported from one dialect and imported into the other must search the
-same (issue 14). SQLite's FTS5 ``bm25()`` (BM25F over the two columns) and Postgres's tsvector
+same. SQLite's FTS5 ``bm25()`` (BM25F over the two columns) and Postgres's tsvector
 ranking cannot be made to agree, but both backends can say *which* frames match a term in which
 column, and the rest is arithmetic each does in SQL with the same IEEE operations in the same
 order. Why this formula rather than bm25: ``ts_rank_cd`` had no term rarity (LoCoMo dev
