@@ -41,6 +41,7 @@ import time
 from collections.abc import Sequence
 from typing import Final
 
+from waggle_store.dialects.base import T_FRAMES
 from waggle_store.dialects.context_index import CONTEXT_WEIGHT
 
 #: Below this many frames in the searched minds, every keyword statement counts them (idf's N).
@@ -113,3 +114,25 @@ class FrameCounts:
         if n >= FRAME_COUNT_EXACT_BELOW:
             self._known[tuple(mind_ids)] = (n, time.monotonic())
 
+    def total_sql(self, mind_ids: Sequence[int], count_minds: str, params: dict[str, object],
+                  greatest: str) -> tuple[str, bool]:
+        """The SQL for ``N`` — a fresh count (``count_minds``: the filter on the minds' frames) or
+        the reused one, bound as ``:n`` and never below the candidates' ``count(*)`` (``greatest``:
+        the dialect's two-argument maximum) — and whether the statement counts (so its ``N``
+        should be passed to :meth:`counted`)."""
+        known = self.reusable(mind_ids)
+        if known is None:
+            return f"(SELECT count(*) FROM {T_FRAMES} f WHERE {count_minds})", True
+        params["n"] = known
+        return f"{greatest}(:n, count(*))", False
+
+
+def ranked_page_sql(score: str, filters: str, frame_columns: str) -> str:
+    """The lane's last step on both dialects: candidates ``c`` scored with the idf row ``w``,
+    filtered, sorted by score, then length, then id, the page's frames read after the LIMIT (the
+    sort carries ids, not contents); each row ends with ``N``."""
+    return (
+        f"SELECT h.id, h.score, {frame_columns}, h.n FROM (SELECT c.id, {score} AS score, "
+        f"c.len, w.n FROM c, w WHERE {filters} ORDER BY score DESC, c.len, c.id LIMIT :limit) h "
+        f"JOIN {T_FRAMES} f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id"
+    )

@@ -59,7 +59,7 @@ from waggle_store.dialects.common import (
 )
 from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.info import engine_info
-from waggle_store.dialects.keyword_rank import FrameCounts, idf_sql, score_sql
+from waggle_store.dialects.keyword_rank import FrameCounts, idf_sql, ranked_page_sql, score_sql
 from waggle_store.dialects.postgres_engine import HNSW_EF_SEARCH
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
 from waggle_store.dialects.postgres_maint import vec_literal as _vec_literal
@@ -202,12 +202,8 @@ class PostgresAdapter:
         )
         counts = ", ".join(f"count(*) FILTER (WHERE h{i} OR x{i}) AS d{i}" for i in n)
         idf = ", ".join(f"{idf_sql('s.n', f's.d{i}')} AS w{i}" for i in n)
-        known = self._frame_counts.reusable(where.mind_ids)
-        if known is not None:
-            params["n"] = known
-            total = "GREATEST(:n, count(*))"
-        else:
-            total = f"(SELECT count(*) FROM {T_FRAMES} f WHERE {minds})"
+        total, counting = self._frame_counts.total_sql(where.mind_ids, minds, params,
+                                                       "GREATEST")
         score = score_sql([f"w.w{i}" for i in n], [f"c.h{i}" for i in n], [f"c.x{i}" for i in n])
         anyq = " || ".join(f"q.q{i}" for i in n)
         # MATERIALIZED: q is evaluated once and feeds the GIN scan; w is one row, computed once
@@ -222,13 +218,10 @@ class PostgresAdapter:
             f"WHERE (f.content_tsv @@ ({anyq}) OR f.context_tsv @@ ({anyq})) AND {minds}), "
             f"w AS MATERIALIZED (SELECT s.n, {idf} FROM (SELECT {total}::float8 AS n, {counts} "
             "FROM c) s) "
-            f"SELECT h.id, h.score, {frame_select()}, h.n FROM (SELECT c.id, {score} AS score, "
-            f"c.len, w.n FROM c, w WHERE {filters} ORDER BY score DESC, c.len, c.id LIMIT :limit) "
-            f"h "
-            f"JOIN {T_FRAMES} f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id",
+            + ranked_page_sql(score, filters, frame_select()),
             params,
         )
-        if rows and known is None:
+        if rows and counting:
             self._frame_counts.counted(where.mind_ids, int(rows[0][-1]))
         return frame_hits(session, rows)
 

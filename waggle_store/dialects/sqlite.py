@@ -55,7 +55,13 @@ from waggle_store.dialects.common import (
 )
 from waggle_store.dialects.context_index import CONTEXT_COLUMN
 from waggle_store.dialects.info import engine_info
-from waggle_store.dialects.keyword_rank import FrameCounts, idf_sql, only_stop_words, score_sql
+from waggle_store.dialects.keyword_rank import (
+    FrameCounts,
+    idf_sql,
+    only_stop_words,
+    ranked_page_sql,
+    score_sql,
+)
 from waggle_store.dialects.sqlite_vecindex import VectorIndex
 
 #: Query terms per integer bit mask of the keyword lane (two bits a term; 62 of a signed 64-bit
@@ -187,12 +193,7 @@ class SQLiteAdapter:
         anywhere = [f"({mask(i)} & {bit(i, 0) | bit(i, 1)}) != 0" for i in n]
         counts = ", ".join(f"sum({a}) AS d{i}" for i, a in enumerate(anywhere))
         idf = ", ".join(f"{idf_sql('s.n', f's.d{i}')} AS w{i}" for i in n)
-        known = self._frame_counts.reusable(where.mind_ids)
-        if known is not None:
-            params["n"] = known
-            total = "max(:n, count(*))"
-        else:
-            total = f"(SELECT count(*) FROM {T_FRAMES} f WHERE {minds})"
+        total, counting = self._frame_counts.total_sql(where.mind_ids, minds, params, "max")
         score = score_sql(
             [f"w.w{i}" for i in n], [f"({mask(i)} & {bit(i, 0)}) != 0" for i in n], anywhere
         )
@@ -209,13 +210,10 @@ class SQLiteAdapter:
             f"FROM g CROSS JOIN {T_FRAMES} f ON f.id = g.id WHERE {minds}), "
             f"w AS MATERIALIZED (SELECT s.n, {idf} FROM (SELECT {total} AS n, {counts} "
             "FROM c) s) "
-            f"SELECT h.id, h.score, {frame_select()}, h.n FROM (SELECT c.id, {score} AS score, "
-            f"c.len, w.n FROM c, w WHERE {filters} ORDER BY score DESC, c.len, c.id "
-            "LIMIT :limit) h "
-            f"JOIN {T_FRAMES} f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id",
+            + ranked_page_sql(score, filters, frame_select()),
             params,
         )
-        if rows and known is None:
+        if rows and counting:
             self._frame_counts.counted(where.mind_ids, int(rows[0][-1]))
         return frame_hits(session, rows)
 
