@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from waggle_store.config import SYNCHRONOUS_MODES, StoreConfig
 from waggle_store.dialects.info import EngineInfo, engine_info
@@ -142,7 +143,7 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
         cur.execute(f"PRAGMA busy_timeout = {int(config.sqlite_busy_timeout_ms)}")
         cur.execute("PRAGMA foreign_keys = ON")
         if url.database not in (None, "", ":memory:"):
-            cur.execute("PRAGMA journal_mode = WAL")
+            _switch_to_wal(cur, config.sqlite_busy_timeout_ms / 1000)
         cur.execute(f"PRAGMA synchronous = {config.sqlite_synchronous}")
         cur.close()
 
@@ -152,6 +153,25 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
         conn.exec_driver_sql("BEGIN DEFERRED" if mode == "read" else "BEGIN IMMEDIATE")
 
     return engine
+
+
+def _locked(exc: BaseException) -> bool:
+    return isinstance(exc, Exception) and "database is locked" in str(exc)
+
+
+def _switch_to_wal(cur: Any, timeout_s: float) -> None:
+    """``PRAGMA journal_mode = WAL``, retried while another process holds a lock, for up to the
+    busy timeout. On a fresh file (still in rollback-journal mode) the switch needs an exclusive
+    lock, and SQLite answers SQLITE_BUSY *without* its busy handler when waiting could deadlock
+    (this connection holds a shared lock, another a reserved one: a second process migrating the
+    new store). Eight processes opening one new store at once hit it; a store already in WAL
+    mode returns at once (the mode is persistent)."""
+    retry(
+        retry=retry_if_exception(_locked),
+        wait=wait_random_exponential(multiplier=0.01, max=0.25),
+        stop=stop_after_delay(max(timeout_s, 0.1)),
+        reraise=True,
+    )(cur.execute)("PRAGMA journal_mode = WAL")
 
 
 def _sqlite_vec_path() -> str:
