@@ -1,4 +1,4 @@
-"""Retrieval quality on LoCoMo through the public API (protocol: ../shared/eval/README.md).
+"""Retrieval quality on LoCoMo through the public API: recall@k of the evidence turns.
 
     python benchmarks/locomo_recall.py PATH [--embedder hashing|local|both]
                                             [--url URL | --embedded-pg] [--stale-context]
@@ -11,6 +11,12 @@ one session per LoCoMo session and one frame per turn
 revision 0006, so reconcile must restore them), then asks every category 1-4 question three
 ways with ``mind.search(question, limit=50, lanes=...)``: keyword only, vector only, and
 hybrid (both lanes, the default).
+
+PATH is a LoCoMo data file in its original JSON layout (``data/locomo10.json`` of the
+snap-research/LoCoMo repository, or a subset of its samples). A question's gold set is its
+``evidence`` dia_ids (split on ``;`` and whitespace, ``D:11:26`` read as ``D11:26``, ids that name
+no turn dropped; questions left without one skipped); recall@k is the share of them among the
+top k frames.
 
 Prints recall@{1,5,10,20,50}, hit@10, MRR and recall@10 per category for each lane set.
 """
