@@ -255,3 +255,41 @@ def test_progress_is_reported(mind: ws.Mind, tmp_path: Path) -> None:
     mind.harvest.sync(progress=lambda done, total: calls.append((done, total)))
     assert calls
     assert calls[-1] == (5, 5)
+
+
+def test_a_sync_counts_only_what_it_stored_when_another_sync_ran_meanwhile(
+        mind: ws.Mind, tmp_path: Path) -> None:
+    """Two syncs of one source that overlap: the second stores the frames the first had not
+    written yet; the first finds them stored (dedup hits) and must not count them again. The
+    overlap is made deterministic by running the second sync from the first one's progress
+    callback, between its chunks (no transaction is open there)."""
+    path = tmp_path / "big.jsonl"
+    n = 300  # more than one cognify_batch chunk (250)
+    path.write_text("\n".join(json.dumps({"content": f"harvested fact number {i}"})
+                              for i in range(n)), encoding="utf-8")
+    mind.harvest.add_source("jsonl", path, name="big")
+    inner: list[ws.HarvestReport] = []
+
+    def between_chunks(done: int, total: int) -> None:
+        if not inner and done < total:
+            inner.append(mind.harvest.sync("big"))
+
+    outer = mind.harvest.sync("big", progress=between_chunks)
+    assert len(inner) == 1
+    stored = [f for f in _frames(mind) if f.content.startswith("harvested fact number")]
+    assert len(stored) == n
+    assert inner[0].frames_created + outer.frames_created == n
+    assert inner[0].items_imported + outer.items_imported == n
+    source = mind.harvest.get("big")
+    assert source is not None
+    assert (source.items_imported, source.frames_created) == (n, n)
+
+
+def test_cognify_batch_says_which_items_it_stored(mind: ws.Mind) -> None:
+    mind.cognify("an old memory about Oslo")
+    result = mind.cognify_batch(["a new memory about Rome", "an old memory about Oslo",
+                                 "a new memory about Rome", "", "one more about Kyiv"])
+    assert result.created == [True, False, False, False, True]
+    assert result.frame_ids[0] == result.frame_ids[2]
+    assert result.frame_ids[3] is None
+    assert [index for index, _ in result.failures] == [3]

@@ -190,13 +190,13 @@ def _write_one_by_one(session: Session, mind: MindContext, gop: str, items: Sequ
     for position, item in enumerate(items):
         try:
             with session.begin_nested():
-                frame_id, _new = _write_frame(session, mind.id, gop, item)
+                frame_id, new = _write_frame(session, mind.id, gop, item)
                 n_entities, n_relations = _write_graph(session, mind.id, frame_id, item, schema)
         except (WaggleStoreError, sa_exc.IntegrityError) as exc:
             on_error(item, exc)
             continue
         pending_vectors[frame_id] = vectors[position] if vectors is not None else None
-        written[item.index] = Written(frame_id, n_entities, n_relations, False)
+        written[item.index] = Written(frame_id, n_entities, n_relations, False, created=new)
     ready = write_vectors(session, mind, pending_vectors, model_id, embed_error)
     for w in written.values():
         w.vector_ready = w.frame_id in ready
@@ -289,6 +289,7 @@ def cognify_batch(mind: MindContext, items: Iterable[str | MemoryInput], *,
     else:
         total = len(items)
     frame_ids: list[int | None] = [None] * total
+    created: list[bool] = [False] * total
     failures: list[tuple[int, str]] = []
 
     def on_error(item: Item, exc: Exception) -> None:
@@ -306,16 +307,17 @@ def cognify_batch(mind: MindContext, items: Iterable[str | MemoryInput], *,
                 failures.append((index, f"{type(exc).__name__}: {exc}"))
         done += len(chunk_in)
         if chunk:
-            _write_chunk(mind, chunk, gop_id, use_vectors, not_embedded, on_error, frame_ids)
+            _write_chunk(mind, chunk, gop_id, use_vectors, not_embedded, on_error, frame_ids,
+                         created)
         if progress is not None:
             progress(done, total)
     failures.sort()
-    return BatchResult(frame_ids=frame_ids, failures=failures)
+    return BatchResult(frame_ids=frame_ids, failures=failures, created=created)
 
 
 def _write_chunk(mind: MindContext, chunk: list[Item], gop_id: str | None, use_vectors: bool,
                  not_embedded: str | None, on_error: Callable[[Item, Exception], None],
-                 frame_ids: list[int | None]) -> None:
+                 frame_ids: list[int | None], created: list[bool]) -> None:
     """Embed one chunk (outside any transaction) and write it in one transaction."""
     vectors, error = (embed_texts(mind, [it.content for it in chunk]) if use_vectors
                       else (None, not_embedded))
@@ -329,3 +331,4 @@ def _write_chunk(mind: MindContext, chunk: list[Item], gop_id: str | None, use_v
         written = {}
     for index, w in written.items():
         frame_ids[index] = w.frame_id
+        created[index] = w.created

@@ -87,6 +87,9 @@ class Written:
     relations: int
     vector_ready: bool
     vector_error: str | None = None
+    #: True where this write stored the item as a new frame; False where the mind already held
+    #: its content (a dedup hit, also an earlier item of the same chunk with the same content).
+    created: bool = False
 
 
 def _in_chunks(values: Sequence[Any]) -> list[Sequence[Any]]:
@@ -300,8 +303,10 @@ def write_chunk(session: Session, mind: MindContext, gop_id: str, items: Sequenc
         ready |= new_ids
     counts, relations = _write_graph(session, mind.id, items, frame_ids, new_ids, schema)
     written: dict[int, Written] = {}
-    for item, frame_id, n_entities in zip(items, frame_ids, counts, strict=True):
+    for position, (item, frame_id, n_entities) in enumerate(
+            zip(items, frame_ids, counts, strict=True)):
         ok = frame_id in ready
         written[item.index] = Written(frame_id, n_entities, relations, ok,
-                                      None if ok else embed_error)
+                                      None if ok else embed_error,
+                                      created=frame_id in new_ids and first[frame_id] == position)
     return written

@@ -187,8 +187,15 @@ class CognifyResult:
 
 @dataclass(frozen=True)
 class BatchResult:
+    """``frame_ids`` in input order (None where an item failed, with ``failures`` saying why);
+    ``created`` in input order, True where this call stored the item as a new memory, False
+    where the mind already held the same content (the id is that memory's) or the item failed.
+    Counting ``created`` counts what the call added, also when another writer stored the same
+    content between the caller's own check and this call."""
+
     frame_ids: list[int | None]
     failures: list[tuple[int, str]]
+    created: list[bool] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -123,8 +123,11 @@ def _sync_one(mind: MindContext, source: HarvestSource, tally: _Tally,
     created: list[int] = []
     items: set[int] = set()
     if result is not None:
-        for (item_index, _), frame_id in zip(fresh, result.frame_ids, strict=True):
-            if frame_id is not None:
+        # Only what this call stored counts: a concurrent sync of the same source may have
+        # stored some of these frames since _new_frames looked (then they are dedup hits).
+        for (item_index, _), frame_id, new in zip(fresh, result.frame_ids, result.created,
+                                                  strict=True):
+            if frame_id is not None and new:
                 created.append(frame_id)
                 items.add(item_index)
         failures += [(f"{source.name}: {parsed.items[fresh[i][0]].ref}", why)
