@@ -173,9 +173,20 @@ class Store(TransferMixin):
     # -- minds --------------------------------------------------------------------------------
 
     def mind(self, name: str = "default", *, kind: str = "workspace") -> Mind:
-        """Get the mind called ``name``, creating it (race-free) if it does not exist."""
+        """Get the mind called ``name``, creating it (race-free) if it does not exist.
+
+        An existing mind is looked up in a read transaction: getting a mind is what every
+        front-end call does first (each MCP tool call, each CLI command), and a write
+        transaction there would queue a search behind another process's ingest for SQLite's
+        write lock. Only a missing mind takes the write path (race-free through the unique
+        name: processes creating it at once all get the one row)."""
         check_mind_name(name)
         check_mind_kind(kind)
+        with self.read() as session:
+            found = MindRepository(session).get(name)
+            if found is not None:
+                return Mind(MindContext(self.context, found.id, found.name, found.kind),
+                            self.searcher)
         with self.write() as session:
             row, _ = MindRepository(session).get_or_create(name, kind)
             return Mind(MindContext(self.context, row.id, row.name, row.kind), self.searcher)

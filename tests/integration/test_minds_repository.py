@@ -125,3 +125,38 @@ def test_concurrent_get_or_create_makes_one_mind(store: ws.Store) -> None:
         assert len({row_id for row_id, _ in mine}) == 1, f"{name}: several rows"
         assert Counter(created for _, created in mine)[True] == 1, f"{name}: created != once"
     assert [m.name for m in store.list_minds()] == [f"shared-{n}" for n in range(ROUNDS)]
+
+
+def test_getting_an_existing_mind_does_not_wait_for_a_writer(store: ws.Store) -> None:
+    """``store.mind(name)`` of a mind that exists reads; it does not queue behind another
+    writer's open transaction (SQLite's one write lock; every MCP tool call and CLI command
+    starts with it). The writer holds its transaction until the lookup has returned, so a
+    lookup that waited for the write lock would never return before the writer gave up."""
+    store.mind("existing").kv.set("k", 1)
+    holding = threading.Event()
+    looked_up = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            with store.write() as session:
+                MindRepository(session).get_or_create("written-meanwhile")
+                session.flush()
+                holding.set()
+                assert looked_up.wait(60), "the lookup did not return while the writer held"
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread below
+            holding.set()
+            errors.append(exc)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert holding.wait(60)
+    try:
+        mind = store.mind("existing")
+        looked_up.set()
+    finally:
+        looked_up.set()
+        thread.join(120)
+    assert errors == []
+    assert mind.kv.get("k") == 1
+    assert {m.name for m in store.list_minds()} == {"existing", "written-meanwhile"}
