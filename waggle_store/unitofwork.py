@@ -41,6 +41,11 @@ class Database:
     (see :func:`waggle_store.engine.read_only`).
     """
 
+    #: Whether its connections are its own, from its engine's pool: a read that lost one may run
+    #: again on another. A host's connection (:class:`JoinedDatabase`) took the host's
+    #: transaction with it.
+    owns_connections = True
+
     def __init__(self, engine: sa.Engine, read_engine: sa.Engine) -> None:
         self.engine = engine
         self._read_engine = read_engine
@@ -116,6 +121,8 @@ class JoinedDatabase(Database):
     schema first on the ``search_path``) for the operation only; both are put back after it.
     """
 
+    owns_connections = False
+
     def __init__(self, connection: sa.Connection, schema: str | None,
                  translate: dict[str | None, str | None]) -> None:
         super().__init__(connection.engine, connection.engine)
@@ -136,8 +143,11 @@ class JoinedDatabase(Database):
         before = conn.get_execution_options().get("schema_translate_map")
         conn.execution_options(schema_translate_map=self._translate)
         try:
-            open_host_transaction(conn)
-            nested = conn.begin_nested()
+            try:
+                open_host_transaction(conn)
+                nested = conn.begin_nested()
+            except BaseException as exc:  # noqa: BLE001 - re-raised, translated
+                raise_translated(exc)  # the host's connection lost: DatabaseUnavailableError
             try:
                 previous = join_transaction(conn, self._schema)
                 yield conn

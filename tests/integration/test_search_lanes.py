@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 
@@ -63,6 +64,64 @@ def test_a_lost_connection_is_invalidated_and_the_next_search_reconnects(
         conn.rollback()
     # The frame that says "payments" first; the next turn follows through its context.
     assert [r.frame.content for r in mind.search("payments")] == [TEXTS[0], TEXTS[1]]
+
+
+def _kill_the_pooled_connection(store: ws.Store) -> None:
+    """Leave one connection in the store's pool, idle, and end its server process from outside
+    the pool (the server restarting or an administrator's ``pg_terminate_backend``)."""
+    store.engine.pool.dispose()
+    with store.read_connection() as conn:
+        pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+    outside = sa.create_engine(store.engine.url, poolclass=sa.pool.NullPool)
+    try:
+        with outside.connect() as other:
+            assert other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid}).scalar()
+    finally:
+        outside.dispose()
+
+
+@only_postgres  # an embedded SQLite file has no server connection to lose
+@pytest.mark.parametrize("idle", ["past the window", "within the window"])
+def test_a_search_on_a_pooled_connection_killed_while_idle_succeeds(
+    store: ws.Store, mind: ws.Mind, monkeypatch: pytest.MonkeyPatch, idle: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Past the window the checkout pings, finds the connection lost and hands out a fresh
+    one. Within it no ping is sent: the search's first statement finds the connection lost
+    (SQLAlchemy invalidates it), and the search, which only reads, runs once more on a fresh
+    connection — not a lane falling back to LIKE or left out as if its index had failed."""
+    from waggle_store.dialects import postgres_engine
+
+    _seed(store, mind)
+    expected = [r.frame.content for r in mind.search("payments")]
+    window = 0.0 if idle == "past the window" else 3600.0
+    monkeypatch.setattr(postgres_engine, "PING_AFTER_IDLE", window)
+    _kill_the_pooled_connection(store)
+    results = mind.search("payments")
+    assert [r.frame.content for r in results] == expected == [TEXTS[0], TEXTS[1]]
+    assert results[0].explain["degraded"] == []
+    assert results[0].explain["keyword_backend"] == "postgresql"
+    assert set(results[0].explain["lanes_run"]) == {"keyword", "vector"}
+    ran_again = "lost its database connection, running it again" in caplog.text
+    assert ran_again == (idle == "within the window")
+
+
+@only_postgres
+def test_a_lost_connection_in_a_hosts_transaction_is_not_run_again(
+    store: ws.Store, mind: ws.Mind
+) -> None:
+    """A store joined to a host's transaction does not retry: the host's transaction went with
+    the connection, so the search raises instead of reading outside it."""
+    _seed(store, mind)
+    with store.engine.connect() as host:
+        host.begin()
+        joined = store.within(host).mind(mind.name)
+        assert joined.search("payments")
+        pid = host.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        with store.engine.connect() as other:
+            other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        with pytest.raises(ws.DatabaseUnavailableError, match="connection to the database"):
+            joined.search("payments")
 
 
 @only_postgres  # server-side prepared statements are a Postgres (psycopg) matter

@@ -1,4 +1,4 @@
-"""Postgres engines and schemas: psycopg 3, ``pool_pre_ping``, waggle_store's own schema.
+"""Postgres engines and schemas: psycopg 3, a ping after idle, waggle_store's own schema.
 
 Every waggle_store object lives in its own schema (``StoreConfig.schema``); the engine puts it
 first on the ``search_path`` of its connections so unqualified names resolve there, with
@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy import Connection
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 from waggle_store.config import StoreConfig
 from waggle_store.dialects.info import engine_info
@@ -32,6 +35,42 @@ HNSW_EF_SEARCH: Final = 40
 HNSW_OPTIONS: Final = (
     f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={HNSW_EF_SEARCH}"
 )
+
+#: A pooled connection checked in less than this many seconds ago is handed out without a ping
+#: (HikariCP's ``aliveBypassWindowMs`` is the same 500 ms): SQLAlchemy's ``pool_pre_ping`` pings
+#: on every checkout, a round trip that was a third of a default search's. A connection lost
+#: inside the window fails its first statement instead; that invalidates it and the pool's
+#: older connections, and a search, which only reads, runs once more on a fresh one
+#: (:mod:`waggle_store.search.engine`).
+PING_AFTER_IDLE: Final = 0.5
+_LAST_USED: Final = "waggle_last_used"
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """``pool_pre_ping`` (the pessimistic check of SQLAlchemy's "Disconnect Handling") for a
+    connection idle longer than :data:`PING_AFTER_IDLE`: a ping that finds it lost raises
+    ``InvalidatePoolError``, on which the pool discards it and every older pooled connection
+    (as ``pool_pre_ping`` does) and hands out a fresh one."""
+    dialect = engine.dialect
+
+    def used(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        record.info[_LAST_USED] = time.monotonic()
+
+    def checkout(dbapi_connection: Any, record: ConnectionPoolEntry,
+                 proxy: PoolProxiedConnection) -> None:
+        last = record.info.get(_LAST_USED)
+        if last is not None and time.monotonic() - last < PING_AFTER_IDLE:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as exc:
+            if dialect.is_disconnect(exc, dbapi_connection, None):
+                raise sa_exc.InvalidatePoolError(f"ping after idle failed: {exc}") from exc
+            raise
+
+    sa.event.listen(engine, "connect", used)  # a fresh connection needs no ping
+    sa.event.listen(engine, "checkin", used)
+    sa.event.listen(engine, "checkout", checkout)
 
 
 def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> Engine:
@@ -52,8 +91,9 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
     # The models' tables (schema "waggle") land in this engine's schema, for a host's ORM too.
     options = {"schema_translate_map": schema_translate_map(config.schema),
                **kwargs.pop("execution_options", {})}
-    engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect_args,
-                              execution_options=options, **kwargs)
+    engine = sa.create_engine(url, connect_args=connect_args, execution_options=options,
+                              **kwargs)
+    _ping_when_idle(engine)
     info = engine_info(engine)
     info.driver = engine.dialect.driver
     info.schema = config.schema

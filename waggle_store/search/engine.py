@@ -27,6 +27,7 @@ from sqlalchemy import exc as sa_exc
 
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.dialects.base import LaneHit, ModelNotActiveError
+from waggle_store.errors import DatabaseUnavailableError
 from waggle_store.models import EmbeddingModelRow, MindEmbeddingModelRow
 from waggle_store.records import SearchResult
 from waggle_store.repositories.frames import FrameRepository
@@ -64,6 +65,13 @@ _MODEL_SQL: Final = select(
     EmbeddingModelRow.dimensions,
 ).join(EmbeddingModelRow, EmbeddingModelRow.id == MindEmbeddingModelRow.model_id).where(
     MindEmbeddingModelRow.mind_id == bindparam("mind_id"), MindEmbeddingModelRow.status == "active")
+
+
+def lost_connection(exc: DatabaseUnavailableError) -> bool:
+    """Whether ``exc`` is a pooled connection found lost by a statement (SQLAlchemy invalidated
+    it), not a failure to connect."""
+    cause = exc.__cause__
+    return isinstance(cause, sa_exc.DBAPIError) and cause.connection_invalidated
 
 
 def settled(hits: Sequence[LaneHit]) -> list[LaneHit]:
@@ -105,12 +113,42 @@ class HybridSearch:
         degraded: list[str] = []
         qvec, key = self._embed_query(mind, query, plan, degraded, query_vector)
         k = plan.limit * OVERFETCH
-        meta: dict[str, Any] = {"degraded": degraded,
-                                "keyword_backend": self._store.adapter.dialect}
         # Entity names are only looked up when the contextual score needs them.
         names = query_names(query) if plan.context is None else []
         # No BEGIN/COMMIT where the database reads per statement anyway (Postgres).
         per_statement = self._store.adapter.reads_per_statement(k)
+        # A search only reads, so one that lost its pooled connection (the server restarted, or
+        # ended the backend, since the connection's last use) runs once more on a fresh one:
+        # the pool skips its ping for a connection used moments ago (postgres_engine.py). Not in
+        # a host's transaction, which the lost connection took with it.
+        retry = self._store.db.owns_connections
+        while True:
+            lane_degraded = list(degraded)
+            meta: dict[str, Any] = {"degraded": lane_degraded,
+                                    "keyword_backend": self._store.adapter.dialect}
+            try:
+                found = self._read(mind, plan, k, qvec, key, meta, query, names, per_statement)
+                break
+            except DatabaseUnavailableError as exc:
+                if not (retry and lost_connection(exc)):
+                    raise
+                log.warning("search lost its database connection, running it again: %s", exc)
+                retry = False
+        if found is None:
+            return []
+        ran, fusion, distances = found
+        return rank_results(ran=ran, fusion=fusion, distances=distances, profile=plan.profile,
+                            limit=plan.limit, now=utcnow(), keyword_backend=meta["keyword_backend"],
+                            degraded=lane_degraded, query=query,
+                            keyword="keyword" in plan.lanes)
+
+    def _read(self, mind: MindContext, plan: SearchPlan, k: int, qvec: list[float] | None,
+              key: ModelKey | None, meta: dict[str, Any], query: str, names: list[str],
+              per_statement: bool
+              ) -> tuple[dict[str, list[LaneHit]], Fusion, Mapping[int, int]] | None:
+        """The lanes, their fusion and the graph distances, on one read connection; None when
+        no lane found anything."""
+        degraded: list[str] = meta["degraded"]
         with self._store.read_connection(per_statement=per_statement) as conn:
             ran: dict[str, list[LaneHit]] = {}
             if "keyword" in plan.lanes:
@@ -133,16 +171,14 @@ class HybridSearch:
                          for lane, lane_hits in ran.items()},
             )
             if not fusion.scores:
-                return []
+                return None
             distances = plan.context
             if distances is None:
                 # Only frames that mention an entity can be near one; none, and no query runs.
                 mentioning = sorted({h.frame_id for lane_hits in ran.values()
                                      for h in lane_hits if h.mentions})
                 distances = self._graph(conn, mind.id, names, mentioning)
-        return rank_results(ran=ran, fusion=fusion, distances=distances, profile=plan.profile,
-                            limit=plan.limit, now=utcnow(), keyword_backend=meta["keyword_backend"],
-                            degraded=degraded, query=query, keyword="keyword" in plan.lanes)
+        return ran, fusion, distances
 
     def recall(self, mind: MindContext, query: str, **options: Any) -> list[SearchResult]:
         """:meth:`search`, then count one access of every returned frame, in one transaction."""
@@ -197,6 +233,8 @@ class HybridSearch:
         try:
             return adapter.keyword_search(conn, terms=plan.terms, where=plan.where, limit=k)
         except sa_exc.DBAPIError as exc:
+            if exc.connection_invalidated:
+                raise  # a lost connection, not a failing index: see search()
             conn.rollback()  # Postgres aborts the transaction on error; start a fresh one
             log.warning("keyword index failed, using the LIKE fallback: %s", exc.orig)
             explain["degraded"].append(f"keyword index failed ({exc.orig}); LIKE fallback used")
@@ -205,6 +243,8 @@ class HybridSearch:
             return adapter.like_search(conn, patterns=like_patterns(query), where=plan.where,
                                        limit=k)
         except sa_exc.DBAPIError as exc:
+            if exc.connection_invalidated:
+                raise
             conn.rollback()
             explain["degraded"].append(f"keyword lane off: LIKE fallback failed ({exc.orig})")
             return None
@@ -236,6 +276,8 @@ class HybridSearch:
             except ModelNotActiveError:
                 continue
             except sa_exc.DBAPIError as exc:
+                if exc.connection_invalidated:
+                    raise
                 conn.rollback()
                 log.warning("vector lane failed, searching keywords only: %s", exc.orig)
                 degraded.append(f"vector lane off: the vector index failed ({exc.orig})")
