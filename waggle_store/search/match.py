@@ -33,6 +33,7 @@ returned, or in which order.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Final
 
@@ -40,7 +41,7 @@ from waggle_store.dialects.base import LaneHit
 from waggle_store.search.fusion import vector_confidence
 from waggle_store.search.query import keyword_terms, text_terms
 
-__all__ = ["DIGITS", "fold_term", "lexical_coverage", "match_scores"]
+__all__ = ["DIGITS", "fold_term", "lexical_coverage", "match_scores", "term_finder"]
 
 _POSSESSIVE: Final = ("'s", "\u2019s")
 #: Match scores are rounded to this many decimals: sqlite-vec and pgvector compute cosine
@@ -59,8 +60,22 @@ def fold_term(term: str) -> str:
     return folded
 
 
-def lexical_coverage(query_terms: Collection[str], content: str) -> float:
-    """The share of ``query_terms`` (already folded) found among ``content``'s folded terms."""
+def term_finder(query_terms: Collection[str]) -> re.Pattern[str] | None:
+    """The whitespace-separated tokens of a case-folded text that contain one of
+    ``query_terms`` (already folded), in one regular-expression scan; None for no terms.
+
+    A token starts where no non-space character precedes it (``re``'s ``\\s`` is exactly
+    ``str.isspace``, the whitespace ``str.split`` and :func:`~.query.text_terms` split at)."""
+    if not query_terms:
+        return None
+    alternatives = "|".join(re.escape(t) for t in sorted(query_terms, key=len, reverse=True))
+    return re.compile(rf"(?<!\S)\S*?(?:{alternatives})\S*")
+
+
+def lexical_coverage(query_terms: Collection[str], content: str,
+                     finder: re.Pattern[str] | None = None) -> float:
+    """The share of ``query_terms`` (already folded) found among ``content``'s folded terms
+    (``finder``: their :func:`term_finder`, compiled once per search)."""
     if not query_terms:
         return 0.0
     # A content term that folds to ``t`` starts with ``t`` once case-folded (folding only drops
@@ -69,13 +84,21 @@ def lexical_coverage(query_terms: Collection[str], content: str) -> float:
     # (case-folded) are split into terms. The result is that of splitting the whole content
     # (the terms of a text are the union of its tokens' terms); the split, the costliest part
     # of a search's Python work, runs for a few words instead of every word of every result.
-    if not any(t in content.casefold() for t in query_terms):
+    folded = content.casefold()
+    if not any(t in folded for t in query_terms):
         return 0.0
+    if content.isascii():
+        # ASCII case-folds character for character (to lower case): a token of ``folded`` sits
+        # at the same offsets as its original in ``content``, so one scan finds them all.
+        finder = finder or term_finder(query_terms)
+        assert finder is not None  # query_terms is not empty
+        tokens = [content[m.start():m.end()] for m in finder.finditer(folded)]
+    else:
+        tokens = [token for token in content.split()
+                  if any(t in token.casefold() for t in query_terms)]
     found: set[str] = set()
-    for token in content.split():  # the whitespace text_terms splits at (str.isspace)
-        folded = token.casefold()
-        if any(t in folded for t in query_terms):
-            found.update(fold_term(t) for t in text_terms(token))
+    for token in tokens:
+        found.update(fold_term(t) for t in text_terms(token))
     return sum(1 for t in query_terms if t in found) / len(query_terms)
 
 
@@ -87,13 +110,14 @@ def match_scores(query: str, *, keyword: bool, vector_hits: Sequence[LaneHit] | 
     lane's hits, nearest first, or None when it did not run.
     """
     terms = {fold_term(t) for t in keyword_terms(query)} if keyword else set()
+    finder = term_finder(terms)
     semantic: dict[int, float] = {}
     if vector_hits is not None:
         confidences = vector_confidence([h.score for h in vector_hits])
         for hit, confidence in zip(vector_hits, confidences, strict=True):
             semantic.setdefault(hit.frame_id, confidence)
     return {
-        frame_id: round(1.0 - (1.0 - lexical_coverage(terms, content))
+        frame_id: round(1.0 - (1.0 - lexical_coverage(terms, content, finder))
                         * (1.0 - semantic.get(frame_id, 0.0)), DIGITS)
         for frame_id, content in contents.items()
     }

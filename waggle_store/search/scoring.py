@@ -90,6 +90,8 @@ def get_profile(name: str) -> ScoringProfile:
 
 def _as_utc(when: datetime) -> datetime:
     """Naive values are UTC by the store's convention; aware ones are converted, not relabelled."""
+    if when.tzinfo is UTC:  # what the store reads back (models/base.py): nothing to convert
+        return when
     if when.tzinfo is None or when.tzinfo.utcoffset(when) is None:
         return when.replace(tzinfo=UTC)
     return when.astimezone(UTC)
