@@ -7,7 +7,7 @@
 Builds a store of N synthetic frames (Zipf-distributed pseudo-words, 10 sessions) with the
 deterministic hashing embedder (384 dims), then times, per query:
 
-* library: ``mind.search(q, limit=20)`` (query embedding, a pooled connection with its pre-ping,
+* library: ``mind.search(q, limit=20)`` (query embedding, a pooled connection (pinged if idle),
   both lanes with 2x over-fetch, fusion, the graph-distance query when a candidate mentions an
   entity, scoring, explain);
 * first: the first search after opening (on SQLite's index lane: reading the mind into memory);

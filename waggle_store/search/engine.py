@@ -8,7 +8,8 @@ Degradation is explicit, never silent: a lane that cannot run (no embedder, no v
 vectors for the embedder's model yet, no keyword terms) is left out of the fusion and named in
 ``explain["degraded"]``; a keyword index that errors falls back to an escaped LIKE scan; an
 embedder that fails at query time leaves the keyword results. Nothing here turns a backend
-failure into an exception for the caller except a broken database connection.
+failure into an exception for the caller except a broken database connection (a
+pooled connection found lost is replaced and the search run once more first).
 
 ``lanes=`` (an addition to the API, used by benchmarks and diagnostics) restricts the search to
 ``{"keyword"}`` or ``{"vector"}``; the default runs both.
