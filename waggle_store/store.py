@@ -183,13 +183,11 @@ class Store(TransferMixin):
         check_mind_name(name)
         check_mind_kind(kind)
         with self.read() as session:
-            found = MindRepository(session).get(name)
-            if found is not None:
-                return Mind(MindContext(self.context, found.id, found.name, found.kind),
-                            self.searcher)
-        with self.write() as session:
-            row, _ = MindRepository(session).get_or_create(name, kind)
-            return Mind(MindContext(self.context, row.id, row.name, row.kind), self.searcher)
+            row = MindRepository(session).get(name)
+        if row is None:
+            with self.write() as session:
+                row, _ = MindRepository(session).get_or_create(name, kind)
+        return Mind(MindContext(self.context, row.id, row.name, row.kind), self.searcher)
 
     def list_minds(self) -> list[MindInfo]:
         with self.read() as session:
