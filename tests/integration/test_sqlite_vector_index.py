@@ -32,6 +32,15 @@ pytestmark = only_sqlite
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True, params=["inline", "worker"])
+def scan_thread(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test on both scan paths: on the calling thread (small minds) and on the worker
+    thread that overlaps the keyword lane (minds of ``INLINE_SCAN_BELOW`` entries and more)."""
+    if request.param == "worker":
+        monkeypatch.setattr(sqlite_vecindex, "INLINE_SCAN_BELOW", 0)
+    return str(request.param)
+
+
 class DenseEmbedder:
     """Pseudo-random dense unit vectors seeded by the text: ties are (almost) impossible, so the
     order of two exact scans is comparable position by position."""

@@ -16,7 +16,7 @@ Lanes return each hit's frame columns (``LaneHit.frame``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal, Protocol, TypeAlias
@@ -64,6 +64,36 @@ class LaneHit:
     frame: tuple[Any, ...]
     #: Whether the frame mentions any entity (only such frames can have a graph distance).
     mentions: bool = False
+
+
+class PendingLane(Protocol):
+    """A vector lane begun by :meth:`SearchAdapter.start_vector_search`: the work that needs no
+    database connection may still be running (SQLite: the in-process scan, on a worker thread)
+    while the caller uses the connection for the keyword lane; :meth:`result` finishes it on the
+    same connection, in the same transaction."""
+
+    def result(self) -> list[LaneHit]: ...
+
+
+@dataclass(frozen=True)
+class DoneLane:
+    """A lane that had nothing left to do off the connection: its hits, already found."""
+
+    hits: list[LaneHit]
+
+    def result(self) -> list[LaneHit]:
+        return self.hits
+
+
+@dataclass(frozen=True)
+class DeferredLane:
+    """A lane that runs whole when its result is asked for (an adapter with no work to overlap:
+    the statements run in the same order as a plain ``vector_search`` after the keyword lane)."""
+
+    run: Callable[[], list[LaneHit]]
+
+    def result(self) -> list[LaneHit]:
+        return self.run()
 
 
 @dataclass(frozen=True)
@@ -187,6 +217,20 @@ class SearchAdapter(Protocol):
         """Nearest first (score = cosine distance), only frames whose manifest is ready for
         ``model_id`` with the frame's current content hash; :class:`ModelNotActiveError` when
         ``model_id`` is no longer the active model."""
+        ...
+
+    def start_vector_search(
+        self,
+        session: Executor,
+        *,
+        model_id: int,
+        vector: Sequence[float],
+        where: LaneFilter,
+        limit: int,
+    ) -> PendingLane:
+        """:meth:`vector_search` in two steps, so a search can run its keyword lane on
+        ``session`` while the adapter's connection-free work proceeds; ``result()`` gives what
+        :meth:`vector_search` would have returned (and raises what it would have raised)."""
         ...
 
     # -- vector index maintenance -------------------------------------------------------------

@@ -37,10 +37,12 @@ from waggle_store.dialects.base import (
     T_EMBEDDINGS,
     T_FRAMES,
     Capabilities,
+    DeferredLane,
     DerivedProblem,
     Executor,
     LaneFilter,
     LaneHit,
+    PendingLane,
     VectorRow,
     VectorTables,
     vector_table_name,
@@ -229,6 +231,19 @@ class PostgresAdapter:
         self, session: Executor, *, patterns: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
         return like_search(session, operator="ILIKE", patterns=patterns, where=where, limit=limit)
+
+    def start_vector_search(
+        self,
+        session: Executor,
+        *,
+        model_id: int,
+        vector: Sequence[float],
+        where: LaneFilter,
+        limit: int,
+    ) -> PendingLane:
+        # The server does the whole lane: nothing to overlap on the client.
+        return DeferredLane(lambda: self.vector_search(
+            session, model_id=model_id, vector=vector, where=where, limit=limit))
 
     def vector_search(
         self,

@@ -33,10 +33,12 @@ from waggle_store.dialects.base import (
     T_FRAMES,
     T_FTS,
     Capabilities,
+    DeferredLane,
     DerivedProblem,
     Executor,
     LaneFilter,
     LaneHit,
+    PendingLane,
     VectorRow,
     VectorTables,
     vector_table_name,
@@ -231,16 +233,37 @@ class SQLiteAdapter:
         where: LaneFilter,
         limit: int,
     ) -> list[LaneHit]:
-        hits: list[LaneHit] = []
-        for mind_id in where.mind_ids:
-            found = self.vector_index.search(session, model_id, vector, where, int(mind_id), limit)
-            if found is None:  # no numpy, no change log yet, over the memory budget: vec0
-                found = self._vector_search_one(
-                    session, model_id, vector, where, int(mind_id), limit
-                )
-            hits.extend(found)
-        hits.sort(key=lambda h: (h.score, h.frame_id))
-        return hits[:limit]
+        return self.start_vector_search(
+            session, model_id=model_id, vector=vector, where=where, limit=limit
+        ).result()
+
+    def start_vector_search(
+        self,
+        session: Executor,
+        *,
+        model_id: int,
+        vector: Sequence[float],
+        where: LaneFilter,
+        limit: int,
+    ) -> PendingLane:
+        # Each mind's index scan starts now (on a worker thread); vec0 answers, on the
+        # connection, when the result is asked for.
+        scans = [(int(mind_id), self.vector_index.start(
+            session, model_id, vector, where, int(mind_id), limit)) for mind_id in where.mind_ids]
+
+        def finish() -> list[LaneHit]:
+            hits: list[LaneHit] = []
+            for mind_id, scan in scans:
+                found = scan.result() if scan is not None else None
+                if found is None:  # no numpy, no change log yet, over the memory budget: vec0
+                    found = self._vector_search_one(
+                        session, model_id, vector, where, mind_id, limit
+                    )
+                hits.extend(found)
+            hits.sort(key=lambda h: (h.score, h.frame_id))
+            return hits[:limit]
+
+        return DeferredLane(finish)
 
     def _vector_search_one(
         self,

@@ -45,6 +45,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -192,21 +193,69 @@ class VectorIndex:
                where: LaneFilter, mind_id: int, limit: int) -> list[LaneHit] | None:
         """The lane's hits for one mind, or None when this index cannot answer (no numpy, no
         log, over the budget, a snapshot older than the cache): the caller runs vec0's KNN."""
+        np_, seq, low = self._position(executor)
+        if np_ is None:
+            return None
+        with self._lock:
+            lane = self._lane(executor, np_, (mind_id, model_id), seq, low)
+            if lane is None:
+                return None
+            return self._search(executor, np_, lane, model_id, vector, where, mind_id, limit)
+
+    def start(self, executor: Executor, model_id: int, vector: Sequence[float],
+              where: LaneFilter, mind_id: int, limit: int) -> _PendingScan | None:
+        """:meth:`search` begun: the change-log check and any refresh run here, on
+        ``executor``; the scan runs on a worker thread (numpy releases the GIL) while the
+        caller uses the connection; :meth:`_PendingScan.result` verifies the candidates on it.
+        None: this index cannot answer (as :meth:`search`)."""
+        np_, seq, low = self._position(executor)
+        if np_ is None:
+            return None
+        # The lock is taken here and released by the scan when it ends (a ``threading.Lock``
+        # may be released by another thread): no refresh can move the rows under the scan, and
+        # the candidates are those of this search's snapshot.
+        self._lock.acquire()
+        held = True
+        try:
+            lane = self._lane(executor, np_, (mind_id, model_id), seq, low)
+            if lane is None:
+                return None
+            scan: Future[_Scan] | _Scan
+            if lane.n * lane.dims < INLINE_SCAN_BELOW:
+                scan = _scan(np_, lane, vector, where, limit)
+            else:
+                scan = _workers().submit(self._scan_then_release, np_, lane, vector, where, limit)
+                held = False  # the scan releases it
+        finally:
+            if held:
+                self._lock.release()
+        return _PendingScan(self, executor, scan, model_id, vector, where, mind_id, limit, lane)
+
+    def _scan_then_release(self, np_: Any, lane: _Lane, vector: Sequence[float],
+                           where: LaneFilter, limit: int) -> _Scan:
+        try:
+            return _scan(np_, lane, vector, where, limit)
+        finally:
+            self._lock.release()
+
+    def _position(self, executor: Executor) -> tuple[Any, int, int]:
+        """numpy (None: no numpy, no log or no budget) and the snapshot's log bounds."""
         np_ = _numpy() if self.budget > 0 else None
         if np_ is None or not self._has_log(executor):
-            return None
+            return None, 0, 0
         # Two subqueries: SQLite answers a lone min() or max() from the primary key's ends,
         # but ``SELECT min(seq), max(seq)`` scans the whole log (7 ms at its 200,000 entries).
         low, high = run_lane(executor, f"SELECT (SELECT min(seq) FROM {LOG_TABLE}), "
                              f"(SELECT max(seq) FROM {LOG_TABLE})", {})[0]
-        seq = int(high or 0)
-        key = (mind_id, model_id)
-        with self._lock:
-            lane = self._current(executor, np_, key, seq, int(low or 0))
-            if lane is None:
-                return None
+        return np_, int(high or 0), int(low or 0)
+
+    def _lane(self, executor: Executor, np_: Any, key: tuple[int, int], seq: int,
+              low: int) -> _Lane | None:
+        """The (mind, model) as of ``seq``, refreshed or loaded if need be (under the lock)."""
+        lane = self._current(executor, np_, key, seq, low)
+        if lane is not None:
             self._lanes.move_to_end(key)
-            return self._search(executor, np_, lane, model_id, vector, where, mind_id, limit)
+        return lane
 
     def _has_log(self, executor: Executor) -> bool:
         if not self._log_ready:
@@ -247,46 +296,19 @@ class VectorIndex:
     def _search(self, executor: Executor, np_: Any, lane: _Lane, model_id: int,
                 vector: Sequence[float], where: LaneFilter, mind_id: int,
                 limit: int) -> list[LaneHit]:
-        n = lane.n
-        q = np_.asarray(vector, dtype=np_.float32)
-        norm = float(np_.linalg.norm(q))
-        if norm == 0.0 or n == 0:
-            return []
-        # One pass over the matrix; the filters are masks over the metadata arrays, built only
-        # when something narrows the mind (each costs a pass over n values, not n × d).
-        mask = None if lane.dead == 0 else lane.alive[:n]
-        if where.gop_id is not None:
-            code = lane.gop_codes.get(where.gop_id)
-            if code is None:
-                return []
-            mask = _and(mask, lane.gops[:n] == code)
-        if where.since is not None:
-            mask = _and(mask, lane.ts[:n] >= where.since.timestamp())
-        if where.until is not None:
-            mask = _and(mask, lane.ts[:n] <= where.until.timestamp())
-        # Negated in place, the nearest come first: numpy's introselect is ~30x slower for a
-        # k-th element at the top end of an array of many equal values (the hashing embedder's
-        # many exact 0.0 similarities: 28 ms against 0.9 ms at 1M).
-        neg = lane.matrix[:n] @ (q / norm)
-        np_.negative(neg, out=neg)
-        if mask is not None:
-            neg[~mask] = np_.inf
-        available = n if mask is None else int(np_.count_nonzero(mask))
-        k = min(max(limit, 1), available)
-        while k > 0:
-            top = np_.argpartition(neg, k - 1)[:k] if k < n else np_.arange(n)
-            top = top[np_.isfinite(neg[top])]
-            distance = 1.0 + neg[top].astype(np_.float64)
-            order = np_.lexsort((lane.ids[top], distance))
-            pairs = [[int(i), float(d)] for i, d in zip(lane.ids[top][order].tolist(),
-                                                        distance[order].tolist(), strict=True)]
-            hits = self._verify(executor, model_id, pairs, where, mind_id)
-            if len(hits) < len(pairs):
-                lane.stale = True  # the log missed a change: reload in full next time
-            if len(hits) >= limit or k >= available:
+        scan = _scan(np_, lane, vector, where, limit)
+        while True:
+            hits = self._checked(executor, lane, model_id, scan, where, mind_id)
+            if len(hits) >= limit or scan.k >= scan.available:
                 return hits[:limit]
-            k = min(k * 4, available)
-        return []
+            scan = _widen(np_, lane, scan)
+
+    def _checked(self, executor: Executor, lane: _Lane, model_id: int, scan: _Scan,
+                 where: LaneFilter, mind_id: int) -> list[LaneHit]:
+        hits = self._verify(executor, model_id, scan.pairs, where, mind_id)
+        if len(hits) < len(scan.pairs):
+            lane.stale = True  # the log missed a change: reload in full next time
+        return hits
 
     @staticmethod
     def _verify(executor: Executor, model_id: int, pairs: list[list[Any]], where: LaneFilter,
@@ -372,3 +394,120 @@ class VectorIndex:
             lane.alive = np_.concatenate([lane.alive, np_.zeros(grow, np_.bool_)])
         lane.n += 1
         return lane.n - 1
+
+
+# -- the scan ---------------------------------------------------------------------------------
+
+#: Below this many matrix entries (rows × dimensions: ~5,000 frames of 384 d, ~0.2 ms of scan)
+#: the scan runs on the calling thread: handing it to a worker and back costs about as much.
+INLINE_SCAN_BELOW: Final = 2_000_000
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _workers() -> ThreadPoolExecutor:
+    """The process's scan threads, started on first use. Few: each scan is one pass over memory
+    (bandwidth-bound), so more threads than cores only queue."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1),
+                                       thread_name_prefix="waggle-vector-scan")
+        return _pool
+
+
+def _after_fork_in_child() -> None:
+    # A forked child has none of the parent's threads: a pool created there would wait forever.
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """One scan's result: ``pairs`` = the ``k`` nearest qualifying rows as [frame id, cosine
+    distance], nearest first (ties by id); ``neg`` = every row's negated similarity (``inf`` where
+    a filter excludes it), kept to widen the page; ``available`` = rows that qualify."""
+
+    pairs: list[list[Any]]
+    neg: Any
+    available: int
+    k: int
+
+
+def _scan(np_: Any, lane: _Lane, vector: Sequence[float], where: LaneFilter,
+          limit: int) -> _Scan:
+    """The exact scan of one (mind, model): a float32 matrix-vector product and the top k."""
+    n = lane.n
+    q = np_.asarray(vector, dtype=np_.float32)
+    norm = float(np_.linalg.norm(q))
+    if norm == 0.0 or n == 0:
+        return _Scan([], None, 0, 0)
+    # One pass over the matrix; the filters are masks over the metadata arrays, built only
+    # when something narrows the mind (each costs a pass over n values, not n × d).
+    mask = None if lane.dead == 0 else lane.alive[:n]
+    if where.gop_id is not None:
+        code = lane.gop_codes.get(where.gop_id)
+        if code is None:
+            return _Scan([], None, 0, 0)
+        mask = _and(mask, lane.gops[:n] == code)
+    if where.since is not None:
+        mask = _and(mask, lane.ts[:n] >= where.since.timestamp())
+    if where.until is not None:
+        mask = _and(mask, lane.ts[:n] <= where.until.timestamp())
+    # einsum, not ``@``: a single-threaded pass. The product is memory-bound (OpenBLAS's
+    # threads gain nothing on it idle) and, beside the keyword lane running on the other core,
+    # BLAS threads only contend for the cores (benchmarks/README.md).
+    neg = np_.einsum("ij,j->i", lane.matrix[:n], q / norm)
+    # Negated in place, the nearest come first: numpy's introselect is ~30x slower for a
+    # k-th element at the top end of an array of many equal values (the hashing embedder's
+    # many exact 0.0 similarities: 28 ms against 0.9 ms at 1M).
+    np_.negative(neg, out=neg)
+    if mask is not None:
+        neg[~mask] = np_.inf
+    available = n if mask is None else int(np_.count_nonzero(mask))
+    return _top(np_, lane, neg, available, min(max(limit, 1), available))
+
+
+def _widen(np_: Any, lane: _Lane, scan: _Scan) -> _Scan:
+    """The next page of candidates (4× as many) of the same scan."""
+    return _top(np_, lane, scan.neg, scan.available, min(scan.k * 4, scan.available))
+
+
+def _top(np_: Any, lane: _Lane, neg: Any, available: int, k: int) -> _Scan:
+    if k <= 0:
+        return _Scan([], neg, available, k)
+    n = len(neg)
+    top = np_.argpartition(neg, k - 1)[:k] if k < n else np_.arange(n)
+    top = top[np_.isfinite(neg[top])]
+    distance = 1.0 + neg[top].astype(np_.float64)
+    ids = lane.ids[top]
+    order = np_.lexsort((ids, distance))
+    pairs = [[i, d] for i, d in zip(ids[order].tolist(), distance[order].tolist(), strict=True)]
+    return _Scan(pairs, neg, available, k)
+
+
+class _PendingScan:
+    """A scan begun by :meth:`VectorIndex.start`; :meth:`result` waits for it and verifies."""
+
+    def __init__(self, index: VectorIndex, executor: Executor, scan: Future[_Scan] | _Scan,
+                 model_id: int, vector: Sequence[float], where: LaneFilter, mind_id: int,
+                 limit: int, lane: _Lane) -> None:
+        self._index, self._executor, self._scan = index, executor, scan
+        self._model_id, self._vector, self._where = model_id, vector, where
+        self._mind_id, self._limit, self._lane = mind_id, limit, lane
+
+    def result(self) -> list[LaneHit] | None:
+        """The hits (as :meth:`VectorIndex.search`), None: vec0 must answer."""
+        scan = self._scan.result() if isinstance(self._scan, Future) else self._scan
+        hits = self._index._checked(self._executor, self._lane, self._model_id, scan,
+                                    self._where, self._mind_id)
+        if len(hits) >= self._limit or scan.k >= scan.available:
+            return hits[:self._limit]
+        # The database refused candidates (the log missed a change: the lane is marked stale):
+        # the whole search again, on the refreshed rows, widening under the lock.
+        return self._index.search(self._executor, self._model_id, self._vector, self._where,
+                                  self._mind_id, self._limit)

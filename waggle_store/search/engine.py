@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -27,7 +27,7 @@ from sqlalchemy import Connection, bindparam, select
 from sqlalchemy import exc as sa_exc
 
 from waggle_store.context import MindContext, StoreContext
-from waggle_store.dialects.base import LaneHit, ModelNotActiveError
+from waggle_store.dialects.base import LaneHit, ModelNotActiveError, PendingLane
 from waggle_store.errors import DatabaseUnavailableError
 from waggle_store.models import EmbeddingModelRow, MindEmbeddingModelRow
 from waggle_store.records import SearchResult
@@ -84,6 +84,30 @@ def settled(hits: Sequence[LaneHit]) -> list[LaneHit]:
             for h in hits if h.score < MAX_VECTOR_DISTANCE]
     kept.sort(key=lambda h: (h.score, h.frame_id))
     return kept
+
+
+def _recover(conn: Connection, exc: sa_exc.DBAPIError) -> None:
+    """After a lane's statement failed: a lost connection is raised (not a failing index:
+    :meth:`HybridSearch.search` runs the search once more); otherwise the transaction is rolled
+    back so the next statement can run (Postgres aborts it on error)."""
+    if exc.connection_invalidated:
+        raise exc
+    conn.rollback()
+
+
+def _no_lane() -> None:
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Failed:
+    """A lane that failed to start: :meth:`result` raises its error where the lane's result is
+    handled."""
+
+    error: Exception
+
+    def result(self) -> list[LaneHit]:
+        raise self.error
 
 
 class HybridSearch:
@@ -153,6 +177,11 @@ class HybridSearch:
         degraded: list[str] = meta["degraded"]
         with self._store.read_connection(per_statement=per_statement) as conn:
             ran: dict[str, list[LaneHit]] = {}
+            # The vector lane begins first: what it does off the connection (SQLite: the
+            # in-process scan, on a worker thread) runs while the keyword lane uses the
+            # connection. Its notes join ``degraded`` after the keyword lane's.
+            vector_notes: list[str] = []
+            vector = self._vector_lane(conn, mind, plan, k, qvec, key, vector_notes)
             if "keyword" in plan.lanes:
                 if plan.terms:
                     hits = self._keyword_lane(conn, plan, k, meta, query)
@@ -160,7 +189,8 @@ class HybridSearch:
                         ran["keyword"] = hits
                 else:
                     degraded.append("keyword lane off: no search terms in the query")
-            hits = self._vector_lane(conn, mind, plan, k, qvec, key, degraded)
+            hits = vector()
+            degraded.extend(vector_notes)
             if hits is not None:
                 ran["vector"] = hits
             # Confidence-weighted RRF (search/fusion.py): each lane's hits are weighted by that
@@ -235,9 +265,7 @@ class HybridSearch:
         try:
             return adapter.keyword_search(conn, terms=plan.terms, where=plan.where, limit=k)
         except sa_exc.DBAPIError as exc:
-            if exc.connection_invalidated:
-                raise  # a lost connection, not a failing index: see search()
-            conn.rollback()  # Postgres aborts the transaction on error; start a fresh one
+            _recover(conn, exc)
             log.warning("keyword index failed, using the LIKE fallback: %s", exc.orig)
             explain["degraded"].append(f"keyword index failed ({exc.orig}); LIKE fallback used")
             explain["keyword_backend"] = "like"
@@ -245,50 +273,72 @@ class HybridSearch:
             return adapter.like_search(conn, patterns=like_patterns(query), where=plan.where,
                                        limit=k)
         except sa_exc.DBAPIError as exc:
-            if exc.connection_invalidated:
-                raise
-            conn.rollback()
+            _recover(conn, exc)
             explain["degraded"].append(f"keyword lane off: LIKE fallback failed ({exc.orig})")
             return None
 
     def _vector_lane(self, conn: Connection, mind: MindContext, plan: SearchPlan, k: int,
                      qvec: list[float] | None, key: ModelKey | None,
-                     degraded: list[str]) -> list[LaneHit] | None:
+                     degraded: list[str]) -> Callable[[], list[LaneHit] | None]:
+        """The vector lane begun; the returned call finishes it (on ``conn``), None when the
+        lane is off (the reason in ``degraded``)."""
         if qvec is None or key is None:
-            return None
-        adapter = self._store.adapter
-        if not adapter.vector_backend_available(conn):
+            return _no_lane
+        if not self._store.adapter.vector_backend_available(conn):
             degraded.append("vector lane off: no vector backend (see store.health())")
-            return None
+            return _no_lane
         # The cached model first; if the lane finds it replaced (a switch flipped the mind),
         # look the mind's active model up again.
-        for cached in (True, False):
-            found = self._mind_model(conn, mind.id, cached=cached)
-            if found is None:
-                degraded.append(f"vector lane off: mind {mind.name!r} has no vectors yet "
-                                "(run store.reconcile())")
-                return None
-            model_id, active = found
-            if active != key:
-                degraded.append(f"vector lane off: {mismatch_reason(mind.name, active, key)}")
-                return None
-            try:
-                hits = adapter.vector_search(conn, model_id=model_id, vector=qvec,
-                                             where=plan.where, limit=k)
-            except ModelNotActiveError:
-                continue
-            except sa_exc.DBAPIError as exc:
-                if exc.connection_invalidated:
-                    raise
-                conn.rollback()
-                log.warning("vector lane failed, searching keywords only: %s", exc.orig)
-                degraded.append(f"vector lane off: the vector index failed ({exc.orig})")
-                return None
-            if not hits and cached and self._mind_model(conn, mind.id, cached=False) != found:
-                continue  # no row carried the model check: the mind was switched since cached
-            return settled(hits)
-        degraded.append("vector lane off: the mind's embedding model changed during the search")
-        return None
+        first = self._begin_vector(conn, mind, plan, k, qvec, key, degraded, cached=True)
+
+        def finish() -> list[LaneHit] | None:
+            started = first
+            for cached in (True, False):
+                if started is None:
+                    return None
+                found, pending = started
+                try:
+                    hits: list[LaneHit] | None = pending.result()
+                except ModelNotActiveError:
+                    hits = None
+                except sa_exc.DBAPIError as exc:
+                    _recover(conn, exc)
+                    log.warning("vector lane failed, searching keywords only: %s", exc.orig)
+                    degraded.append(f"vector lane off: the vector index failed ({exc.orig})")
+                    return None
+                # No hits and the cache's model: no row carried the model check, so the mind
+                # may have been switched since it was cached.
+                if hits is not None and (hits or not cached or
+                                         self._mind_model(conn, mind.id, cached=False) == found):
+                    return settled(hits)
+                if cached:
+                    started = self._begin_vector(conn, mind, plan, k, qvec, key, degraded,
+                                                 cached=False)
+            degraded.append("vector lane off: the mind's embedding model changed during the "
+                            "search")
+            return None
+
+        return finish
+
+    def _begin_vector(self, conn: Connection, mind: MindContext, plan: SearchPlan, k: int,
+                      qvec: list[float], key: ModelKey, degraded: list[str], *, cached: bool
+                      ) -> tuple[tuple[int, ModelKey], PendingLane] | None:
+        """The mind's model (None when it has no vectors or another model than the query's)
+        and its lane started; an error starting it is raised by ``result()``."""
+        found = self._mind_model(conn, mind.id, cached=cached)
+        if found is None:
+            degraded.append(f"vector lane off: mind {mind.name!r} has no vectors yet "
+                            "(run store.reconcile())")
+            return None
+        model_id, active = found
+        if active != key:
+            degraded.append(f"vector lane off: {mismatch_reason(mind.name, active, key)}")
+            return None
+        try:
+            return found, self._store.adapter.start_vector_search(
+                conn, model_id=model_id, vector=qvec, where=plan.where, limit=k)
+        except (ModelNotActiveError, sa_exc.DBAPIError) as exc:
+            return found, _Failed(exc)
 
     def forget(self, mind_id: int) -> None:
         """Drop the cached model of a mind (after this process switched it)."""

@@ -1,0 +1,178 @@
+"""SQLite's vector scan runs on a worker thread beside the keyword lane (``VectorIndex.start``):
+the same answers as the scan on the calling thread, the two really overlap, the index's lock is
+released whatever fails, concurrent searches agree, and a forked child still searches."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import waggle_store as ws
+from waggle_store.dialects import sqlite_vecindex
+from waggle_store.dialects.sqlite import SQLiteAdapter
+from waggle_store.pipeline.embed import embed_frames
+
+from conftest import Target, only_sqlite
+
+pytestmark = only_sqlite
+
+WAIT_S = 10.0
+
+
+@pytest.fixture
+def worker_scans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every mind scanned on the worker thread, however small (the test minds are tiny)."""
+    monkeypatch.setattr(sqlite_vecindex, "INLINE_SCAN_BELOW", 0)
+
+
+def _seeded(store_factory: Callable[..., ws.Store], n: int = 60) -> tuple[ws.Store, ws.Mind]:
+    store = store_factory()
+    mind = store.mind("m")
+    gop = mind.sessions.ensure("s").gop_id
+    ids = [mind.frames.create_i(gop, f"memory number {i} about topic {i % 7}").id
+           for i in range(n)]
+    embed_frames(store.context, ids)
+    return store, mind
+
+
+def _page(mind: ws.Mind, query: str) -> list[tuple[int, float]]:
+    return [(r.frame.id, r.final_score) for r in mind.search(query, limit=10)]
+
+
+QUERIES = ("memory number 3", "topic 5", "about topic", "number 41 topic 6")
+
+
+def test_the_worker_scan_gives_the_same_pages(store_factory: Callable[..., ws.Store],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    _, mind = _seeded(store_factory)
+    inline = {q: _page(mind, q) for q in QUERIES}
+    monkeypatch.setattr(sqlite_vecindex, "INLINE_SCAN_BELOW", 0)
+    for q in QUERIES:
+        assert _page(mind, q) == inline[q], q
+    assert all(inline.values())
+
+
+def test_the_scan_runs_while_the_keyword_lane_does(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch, worker_scans: None
+) -> None:
+    """The scan waits for the keyword lane to have run: run one after the other on one thread,
+    it would wait in vain."""
+    store, mind = _seeded(store_factory)
+    adapter = store.adapter
+    assert isinstance(adapter, SQLiteAdapter)
+    keyword_done = threading.Event()
+    seen: list[tuple[bool, str]] = []
+    real_scan, real_keyword = sqlite_vecindex._scan, adapter.keyword_search
+
+    def scan(*args: Any) -> Any:
+        seen.append((keyword_done.wait(WAIT_S), threading.current_thread().name))
+        return real_scan(*args)
+
+    def keyword(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return real_keyword(*args, **kwargs)
+        finally:
+            keyword_done.set()
+
+    monkeypatch.setattr(sqlite_vecindex, "_scan", scan)
+    monkeypatch.setattr(adapter, "keyword_search", keyword)
+    results = mind.search("memory number 3", limit=5)
+    assert seen
+    assert seen[0][0], "the scan did not run beside the keyword lane"
+    assert seen[0][1].startswith("waggle-vector-scan")
+    assert results[0].frame.content.startswith("memory number 3 ")
+
+
+def _search_in_thread(mind: ws.Mind, query: str) -> list[Any]:
+    """A search with a deadline: a lock left held would hang it."""
+    out: list[Any] = []
+    worker = threading.Thread(target=lambda: out.append(mind.search(query, limit=5)),
+                              daemon=True)
+    worker.start()
+    worker.join(WAIT_S)
+    assert not worker.is_alive(), "the search hung: the index's lock was left held"
+    return out[0]
+
+
+@pytest.mark.parametrize("failing", ["scan", "keyword lane"])
+def test_a_failure_leaves_the_index_unlocked(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch, worker_scans: None,
+    failing: str,
+) -> None:
+    """The scan fails (on the worker) or the keyword lane does while the scan runs: the search
+    raises, and the next search runs (the lock taken for the scan was released)."""
+    store, mind = _seeded(store_factory)
+    assert _search_in_thread(mind, "memory number 4")  # the lane loaded
+    adapter = store.adapter
+    assert isinstance(adapter, SQLiteAdapter)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{failing} broke")
+
+    if failing == "scan":
+        monkeypatch.setattr(sqlite_vecindex, "_scan", broken)
+    else:
+        monkeypatch.setattr(adapter, "keyword_search", broken)
+    with pytest.raises(RuntimeError, match="broke"):
+        mind.search("memory number 4", limit=5)
+    monkeypatch.undo()
+    monkeypatch.setattr(sqlite_vecindex, "INLINE_SCAN_BELOW", 0)
+    results = _search_in_thread(mind, "memory number 4")
+    assert results[0].frame.content.startswith("memory number 4 ")
+    assert not adapter.vector_index._lock.locked()
+
+
+def test_concurrent_searches_agree_with_one_at_a_time(
+    store_factory: Callable[..., ws.Store], worker_scans: None
+) -> None:
+    _, mind = _seeded(store_factory)
+    expected = {q: _page(mind, q) for q in QUERIES}
+    failures: list[str] = []
+
+    def run() -> None:
+        for _ in range(15):
+            for q in QUERIES:
+                got = _page(mind, q)
+                if got != expected[q]:
+                    failures.append(f"{q}: {got} != {expected[q]}")
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
+    assert not failures, failures[:3]
+
+
+def _child(url: str, query: str, out: Any) -> None:
+    store = ws.open_store(url, embedder="hashing")
+    try:
+        out.put([r.frame.content for r in store.mind("m").search(query, limit=3)])
+    finally:
+        store.close()
+
+
+def test_a_forked_child_scans_on_its_own_threads(
+    store_factory: Callable[..., ws.Store], target: Target, worker_scans: None
+) -> None:
+    """The parent's scan threads do not exist in a forked child: it starts its own (a pool
+    inherited from the parent would take the scan and never run it)."""
+    _, mind = _seeded(store_factory)
+    assert _page(mind, "memory number 5")  # the parent's pool exists now
+    assert sqlite_vecindex._pool is not None
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_child, args=(target.url, "memory number 5", out))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child's search hung")
+    assert child.exitcode == 0
+    contents = out.get(timeout=5)
+    assert contents[0].startswith("memory number 5 ")
