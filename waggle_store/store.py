@@ -301,6 +301,7 @@ class Store(TransferMixin):
         if not self.db.closed and self._owns_engine:
             self.engine.dispose()
         self.db.closed = True
+        self.adapter.release_caches()  # e.g. SQLite's in-memory vector index
 
     def __enter__(self) -> Store:
         return self

@@ -295,3 +295,14 @@ def test_the_budget_bounds_the_index(store_factory: Callable[..., ws.Store]) -> 
     indexed, vec0 = _lanes(store, a, q, LaneFilter([a.id]), 10)
     assert _ids(indexed) == _ids(vec0)
     assert index.nbytes == 0
+
+
+def test_closing_the_store_frees_the_index(store_factory: Callable[..., ws.Store]) -> None:
+    store = store_factory(embedder=DenseEmbedder())
+    mind = store.mind("m")
+    _seed(store, mind, 20)
+    assert mind.search("memory number 4", lanes=("vector",))
+    index = _adapter(store).vector_index
+    assert index.nbytes > 0
+    store.close()
+    assert index.nbytes == 0

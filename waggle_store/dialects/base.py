@@ -181,6 +181,11 @@ class SearchAdapter(Protocol):
 
     def capabilities(self, session: Session) -> Capabilities: ...
 
+    def release_caches(self) -> None:
+        """Free what this adapter holds in memory for its store (the store is closing); a
+        later search rebuilds it."""
+        ...
+
     def vector_backend_available(self, session: Executor) -> bool:
         """Cheap (cached) check used on every search; ``capabilities`` says why not."""
         ...

@@ -120,6 +120,9 @@ class PostgresAdapter:
         #: Minds searched -> frames counted (idf's N): see :mod:`keyword_rank`.
         self._frame_counts = FrameCounts()
 
+    def release_caches(self) -> None:
+        pass  # a few counters and flags: nothing worth freeing
+
     def capabilities(self, session: Session) -> Capabilities:
         reasons: list[str] = []
         versions = {"postgresql": str(session.execute(text("SHOW server_version")).scalar())}

@@ -118,6 +118,9 @@ class SQLiteAdapter:
         #: Minds searched -> frames counted (idf's N): see :mod:`keyword_rank`.
         self._frame_counts = FrameCounts()
 
+    def release_caches(self) -> None:
+        self.vector_index.clear()  # up to WAGGLE_VECTOR_INDEX_BYTES of vectors
+
     def capabilities(self, session: Session) -> Capabilities:
         info = engine_info(self.engine)
         reasons: list[str] = []
