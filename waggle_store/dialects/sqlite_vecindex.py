@@ -34,6 +34,13 @@ index of a store keeps at most ``WAGGLE_VECTOR_INDEX_BYTES`` (default :data:`DEF
 2 GiB; ``0`` turns the index off), evicting the least recently searched (mind, model) first; a
 mind larger than the budget is searched by vec0. numpy is imported on the first vector search
 (not at ``import waggle_store``); without numpy the lane is vec0's.
+
+Threads: a search starts the scan (:meth:`VectorIndex.start`) before its keyword lane and reads
+the result after it. A mind of :data:`INLINE_SCAN_BELOW` matrix entries or more is scanned on a
+worker thread meanwhile (numpy and SQLite both release the GIL, so on two cores the search costs
+about the slower lane instead of both); a smaller one is scanned at once on the caller's thread,
+where overlapping would save little. The index's lock is held from the refresh to
+the scan's end, so the scan reads the rows of its own snapshot.
 """
 
 from __future__ import annotations
@@ -398,8 +405,10 @@ class VectorIndex:
 
 # -- the scan ---------------------------------------------------------------------------------
 
-#: Below this many matrix entries (rows × dimensions: ~5,000 frames of 384 d, ~0.2 ms of scan)
-#: the scan runs on the calling thread: handing it to a worker and back costs about as much.
+#: Below this many matrix entries (rows × dimensions: ~5,000 frames of 384 d, under ~0.3 ms of
+#: scan) the scan runs on the calling thread: overlapping it would save a few percent of a search
+#: (the hand-off to a worker and back costs ~0.02–0.05 ms), not worth a thread per process for
+#: the many small minds.
 INLINE_SCAN_BELOW: Final = 2_000_000
 
 _pool: ThreadPoolExecutor | None = None

@@ -2,7 +2,10 @@
 
 One algorithm for both dialects: every piece of SQL that differs lives in the adapter; this module
 embeds the query (outside any transaction: network calls never hold a database lock), runs the
-lanes in one read transaction, fuses (:mod:`.fusion`), ranks and explains (:mod:`.explain`).
+lanes in one read transaction, fuses (:mod:`.fusion`), ranks and explains (:mod:`.explain`). The
+vector lane is started before the keyword lane and finished after it
+(:meth:`~waggle_store.dialects.base.SearchAdapter.start_vector_search`), so an adapter whose lane
+has work off the connection (SQLite's in-memory scan) does it while the keyword lane runs.
 
 Degradation is explicit, never silent: a lane that cannot run (no embedder, no vector backend, no
 vectors for the embedder's model yet, no keyword terms) is left out of the fusion and named in
