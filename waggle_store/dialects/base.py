@@ -76,16 +76,6 @@ class PendingLane(Protocol):
 
 
 @dataclass(frozen=True)
-class DoneLane:
-    """A lane that had nothing left to do off the connection: its hits, already found."""
-
-    hits: list[LaneHit]
-
-    def result(self) -> list[LaneHit]:
-        return self.hits
-
-
-@dataclass(frozen=True)
 class DeferredLane:
     """A lane that runs whole when its result is asked for (an adapter with no work to overlap:
     the statements run in the same order as a plain ``vector_search`` after the keyword lane)."""

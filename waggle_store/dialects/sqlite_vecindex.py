@@ -312,6 +312,9 @@ class VectorIndex:
 
     def _checked(self, executor: Executor, lane: _Lane, model_id: int, scan: _Scan,
                  where: LaneFilter, mind_id: int) -> list[LaneHit]:
+        """The scan's candidates that the database confirms (see :meth:`_verify`)."""
+        if not scan.pairs:
+            return []
         hits = self._verify(executor, model_id, scan.pairs, where, mind_id)
         if len(hits) < len(scan.pairs):
             lane.stale = True  # the log missed a change: reload in full next time
