@@ -176,3 +176,20 @@ def test_a_forked_child_scans_on_its_own_threads(
     assert child.exitcode == 0
     contents = out.get(timeout=5)
     assert contents[0].startswith("memory number 5 ")
+
+
+def test_without_new_threads_the_scan_runs_inline(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch, worker_scans: None
+) -> None:
+    """At interpreter shutdown the pool takes no new work (``RuntimeError``): the search scans
+    on its own thread instead of failing."""
+    _, mind = _seeded(store_factory)
+    expected = _page(mind, "memory number 6")
+
+    class Closed:
+        def submit(self, *args: Any) -> Any:
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    monkeypatch.setattr(sqlite_vecindex, "_workers", Closed)
+    assert _page(mind, "memory number 6") == expected
+    assert _search_in_thread(mind, "memory number 6")  # and the lock is free

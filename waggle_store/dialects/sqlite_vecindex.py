@@ -227,12 +227,16 @@ class VectorIndex:
             lane = self._lane(executor, np_, (mind_id, model_id), seq, low)
             if lane is None:
                 return None
-            scan: Future[_Scan] | _Scan
-            if lane.n * lane.dims < INLINE_SCAN_BELOW:
+            scan: Future[_Scan] | _Scan | None = None
+            if lane.n * lane.dims >= INLINE_SCAN_BELOW:
+                try:
+                    scan = _workers().submit(self._scan_then_release, np_, lane, vector, where,
+                                             limit)
+                    held = False  # the scan releases it
+                except RuntimeError:  # the interpreter is shutting down: no new threads
+                    scan = None
+            if scan is None:
                 scan = _scan(np_, lane, vector, where, limit)
-            else:
-                scan = _workers().submit(self._scan_then_release, np_, lane, vector, where, limit)
-                held = False  # the scan releases it
         finally:
             if held:
                 self._lock.release()
