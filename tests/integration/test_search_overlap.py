@@ -1,6 +1,9 @@
-"""SQLite's vector scan runs on a worker thread beside the keyword lane (``VectorIndex.start``):
-the same answers as the scan on the calling thread, the two really overlap, the index's lock is
-released whatever fails, concurrent searches agree, and a forked child still searches."""
+"""The vector lane is started before the keyword lane and finished after it
+(``SearchAdapter.start_vector_search``). On SQLite the scan runs on a worker thread meanwhile
+(``VectorIndex.start``): the same answers as the scan on the calling thread, the two really
+overlap, the index's lock is released whatever fails, and a forked child still searches. On both
+dialects: a lane failing between start and finish fails that search only, and concurrent
+searches agree with one-at-a-time."""
 
 from __future__ import annotations
 
@@ -17,8 +20,6 @@ from waggle_store.dialects.sqlite import SQLiteAdapter
 from waggle_store.pipeline.embed import embed_frames
 
 from conftest import Target, only_sqlite
-
-pytestmark = only_sqlite
 
 WAIT_S = 10.0
 
@@ -46,6 +47,7 @@ def _page(mind: ws.Mind, query: str) -> list[tuple[int, float]]:
 QUERIES = ("memory number 3", "topic 5", "about topic", "number 41 topic 6")
 
 
+@only_sqlite
 def test_the_worker_scan_gives_the_same_pages(store_factory: Callable[..., ws.Store],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     _, mind = _seeded(store_factory)
@@ -56,6 +58,7 @@ def test_the_worker_scan_gives_the_same_pages(store_factory: Callable[..., ws.St
     assert all(inline.values())
 
 
+@only_sqlite
 def test_the_scan_runs_while_the_keyword_lane_does(
     store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch, worker_scans: None
 ) -> None:
@@ -98,31 +101,45 @@ def _search_in_thread(mind: ws.Mind, query: str) -> list[Any]:
     return out[0]
 
 
-@pytest.mark.parametrize("failing", ["scan", "keyword lane"])
-def test_a_failure_leaves_the_index_unlocked(
-    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch, worker_scans: None,
-    failing: str,
-) -> None:
-    """The scan fails (on the worker) or the keyword lane does while the scan runs: the search
-    raises, and the next search runs (the lock taken for the scan was released)."""
-    store, mind = _seeded(store_factory)
-    assert _search_in_thread(mind, "memory number 4")  # the lane loaded
-    adapter = store.adapter
-    assert isinstance(adapter, SQLiteAdapter)
+def _fails_then_recovers(mind: ws.Mind, monkeypatch: pytest.MonkeyPatch, obj: object,
+                         name: str) -> None:
+    """``obj.name`` raises during one search: that search raises; the next one (on a deadline,
+    every scan on the worker again) runs."""
 
     def broken(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(f"{failing} broke")
+        raise RuntimeError(f"{name} broke")
 
-    if failing == "scan":
-        monkeypatch.setattr(sqlite_vecindex, "_scan", broken)
-    else:
-        monkeypatch.setattr(adapter, "keyword_search", broken)
+    monkeypatch.setattr(obj, name, broken)
     with pytest.raises(RuntimeError, match="broke"):
         mind.search("memory number 4", limit=5)
     monkeypatch.undo()
     monkeypatch.setattr(sqlite_vecindex, "INLINE_SCAN_BELOW", 0)
     results = _search_in_thread(mind, "memory number 4")
     assert results[0].frame.content.startswith("memory number 4 ")
+
+
+def test_a_keyword_lane_failing_while_the_vector_lane_is_pending(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch, worker_scans: None
+) -> None:
+    """The vector lane is started (SQLite: its scan running, holding the index's lock) when the
+    keyword lane raises: the search raises, and the next search runs."""
+    store, mind = _seeded(store_factory)
+    assert _search_in_thread(mind, "memory number 4")  # SQLite: the lane loaded
+    _fails_then_recovers(mind, monkeypatch, store.adapter, "keyword_search")
+    if isinstance(store.adapter, SQLiteAdapter):
+        assert not store.adapter.vector_index._lock.locked()
+
+
+@only_sqlite
+def test_a_failing_scan_leaves_the_index_unlocked(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch, worker_scans: None
+) -> None:
+    """The scan fails on the worker: the search raises, the lock the scan held is released."""
+    store, mind = _seeded(store_factory)
+    assert _search_in_thread(mind, "memory number 4")
+    adapter = store.adapter
+    assert isinstance(adapter, SQLiteAdapter)
+    _fails_then_recovers(mind, monkeypatch, sqlite_vecindex, "_scan")
     assert not adapter.vector_index._lock.locked()
 
 
@@ -157,6 +174,7 @@ def _child(url: str, query: str, out: Any) -> None:
         store.close()
 
 
+@only_sqlite
 def test_a_forked_child_scans_on_its_own_threads(
     store_factory: Callable[..., ws.Store], target: Target, worker_scans: None
 ) -> None:
@@ -178,6 +196,7 @@ def test_a_forked_child_scans_on_its_own_threads(
     assert contents[0].startswith("memory number 5 ")
 
 
+@only_sqlite
 def test_without_new_threads_the_scan_runs_inline(
     store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch, worker_scans: None
 ) -> None:
