@@ -90,6 +90,8 @@ class Store(TransferMixin):
         self.context = StoreContext(self.db, adapter, embedder, schema=in_schema,
                                     prepare_embedder=self.prepare_embedder)
         self._owns_engine = owns_engine
+        #: A view (:meth:`within`) shares its store's adapter: closing it frees none of its caches.
+        self._owns_adapter = True
         self.searcher = HybridSearch(self.context)
 
     def prepare_embedder(self, spec: str | Embedder) -> Embedder | None:
@@ -153,6 +155,7 @@ class Store(TransferMixin):
         view.context = StoreContext(view.db, self.adapter, None, schema=self.schema)
         view.tier, view.user_id, view.tier_policy = self.tier, self.user_id, self.tier_policy
         view._owns_engine = False
+        view._owns_adapter = False
         view.searcher = HybridSearch(view.context)
         return view
 
@@ -301,7 +304,8 @@ class Store(TransferMixin):
         if not self.db.closed and self._owns_engine:
             self.engine.dispose()
         self.db.closed = True
-        self.adapter.release_caches()  # e.g. SQLite's in-memory vector index
+        if self._owns_adapter:
+            self.adapter.release_caches()  # e.g. SQLite's in-memory vector index
 
     def __enter__(self) -> Store:
         return self

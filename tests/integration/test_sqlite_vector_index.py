@@ -304,5 +304,8 @@ def test_closing_the_store_frees_the_index(store_factory: Callable[..., ws.Store
     assert mind.search("memory number 4", lanes=("vector",))
     index = _adapter(store).vector_index
     assert index.nbytes > 0
+    with store.engine.connect() as conn:
+        store.within(conn).close()  # a view shares the store's index: it stays
+    assert index.nbytes > 0
     store.close()
     assert index.nbytes == 0
