@@ -45,10 +45,10 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
         scored.append((fused_score * relevance, frame_id, relevance))
     # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
     scored.sort(key=lambda item: item[0], reverse=True)
-    raw_scores: dict[str, dict[int, float]] = {}
-    for lane, lane_hits in ran.items():
-        for h in lane_hits:  # the first (best-ranked) hit of a frame, as the fusion counts it
-            raw_scores.setdefault(lane, {}).setdefault(h.frame_id, h.score)
+    # Each lane's raw score of a frame: its first (best-ranked) hit, as the fusion counts it
+    # (built backwards, so the first hit is the one a dict keeps).
+    raw_scores = {lane: {h.frame_id: h.score for h in reversed(lane_hits)}
+                  for lane, lane_hits in ran.items()}
     page = scored[:limit]
     matches = match_scores(query, keyword=keyword, vector_hits=ran.get("vector"),
                            contents={fid: frames[fid][_CONTENT] for _, fid, _ in page})

@@ -209,18 +209,18 @@ class Fusion:
 
     def detail(self, frame_id: int) -> FusedScore:
         """The :class:`FusedScore` of one fused id (``KeyError`` for an id no lane returned)."""
-        lane_hits = self._hits[frame_id]
         total, k = self._total, self._k
-        return FusedScore(
-            frame_id=frame_id,
-            score=self.scores[frame_id],
-            raw=sum(1.0 / (k + rank) for rank, _, _ in lane_hits.values()),
-            ranks=MappingProxyType({lane: rank for lane, (rank, _, _) in lane_hits.items()}),
-            weights=MappingProxyType({lane: w for lane, (_, w, _) in lane_hits.items()}),
-            contributions=MappingProxyType(
-                {lane: t / total if total > 0 else 0.0 for lane, (_, _, t) in lane_hits.items()}
-            ),
-        )
+        raw = 0.0
+        ranks: dict[str, int] = {}
+        weights: dict[str, float] = {}
+        contributions: dict[str, float] = {}
+        for lane, (rank, w, t) in self._hits[frame_id].items():  # one pass: explain's hot path
+            raw += 1.0 / (k + rank)
+            ranks[lane], weights[lane] = rank, w
+            contributions[lane] = t / total if total > 0 else 0.0
+        return FusedScore(frame_id=frame_id, score=self.scores[frame_id], raw=raw,
+                          ranks=MappingProxyType(ranks), weights=MappingProxyType(weights),
+                          contributions=MappingProxyType(contributions))
 
 
 def rrf_fuse(

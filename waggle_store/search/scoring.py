@@ -148,12 +148,25 @@ def relevance_scorer(
     dict that only the returned page's ``explain`` needs."""
     weights = profile if isinstance(profile, ScoringProfile) else get_profile(profile)
     now_utc = _as_utc(now)
+    # The sub-scores of a count, an importance and a distance are each computed once per
+    # scorer: a search's candidates share a handful of values (most were never accessed, most
+    # are "normal"), and the calls were half of ranking's time.
+    popularity: dict[int, float] = {}
+    importances: dict[str, float] = {}
+    contextual: dict[int | None, float] = {}
 
     def relevance(last_accessed: datetime, access_count: int, importance: str,
                   graph_distance: int | None) -> float:
-        return _weighted(weights, temporal_score(last_accessed, now_utc),
-                         popularity_score(access_count), contextual_score(graph_distance),
-                         importance_score(importance))
+        p = popularity.get(access_count)
+        if p is None:
+            p = popularity[access_count] = popularity_score(access_count)
+        i = importances.get(importance)
+        if i is None:
+            i = importances[importance] = importance_score(importance)
+        c = contextual.get(graph_distance)
+        if c is None:
+            c = contextual[graph_distance] = contextual_score(graph_distance)
+        return _weighted(weights, temporal_score(last_accessed, now_utc), p, c, i)
 
     return relevance
 
