@@ -6,11 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from waggle_store.dialects.base import LaneHit
 from waggle_store.pipeline.combined import memory_score
 from waggle_store.records import Frame, SearchResult
 from waggle_store.search.match import fold_term, lexical_coverage, match_scores
+from waggle_store.search.query import text_terms
 
 NOW = datetime(2026, 5, 13, tzinfo=UTC)
 
@@ -28,6 +31,25 @@ def test_lexical_coverage_is_the_share_of_query_terms_found() -> None:
     assert lexical_coverage(terms, "Sarah Chen leads Project Apollo.") == 1.0
     assert lexical_coverage(terms, "Apollo's launch") == pytest.approx(1 / 3)
     assert lexical_coverage(set(), "anything") == 0.0
+
+
+#: ASCII words, punctuation and every ASCII character ``str.isspace`` calls whitespace
+#: (including the separators \x1c-\x1f that ``str.split`` splits at).
+_ASCII_TEXT = st.lists(st.sampled_from(
+    ["lead", "leads", "Apollo's", "APOLLO", "misleading", "re-lead", "x", "ss", "'s", ".", ",",
+     " ", "\t", "\n", "\x0b", "\x0c", "\r", "\x1c", "\x1f", "\u00e9", "Stra\u00dfe"]),
+    max_size=30).map("".join)
+
+
+@given(_ASCII_TEXT, st.sets(st.sampled_from(["lead", "apollo", "s", "strasse", "e"]),
+                            min_size=1))
+def test_lexical_coverage_equals_splitting_the_whole_content(content: str,
+                                                             terms: set[str]) -> None:
+    """The coverage looks only at the tokens that hold a query term; it must equal the
+    coverage over every term of the content, on ASCII and non-ASCII texts alike."""
+    every_term = {fold_term(t) for t in text_terms(content)}
+    expected = sum(1 for t in terms if t in every_term) / len(terms)
+    assert lexical_coverage(terms, content) == expected
 
 
 def _hit(frame_id: int, distance: float) -> LaneHit:
