@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Final
 
@@ -59,6 +60,10 @@ NAMING_CONVENTION: dict[str, Any] = {
 }
 
 
+#: The length of the ``YYYY-MM-DD HH:MM:SS.ffffff`` string SQLAlchemy's SQLite DateTime writes.
+_SQLITE_WIDTH: Final = len("2000-01-01 00:00:00.000000")
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """A timezone-aware UTC datetime on both dialects.
 
@@ -86,6 +91,27 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+    def result_processor(self, dialect: Dialect, coltype: Any) -> Callable[[Any], Any] | None:
+        """On SQLite, the fixed-width string this type writes is read in one step:
+        ``fromisoformat`` of it with ``+00:00`` appended gives the UTC datetime directly, where
+        parsing it naive and then ``replace(tzinfo=UTC)`` costs 5x as much (``replace`` alone
+        ~1 µs; a search reads two times of each of its ~80 candidate frames). Any other value
+        takes the general path (:meth:`process_result_value`)."""
+        general = super().result_processor(dialect, coltype)
+        if dialect.name != "sqlite" or general is None:
+            return general
+
+        def process(value: Any) -> Any:
+            if type(value) is str and len(value) == _SQLITE_WIDTH:
+                try:
+                    return datetime.fromisoformat(value + "+00:00")
+                except ValueError:  # same width, another form (an offset of its own)
+                    return general(value)
+            return general(value)
+
+        return process
+
 
 
 # Integer surrogate keys: BIGINT on Postgres, INTEGER on SQLite so the key is the rowid
