@@ -181,29 +181,38 @@ class Fusion:
                     f"lane {lane!r}: {len(lane_weights)} weights for {len(ids)} ids"
                 )
             top = 0.0 if ids else 1.0
+            # (Plain loops and lookups: this runs for every candidate of every search.)
             for rank, (frame_id, weight) in enumerate(zip(ids, lane_weights, strict=True)):
                 w = float(weight)
                 if not 0.0 <= w <= 1.0:  # also rejects NaN
                     raise InvalidInputError(f"lane {lane!r}: weight {weight!r} is not in [0, 1]")
-                seen = hits.setdefault(frame_id, {})
-                if lane not in seen:  # a repeated id keeps its best (first) rank
-                    term = w * (k / (k + rank))
-                    seen[lane] = (rank, w, term)
-                    top = max(top, term)
+                seen = hits.get(frame_id)
+                if seen is None:
+                    seen = hits[frame_id] = {}
+                elif lane in seen:  # a repeated id keeps its best (first) rank
+                    continue
+                term = w * (k / (k + rank))
+                seen[lane] = (rank, w, term)
+                if term > top:
+                    top = term
             best[lane] = top
         total = sum(best.values())
+        lane_count = len(best)
         scores: dict[int, float] = {}
         for frame_id, lane_hits in hits.items():
             if total <= 0:
                 scores[frame_id] = 0.0
             # A frame holding every lane's best term sums to exactly ``total`` (same floats, same
             # order is not guaranteed, hence the explicit check): exactly 1.0, no rounding drift.
-            elif len(lane_hits) == len(best) and all(
+            elif len(lane_hits) == lane_count and all(
                 lane_hits[lane][2] == top for lane, top in best.items()
             ):
                 scores[frame_id] = 1.0
             else:
-                scores[frame_id] = min(1.0, sum(hit[2] for hit in lane_hits.values()) / total)
+                summed = 0.0
+                for hit in lane_hits.values():
+                    summed += hit[2]
+                scores[frame_id] = min(1.0, summed / total)
         self._k, self._hits, self._total = k, hits, total
         self.scores = scores
 
