@@ -19,7 +19,9 @@ deterministic hashing embedder (384 dims), then times, per query:
 SQLite's vector lane runs as the in-process index (``--sqlite-lane index``: change-log check,
 numpy scan, verification statement; the raw side replays the statements and repeats the bare
 matrix product and top-k over the same matrix, on a second thread beside the statements as the
-library overlaps its scan with the keyword lane) and/or as sqlite-vec's KNN (``vec0``). R@20 is
+library overlaps its scan with the keyword lane, and runs the verification statement once the
+scan has ended, as the library must: it verifies the scan's candidates) and/or as sqlite-vec's
+KNN (``vec0``). R@20 is
 the index lane's recall@20 against vec0's exact KNN over 10 queries (1.000 = the same frames).
 
 On Postgres the tables are ``VACUUM ANALYZE``d after the load, as autovacuum would have done.
@@ -170,6 +172,17 @@ def _lane_statements(
 
     sqlite_vecindex._scan = scanning  # type: ignore[assignment]
 
+    # Where the library waits for the scan (before verifying its candidates in SQL): the raw side
+    # waits there too. The verification reads the candidates the scan found, so no lane can run
+    # it while the scan runs; the raw side once did, and hid it under the scan.
+    real_result = sqlite_vecindex._PendingScan.result
+
+    def waiting(pending: Any) -> Any:
+        recorded.append(("wait", None))
+        return real_result(pending)
+
+    sqlite_vecindex._PendingScan.result = waiting  # type: ignore[method-assign]
+
     statements: dict[str, list[Any]] = {}
     for module in modules:
         module.run_lane = recording  # type: ignore[attr-defined]
@@ -184,6 +197,7 @@ def _lane_statements(
         for module in modules:
             module.run_lane = real  # type: ignore[attr-defined]
         sqlite_vecindex._scan = real_scan  # type: ignore[assignment]
+        sqlite_vecindex._PendingScan.result = real_result  # type: ignore[method-assign]
     return statements
 
 
@@ -208,6 +222,10 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
         for sql, args, *scan in statements[query]:
             if sql == "scan":  # overlapped with the statements, as the library does
                 scans.append(workers.submit(_bare_scan, args, *scan))
+                continue
+            if sql == "wait":  # the statements after this one read the scan's result
+                for pending in scans:
+                    pending.result()
                 continue
             cur.execute(sql, args)
             cur.fetchall()
