@@ -48,3 +48,12 @@ def test_postgres_values_are_converted_to_utc() -> None:
     value = read(aware) if read is not None else aware
     assert value == aware
     assert value.tzinfo is UTC
+
+
+def test_a_utc_value_is_returned_as_is() -> None:
+    """The store's Postgres sessions run in UTC, so psycopg's values carry ``datetime.UTC``."""
+    dialect = postgresql.dialect()
+    read = UTCDateTime().dialect_impl(dialect).result_processor(dialect, None)
+    assert read is not None
+    value = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert read(value) is value
