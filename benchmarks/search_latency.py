@@ -21,8 +21,8 @@ numpy scan, verification statement; the raw side replays the statements and repe
 matrix product and top-k over the same matrix, on a second thread beside the statements as the
 library overlaps its scan with the keyword lane, and runs the verification statement once the
 scan has ended, as the library must: it verifies the scan's candidates) and/or as sqlite-vec's
-KNN (``vec0``). R@20 is
-the index lane's recall@20 against vec0's exact KNN over 10 queries (1.000 = the same frames).
+KNN (``vec0``). R@20 is the index lane's recall@20 against vec0's exact KNN over 10 queries
+(1.000 = the same frames).
 
 On Postgres the tables are ``VACUUM ANALYZE``d after the load, as autovacuum would have done.
 

@@ -113,7 +113,6 @@ class UTCDateTime(TypeDecorator[datetime]):
         return process
 
 
-
 # Integer surrogate keys: BIGINT on Postgres, INTEGER on SQLite so the key is the rowid
 # (the FTS5 and vec0 tables use the frame id as their rowid).
 PK = BigInteger().with_variant(Integer(), "sqlite")

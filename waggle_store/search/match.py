@@ -74,12 +74,13 @@ def _tokens_holding(query_terms: Collection[str], folded: str, content: str) -> 
     is a new pattern), more than the rest of the match score."""
     spans: set[tuple[int, int]] = set()
     for term in query_terms:
-        at = folded.find(term)
+        at = folded.find(term) if term else -1  # (no text term is empty)
         while at != -1:
             start = at
             while start > 0 and not folded[start - 1].isspace():
                 start -= 1
-            end = _TOKEN_REST.match(folded, at).end()  # type: ignore[union-attr]
+            rest = _TOKEN_REST.match(folded, at)  # always matches (maybe nothing)
+            end = rest.end() if rest else at + len(term)
             spans.add((start, end))
             at = folded.find(term, end)
     return [content[start:end] for start, end in spans]

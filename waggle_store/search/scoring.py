@@ -148,9 +148,9 @@ def relevance_scorer(
     dict that only the returned page's ``explain`` needs."""
     weights = profile if isinstance(profile, ScoringProfile) else get_profile(profile)
     now_utc = _as_utc(now)
-    # The sub-scores of a count, an importance and a distance are each computed once per
-    # scorer: a search's candidates share a handful of values (most were never accessed, most
-    # are "normal"), and the calls were half of ranking's time.
+    # The sub-scores of an access count, an importance and a distance are computed once per
+    # value: a search's ~80 candidates share a handful of each (most never accessed, most
+    # "normal"), and the relevance runs for every candidate.
     popularity: dict[int, float] = {}
     importances: dict[str, float] = {}
     contextual: dict[int | None, float] = {}
