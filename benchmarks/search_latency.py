@@ -19,8 +19,10 @@ deterministic hashing embedder (384 dims), then times, per query:
 SQLite's vector lane runs as the in-process index (``--sqlite-lane index``: change-log check,
 numpy scan, verification statement; the raw side replays the statements and repeats the bare
 matrix product and top-k over the same matrix, on a second thread beside the statements as the
-library overlaps its scan with the keyword lane, and runs the verification statement once the
-scan has ended, as the library must: it verifies the scan's candidates) and/or as sqlite-vec's
+library overlaps its scan with the keyword lane, the replaying thread taking what is left of the
+product once its statements are done, as the library's searching thread does, and runs the
+verification statement once the scan has ended, as the library must: it verifies the scan's
+candidates) and/or as sqlite-vec's
 KNN (``vec0``). R@20 is the index lane's recall@20 against vec0's exact KNN over 10 queries
 (1.000 = the same frames).
 
@@ -45,6 +47,7 @@ import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -169,9 +172,10 @@ def _lane_statements(
     # product and top-k over the same matrix (recorded as a ("scan", lane, vector, k) step).
     real_scan = sqlite_vecindex._scan
 
-    def scanning(np_: Any, lane: Any, vector: Any, where: Any, limit: int) -> Any:
+    def scanning(np_: Any, lane: Any, vector: Any, where: Any, limit: int,
+                 product: Any = None) -> Any:
         recorded.append(("scan", lane, np_.asarray(vector, np_.float32), limit))
-        return real_scan(np_, lane, vector, where, limit)
+        return real_scan(np_, lane, vector, where, limit, product)
 
     sqlite_vecindex._scan = scanning  # type: ignore[assignment]
 
@@ -184,7 +188,7 @@ def _lane_statements(
         recorded.append(("wait", None))
         return real_result(pending)
 
-    sqlite_vecindex._PendingScan.result = waiting  # type: ignore[method-assign]
+    setattr(sqlite_vecindex._PendingScan, "result", waiting)  # noqa: B010 - patched for the run
 
     statements: dict[str, list[Any]] = {}
     for module in modules:
@@ -200,7 +204,7 @@ def _lane_statements(
         for module in modules:
             module.run_lane = real  # type: ignore[attr-defined]
         sqlite_vecindex._scan = real_scan  # type: ignore[assignment]
-        sqlite_vecindex._PendingScan.result = real_result  # type: ignore[method-assign]
+        setattr(sqlite_vecindex._PendingScan, "result", real_result)  # noqa: B010
     return statements
 
 
@@ -221,19 +225,24 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
         cur = conn.cursor()
         if sqlite:  # isolation_level=None: the library's begin hook does this
             cur.execute("BEGIN DEFERRED")
-        scans = []
+        scans: list[tuple[_BareScan, Any]] = []
         for sql, args, *scan in statements[query]:
             if sql == "scan":  # overlapped with the statements, as the library does
-                scans.append(workers.submit(_bare_scan, args, *scan))
+                bare = _BareScan(args, *scan)
+                scans.append((bare, workers.submit(bare.work)))
                 continue
             if sql == "wait":  # the statements after this one read the scan's result
-                for pending in scans:
+                for bare, pending in scans:
+                    bare.work()  # this thread takes what is left, as the library's does
                     pending.result()
+                    bare.top()
+                scans = []
                 continue
             cur.execute(sql, args)
             cur.fetchall()
-        for pending in scans:
+        for bare, pending in scans:
             pending.result()
+            bare.top()
         if sqlite:
             cur.execute("COMMIT")
         else:
@@ -242,16 +251,36 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
     return run
 
 
-def _bare_scan(lane: Any, vector: Any, k: int) -> None:
+class _BareScan:
     """The least an exact in-memory lane must do: normalise, one matrix-vector product over the
-    mind (single-threaded, as the library's: it runs beside the keyword statement), the top k
-    by distance."""
-    import numpy as np
+    mind, the top k by distance. The product in chunks taken by a worker thread from the start
+    and by the replaying thread once its statements reach the scan's result (the library shares
+    its product the same way: single-threaded passes, two threads at the end)."""
 
-    q = vector / np.linalg.norm(vector)
-    d = 1.0 - np.einsum("ij,j->i", lane.matrix[: lane.n], q)
-    top = np.argpartition(d, k - 1)[:k]
-    top[np.argsort(d[top])]
+    def __init__(self, lane: Any, vector: Any, k: int) -> None:
+        import numpy as np
+
+        self.np, self.k = np, k
+        self.m = lane.matrix[: lane.n]
+        self.q = vector / np.linalg.norm(vector)
+        self.sim = np.empty(lane.n, np.float32)
+        self.rows = max(1, sqlite_vecindex.SCAN_CHUNK_ENTRIES // self.m.shape[1])
+        self.next = 0
+        self.lock = threading.Lock()
+
+    def work(self) -> None:
+        while True:
+            with self.lock:
+                start = self.next
+                if start >= len(self.sim):
+                    return
+                self.next = end = min(len(self.sim), start + self.rows)
+            self.np.einsum("ij,j->i", self.m[start:end], self.q, out=self.sim[start:end])
+
+    def top(self) -> None:
+        d = 1.0 - self.sim
+        top = self.np.argpartition(d, self.k - 1)[: self.k]
+        top[self.np.argsort(d[top])]
 
 
 def _embedder(name: str) -> Any:

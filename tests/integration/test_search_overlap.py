@@ -1,7 +1,8 @@
 """The vector lane is started before the keyword lane and finished after it
 (``SearchAdapter.start_vector_search``). On SQLite the scan runs on a worker thread meanwhile
 (``VectorIndex.start``): the same answers as the scan on the calling thread, the two really
-overlap, the index's lock is released whatever fails, and a forked child still searches. On both
+overlap, the searching thread computes what is left of the product once its keyword lane is
+done, the index's lock is released whatever fails, and a forked child still searches. On both
 dialects: a lane failing between start and finish fails that search only, and concurrent
 searches agree with one-at-a-time."""
 
@@ -88,6 +89,29 @@ def test_the_scan_runs_while_the_keyword_lane_does(
     assert seen[0][0], "the scan did not run beside the keyword lane"
     assert seen[0][1].startswith("waggle-vector-scan")
     assert results[0].frame.content.startswith("memory number 3 ")
+
+
+@only_sqlite
+def test_the_searching_thread_computes_the_product_the_worker_has_not(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch, worker_scans: None
+) -> None:
+    """The product is shared in chunks: with the worker held back until the product is done,
+    the searching thread (its keyword lane over) computes every chunk itself, and the page is
+    the one-thread page. Without the sharing the worker would wait in vain."""
+    _, mind = _seeded(store_factory)
+    expected = _page(mind, "memory number 3")
+    monkeypatch.setattr(sqlite_vecindex, "SCAN_CHUNK_ENTRIES", 64)  # many chunks
+    real_scan = sqlite_vecindex._scan
+    done_first: list[bool] = []
+
+    def scan(*args: Any) -> Any:
+        product = args[-1]
+        done_first.append(product is not None and product._done.wait(WAIT_S))
+        return real_scan(*args)
+
+    monkeypatch.setattr(sqlite_vecindex, "_scan", scan)
+    assert _page(mind, "memory number 3") == expected
+    assert done_first == [True], "the searching thread did not compute the product"
 
 
 def _search_in_thread(mind: ws.Mind, query: str) -> list[Any]:

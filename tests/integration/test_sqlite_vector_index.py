@@ -32,12 +32,16 @@ pytestmark = only_sqlite
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True, params=["inline", "worker"])
+@pytest.fixture(autouse=True, params=["inline", "worker", "shared-chunks"])
 def scan_thread(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test on both scan paths: on the calling thread (small minds) and on the worker
-    thread that overlaps the keyword lane (minds of ``INLINE_SCAN_BELOW`` entries and more)."""
-    if request.param == "worker":
+    """Every test on each scan path: on the calling thread (small minds); on the worker thread
+    that overlaps the keyword lane (minds of ``INLINE_SCAN_BELOW`` entries and more); and the
+    same with the product cut into chunks of a few rows, which the worker and the searching
+    thread share once the keyword lane is done."""
+    if request.param != "inline":
         monkeypatch.setattr(sqlite_vecindex, "INLINE_SCAN_BELOW", 0)
+    if request.param == "shared-chunks":
+        monkeypatch.setattr(sqlite_vecindex, "SCAN_CHUNK_ENTRIES", 100)
     return str(request.param)
 
 

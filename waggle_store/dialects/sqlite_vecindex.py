@@ -38,9 +38,11 @@ mind larger than the budget is searched by vec0. numpy is imported on the first 
 Threads: a search starts the scan (:meth:`VectorIndex.start`) before its keyword lane and reads
 the result after it. A mind of :data:`INLINE_SCAN_BELOW` matrix entries or more is scanned on a
 worker thread meanwhile (numpy and SQLite both release the GIL, so on two cores the search costs
-about the slower lane instead of both); a smaller one is scanned at once on the caller's thread,
-where overlapping would save little. The index's lock is held from the refresh to
-the scan's end, so the scan reads the rows of its own snapshot.
+about the slower lane instead of both), its product cut in chunks (:class:`_Product`) that the
+searching thread also takes once its keyword lane is done, so the rest of a long scan runs on
+both cores; a smaller mind is scanned at once on the caller's thread, where overlapping would
+save little. The index's lock is held from the refresh to the scan's end (every chunk computed),
+so the scan reads the rows of its own snapshot.
 """
 
 from __future__ import annotations
@@ -228,26 +230,36 @@ class VectorIndex:
             if lane is None:
                 return None
             scan: Future[_Scan] | _Scan | None = None
+            product = None
             if lane.n * lane.dims >= INLINE_SCAN_BELOW:
+                product = _Product.of(np_, lane, vector)
                 try:
                     scan = _workers().submit(self._scan_then_release, np_, lane, vector, where,
-                                             limit)
+                                             limit, product)
                     held = False  # the scan releases it
                 except RuntimeError:  # the interpreter is shutting down: no new threads
-                    scan = None
+                    scan = product = None
             if scan is None:
                 scan = _scan(np_, lane, vector, where, limit)
         finally:
             if held:
                 self._lock.release()
-        return _PendingScan(self, executor, scan, model_id, vector, where, mind_id, limit, lane)
+        return _PendingScan(self, executor, scan, model_id, vector, where, mind_id, limit, lane,
+                            product)
 
     def _scan_then_release(self, np_: Any, lane: _Lane, vector: Sequence[float],
-                           where: LaneFilter, limit: int) -> _Scan:
+                           where: LaneFilter, limit: int, product: _Product | None) -> _Scan:
         try:
-            return _scan(np_, lane, vector, where, limit)
+            return _scan(np_, lane, vector, where, limit, product)
         finally:
-            self._lock.release()
+            try:
+                if product is not None:
+                    # Whatever happened above, no chunk is left running or untaken (the search's
+                    # thread may never come to help: its keyword lane failed) when the rows are
+                    # unlocked for a refresh.
+                    product.finish()
+            finally:
+                self._lock.release()
 
     def _position(self, executor: Executor) -> tuple[Any, int, int]:
         """numpy (None: no numpy, no log or no budget) and the snapshot's log bounds."""
@@ -417,6 +429,10 @@ class VectorIndex:
 #: (the hand-off to a worker and back costs ~0.02–0.05 ms), not worth a thread per process for
 #: the many small minds.
 INLINE_SCAN_BELOW: Final = 2_000_000
+#: The product is computed in chunks of this many matrix entries (~2,600 rows of 384 d, ~4 MB,
+#: ~0.2 ms): small enough that two threads sharing the last of a scan finish close together,
+#: large enough that taking a chunk (a lock, a slice) costs nothing beside computing it.
+SCAN_CHUNK_ENTRIES: Final = 1_000_000
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -454,34 +470,120 @@ class _Scan:
     k: int
 
 
-def _scan(np_: Any, lane: _Lane, vector: Sequence[float], where: LaneFilter,
-          limit: int) -> _Scan:
-    """The exact scan of one (mind, model): a float32 matrix-vector product and the top k."""
-    n = lane.n
+def _unit(np_: Any, vector: Sequence[float]) -> Any:
+    """The query as a float32 unit vector; None for a zero vector (it is near nothing)."""
     q = np_.asarray(vector, dtype=np_.float32)
     norm = float(np_.linalg.norm(q))
-    if norm == 0.0 or n == 0:
-        return _Scan([], None, 0, 0)
+    return None if norm == 0.0 else q / norm
+
+
+class _Product:
+    """A scan's matrix-vector product, negated (the nearest come first), in chunks that any
+    thread may take: the scan's worker from the start and the searching thread once its keyword
+    lane has ended (:meth:`_PendingScan.result`), so what is left of the product when the
+    keyword lane ends runs on both cores (a second thread makes the memory-bound product ~1.6x
+    faster here) instead of keeping the search waiting for one."""
+
+    def __init__(self, np_: Any, matrix: Any, q: Any) -> None:
+        self._np, self._matrix, self._q = np_, matrix, q
+        self.neg = np_.empty(len(matrix), np_.float32)
+        self._rows = max(1, SCAN_CHUNK_ENTRIES // max(1, matrix.shape[1]))
+        self._lock = threading.Lock()
+        self._next = 0  # the first row no thread has taken
+        self._left = len(matrix)  # rows not computed (or abandoned) yet
+        self._done = threading.Event()
+        self._error: BaseException | None = None
+        if self._left == 0:
+            self._done.set()
+
+    @classmethod
+    def of(cls, np_: Any, lane: _Lane, vector: Sequence[float]) -> _Product | None:
+        """The product of the lane's rows with the query; None when the scan finds nothing
+        (a zero query, an empty lane)."""
+        q = _unit(np_, vector)
+        return None if q is None or lane.n == 0 else cls(np_, lane.matrix[:lane.n], q)
+
+    def work(self) -> None:
+        """Compute chunks until none is left to take. A failing chunk abandons the untaken
+        ones (:meth:`wait` raises) and raises here."""
+        np_, n = self._np, len(self.neg)
+        while True:
+            with self._lock:
+                start = self._next
+                if start >= n:
+                    return
+                self._next = end = min(n, start + self._rows)
+            try:
+                # einsum, not ``@``: a single-threaded pass per thread. The product is
+                # memory-bound; BLAS's own threads would only contend for the cores with the
+                # keyword lane running beside it (benchmarks/README.md).
+                chunk = np_.einsum("ij,j->i", self._matrix[start:end], self._q,
+                                   out=self.neg[start:end])
+                np_.negative(chunk, out=chunk)
+            except BaseException as exc:
+                with self._lock:
+                    self._error = self._error or exc
+                    self._left -= n - self._next
+                    self._next = n
+                raise
+            finally:
+                with self._lock:
+                    self._left -= end - start
+                    if self._left == 0:
+                        self._done.set()
+
+    def wait(self) -> Any:
+        """The negated similarities, once every chunk is computed."""
+        self._done.wait()
+        if self._error is not None:
+            raise RuntimeError("the vector scan failed") from self._error
+        return self.neg
+
+    def cancel(self) -> None:
+        """No chunk is to be taken any more (the scan found it needs none: an unknown session)."""
+        with self._lock:
+            self._left -= len(self.neg) - self._next
+            self._next = len(self.neg)
+            if self._left == 0:
+                self._done.set()
+
+    def finish(self) -> None:
+        """Take what is left, then wait for the chunks other threads are computing (errors are
+        the reader's: :meth:`wait`)."""
+        try:
+            self.work()
+        finally:
+            self._done.wait()
+
+
+def _scan(np_: Any, lane: _Lane, vector: Sequence[float], where: LaneFilter,
+          limit: int, product: _Product | None = None) -> _Scan:
+    """The exact scan of one (mind, model): a float32 matrix-vector product and the top k.
+    ``product``: that product begun (:meth:`VectorIndex.start`), which this thread helps
+    finish; without it the product is computed here."""
+    n = lane.n
+    if product is None:
+        product = _Product.of(np_, lane, vector)
+        if product is None:
+            return _Scan([], None, 0, 0)
     # One pass over the matrix; the filters are masks over the metadata arrays, built only
     # when something narrows the mind (each costs a pass over n values, not n × d).
     mask = None if lane.dead == 0 else lane.alive[:n]
     if where.gop_id is not None:
         code = lane.gop_codes.get(where.gop_id)
         if code is None:
+            product.cancel()
             return _Scan([], None, 0, 0)
         mask = _and(mask, lane.gops[:n] == code)
     if where.since is not None:
         mask = _and(mask, lane.ts[:n] >= where.since.timestamp())
     if where.until is not None:
         mask = _and(mask, lane.ts[:n] <= where.until.timestamp())
-    # einsum, not ``@``: a single-threaded pass. The product is memory-bound (OpenBLAS's
-    # threads gain nothing on it idle) and, beside the keyword lane running on the other core,
-    # BLAS threads only contend for the cores (benchmarks/README.md).
-    neg = np_.einsum("ij,j->i", lane.matrix[:n], q / norm)
-    # Negated in place, the nearest come first: numpy's introselect is ~30x slower for a
-    # k-th element at the top end of an array of many equal values (the hashing embedder's
-    # many exact 0.0 similarities: 28 ms against 0.9 ms at 1M).
-    np_.negative(neg, out=neg)
+    # Negated, the nearest come first: numpy's introselect is ~30x slower for a k-th element
+    # at the top end of an array of many equal values (the hashing embedder's many exact 0.0
+    # similarities: 28 ms against 0.9 ms at 1M).
+    product.work()
+    neg = product.wait()
     if mask is not None:
         neg[~mask] = np_.inf
     available = n if mask is None else int(np_.count_nonzero(mask))
@@ -511,13 +613,17 @@ class _PendingScan:
 
     def __init__(self, index: VectorIndex, executor: Executor, scan: Future[_Scan] | _Scan,
                  model_id: int, vector: Sequence[float], where: LaneFilter, mind_id: int,
-                 limit: int, lane: _Lane) -> None:
+                 limit: int, lane: _Lane, product: _Product | None = None) -> None:
         self._index, self._executor, self._scan = index, executor, scan
         self._model_id, self._vector, self._where = model_id, vector, where
         self._mind_id, self._limit, self._lane = mind_id, limit, lane
+        self._product = product
 
     def result(self) -> list[LaneHit] | None:
-        """The hits (as :meth:`VectorIndex.search`), None: vec0 must answer."""
+        """The hits (as :meth:`VectorIndex.search`), None: vec0 must answer. The calling thread
+        first helps with what is left of the product (its keyword lane is done)."""
+        if self._product is not None:
+            self._product.work()
         scan = self._scan.result() if isinstance(self._scan, Future) else self._scan
         hits = self._index._checked(self._executor, self._lane, self._model_id, scan,
                                     self._where, self._mind_id)
