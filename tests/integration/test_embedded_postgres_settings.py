@@ -1,6 +1,6 @@
 """``waggle_store.testing.embedded_postgres(settings=...)``: server parameters are in force when
-the URL is handed out (benchmarks size the server for their data this way), and a bad parameter
-name stops the server it started."""
+the URL is handed out (benchmarks size the server for their data this way); a bad name starts
+nothing, a refused value stops the server it started."""
 
 from __future__ import annotations
 
@@ -28,9 +28,17 @@ def test_settings_apply_before_the_url_is_returned() -> None:
         stop()
 
 
-def test_a_bad_parameter_name_stops_the_server() -> None:
+def test_a_bad_parameter_name_starts_no_server() -> None:
     tmp = Path(tempfile.gettempdir())
     before = set(tmp.glob("waggle-badsetting-*"))
     with pytest.raises(ValueError, match="not a server parameter name"):
         embedded_postgres("waggle-badsetting-", settings={"shared_buffers; DROP": "1GB"})
-    assert set(tmp.glob("waggle-badsetting-*")) == before  # stopped and removed
+    assert set(tmp.glob("waggle-badsetting-*")) == before
+
+
+def test_a_refused_value_stops_the_server() -> None:
+    tmp = Path(tempfile.gettempdir())
+    before = set(tmp.glob("waggle-badvalue-*"))
+    with pytest.raises(psycopg.Error):
+        embedded_postgres("waggle-badvalue-", settings={"shared_buffers": "lots"})
+    assert set(tmp.glob("waggle-badvalue-*")) == before  # stopped and removed
