@@ -16,6 +16,7 @@ way. What differs on purpose:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -151,22 +152,15 @@ def relevance_scorer(
     # The sub-scores of an access count, an importance and a distance are computed once per
     # value: a search's ~80 candidates share a handful of each (most never accessed, most
     # "normal"), and the relevance runs for every candidate.
-    popularity: dict[int, float] = {}
-    importances: dict[str, float] = {}
-    contextual: dict[int | None, float] = {}
+    popularity = functools.cache(popularity_score)
+    importance_of = functools.cache(importance_score)
+    contextual = functools.cache(contextual_score)
 
     def relevance(last_accessed: datetime, access_count: int, importance: str,
                   graph_distance: int | None) -> float:
-        p = popularity.get(access_count)
-        if p is None:
-            p = popularity[access_count] = popularity_score(access_count)
-        i = importances.get(importance)
-        if i is None:
-            i = importances[importance] = importance_score(importance)
-        c = contextual.get(graph_distance)
-        if c is None:
-            c = contextual[graph_distance] = contextual_score(graph_distance)
-        return _weighted(weights, temporal_score(last_accessed, now_utc), p, c, i)
+        return _weighted(weights, temporal_score(last_accessed, now_utc),
+                         popularity(access_count), contextual(graph_distance),
+                         importance_of(importance))
 
     return relevance
 
