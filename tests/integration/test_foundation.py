@@ -167,6 +167,23 @@ def test_timestamps_round_trip_as_aware_utc(engine) -> None:
     assert got.hour == 8
 
 
+def test_the_store_reads_times_as_the_utc_singleton(store: ws.Store) -> None:
+    """Both dialects' fast paths (SQLite's fixed-width string, Postgres sessions in UTC) give
+    ``datetime.UTC`` itself, at the instant written."""
+    written = datetime(2026, 5, 13, 10, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
+    mind = store.mind("tz")
+    frame = mind.frames.create_i(mind.sessions.ensure("s").gop_id, "a timed memory",
+                                 created_at=written)
+    got = mind.frames.get(frame.id)
+    assert got is not None
+    assert got.created_at == written
+    assert got.created_at.tzinfo is UTC
+    assert got.last_accessed.tzinfo is UTC
+    if store.engine.dialect.name == "postgresql":
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("SHOW TimeZone").scalar_one() == "UTC"
+
+
 def test_naive_datetime_is_refused(store) -> None:
     with pytest.raises(ws.InvalidInputError), store.write() as s:
         s.add(MindRow(name="naive", kind="workspace", created_at=datetime(2026, 1, 1)))
