@@ -206,7 +206,7 @@ def test_a_forked_child_scans_on_its_own_threads(
     inherited from the parent would take the scan and never run it)."""
     _, mind = _seeded(store_factory)
     assert _page(mind, "memory number 5")  # the parent's pool exists now
-    assert sqlite_vecindex._pool is not None
+    assert sqlite_vecindex.SCAN_THREADS._executor is not None
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
     child = ctx.Process(target=_child, args=(target.url, "memory number 5", out))
@@ -233,6 +233,6 @@ def test_without_new_threads_the_scan_runs_inline(
         def submit(self, *args: Any) -> Any:
             raise RuntimeError("cannot schedule new futures after interpreter shutdown")
 
-    monkeypatch.setattr(sqlite_vecindex, "_workers", Closed)
+    monkeypatch.setattr(sqlite_vecindex, "SCAN_THREADS", Closed())
     assert _page(mind, "memory number 6") == expected
     assert _search_in_thread(mind, "memory number 6")  # and the lock is free

@@ -5,12 +5,16 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from waggle_store.embeddings import LocalEmbedder, resolve_embedder
+import waggle_store as ws
+from waggle_store.embeddings import EmbeddingChain, HashingEmbedder, LocalEmbedder, resolve_embedder
 from waggle_store.embeddings import chain as chain_module
+from waggle_store.embeddings.base import embeds_beside_search
 from waggle_store.embeddings.local import bundled_model_path
+from waggle_store.embeddings.metered import MeteredEmbedder
 from waggle_store.errors import EmbeddingProviderError
 
 _MISSING = [
@@ -83,3 +87,26 @@ def test_auto_picks_local_first(monkeypatch: pytest.MonkeyPatch) -> None:
     assert chain.provider == "local"
     assert chain.dimensions == 384
     assert chain_module.AUTO_ORDER[0] == "local"
+
+
+def test_a_loaded_model_embeds_queries_beside_the_search(
+    local: LocalEmbedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Only a loaded model says a search may embed its query beside the keyword lane (before,
+    the embedding would load it, seconds, inside the search's transaction); an unsettled "auto"
+    says no (settling may probe a remote provider), a metered (billable) one too (its quota
+    reservation is a write transaction), the hashing embedder too (~0.1 ms: not worth a thread)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert not embeds_beside_search(LocalEmbedder())  # not loaded
+    assert embeds_beside_search(local)
+    assert embeds_beside_search(EmbeddingChain(local, spec="local"))
+    assert not embeds_beside_search(resolve_embedder("auto"))  # not settled yet
+    assert not embeds_beside_search(HashingEmbedder())
+    store = ws.open_store(f"sqlite:///{tmp_path / 'tiered.db'}", embedder=None, tier="pro")
+    try:
+        metered = store.metered(local)
+        assert isinstance(metered, MeteredEmbedder)
+        assert not embeds_beside_search(metered)
+        assert not embeds_beside_search(store.metered(HashingEmbedder()))
+    finally:
+        store.close()

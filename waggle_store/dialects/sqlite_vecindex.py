@@ -54,7 +54,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -77,6 +77,7 @@ from waggle_store.dialects.sqlite_vecload import (
     qualifying_sql,
 )
 from waggle_store.models.base import table_name
+from waggle_store.workers import WorkerPool
 
 if TYPE_CHECKING:
     import numpy as np
@@ -234,7 +235,7 @@ class VectorIndex:
             if lane.n * lane.dims >= INLINE_SCAN_BELOW:
                 product = _Product.of(np_, lane, vector)
                 try:
-                    scan = _workers().submit(self._scan_then_release, np_, lane, vector, where,
+                    scan = SCAN_THREADS.submit(self._scan_then_release, np_, lane, vector, where,
                                              limit, product)
                     held = False  # the scan releases it
                 except RuntimeError:  # the interpreter is shutting down: no new threads
@@ -434,28 +435,9 @@ INLINE_SCAN_BELOW: Final = 2_000_000
 #: large enough that taking a chunk (a lock, a slice) costs nothing beside computing it.
 SCAN_CHUNK_ENTRIES: Final = 1_000_000
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _workers() -> ThreadPoolExecutor:
-    """The process's scan threads, started on first use. Few: each scan is one pass over memory
-    (bandwidth-bound), so more threads than cores only queue."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1),
-                                       thread_name_prefix="waggle-vector-scan")
-        return _pool
-
-
-def _after_fork_in_child() -> None:
-    # A forked child has none of the parent's threads: a pool created there would wait forever.
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+#: The process's scan threads (started on first use, replaced in a forked child). Few: each scan
+#: is one pass over memory (bandwidth-bound), so more threads than cores only queue.
+SCAN_THREADS: Final = WorkerPool("waggle-vector-scan", min(4, os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,14 @@ class LocalEmbedder:
     def model_id(self) -> str:
         return make_model_id(self.provider, self.model, self.dimensions)
 
+    @property
+    def query_beside_search(self) -> bool:
+        """Once loaded, a query's embedding is milliseconds of this machine's CPU (torch releases
+        the GIL), so a search runs it beside its keyword lane
+        (:func:`~waggle_store.embeddings.base.embeds_beside_search`). Before, it would load the
+        model (seconds) inside the search's transaction, so the first query is embedded first."""
+        return self._st is not None
+
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         texts = list(texts)
         if not texts:
