@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from collections.abc import Iterator
-from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import waggle_store as ws
-from waggle_store.embeddings import EmbeddingChain, HashingEmbedder, LocalEmbedder, resolve_embedder
+from waggle_store.embeddings import LocalEmbedder, resolve_embedder
 from waggle_store.embeddings import chain as chain_module
-from waggle_store.embeddings.base import embeds_beside_search
-from waggle_store.embeddings.local import bundled_model_path
-from waggle_store.embeddings.metered import MeteredEmbedder
+from waggle_store.embeddings.local import MODEL_THREAD, bundled_model_path
 from waggle_store.errors import EmbeddingProviderError
 
 _MISSING = [
@@ -89,24 +87,37 @@ def test_auto_picks_local_first(monkeypatch: pytest.MonkeyPatch) -> None:
     assert chain_module.AUTO_ORDER[0] == "local"
 
 
-def test_a_loaded_model_embeds_queries_beside_the_search(
-    local: LocalEmbedder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_every_embedding_runs_on_the_one_model_thread(
+    local: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Only a loaded model says a search may embed its query beside the keyword lane (before,
-    the embedding would load it, seconds, inside the search's transaction); an unsettled "auto"
-    says no (settling may probe a remote provider), a metered (billable) one too (its quota
-    reservation is a write transaction), the hashing embedder too (~0.1 ms: not worth a thread)."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert not embeds_beside_search(LocalEmbedder())  # not loaded
-    assert embeds_beside_search(local)
-    assert embeds_beside_search(EmbeddingChain(local, spec="local"))
-    assert not embeds_beside_search(resolve_embedder("auto"))  # not settled yet
-    assert not embeds_beside_search(HashingEmbedder())
-    store = ws.open_store(f"sqlite:///{tmp_path / 'tiered.db'}", embedder=None, tier="pro")
-    try:
-        metered = store.metered(local)
-        assert isinstance(metered, MeteredEmbedder)
-        assert not embeds_beside_search(metered)
-        assert not embeds_beside_search(store.metered(HashingEmbedder()))
-    finally:
-        store.close()
+    """Whichever thread asks (here the caller and four others at once), torch runs on the model
+    thread: a second calling thread would give torch a second spinning thread team and double
+    the cost of every embedding after it (benchmarks/local_model_threads.py)."""
+    threads: list[str] = []
+    real = local._encode
+
+    def encode(texts: list[str]) -> list[list[float]]:
+        threads.append(threading.current_thread().name)
+        return real(texts)
+
+    monkeypatch.setattr(local, "_encode", encode)
+    expected = local.embed_documents(["one", "two"])
+    assert local.embed_query("one") == pytest.approx(expected[0], abs=1e-6)
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(local.embed_query, ["one", "two"] * 4))
+    assert answers == [pytest.approx(v, abs=1e-6) for v in expected * 4]
+    assert len(threads) == 10
+    assert {name.rsplit("_", 1)[0] for name in threads} == {MODEL_THREAD.name}
+
+
+def test_a_failure_on_the_model_thread_is_raised_to_the_caller(
+    local: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(texts: list[str]) -> list[list[float]]:
+        raise EmbeddingProviderError("local: the model fell over", provider="local")
+
+    monkeypatch.setattr(local, "_encode", broken)
+    with pytest.raises(EmbeddingProviderError, match="fell over"):
+        local.embed_query("x")
+    monkeypatch.undo()
+    assert len(local.embed_query("x")) == 384

@@ -47,21 +47,6 @@ class Embedder(DescribesModel, Protocol):
     def embed_query(self, text: str) -> list[float]: ...
 
 
-def embeds_beside_search(embedder: object) -> bool:
-    """Whether a search may embed its query with ``embedder`` on another thread while its keyword
-    lane reads, that is inside the search's read transaction.
-
-    Only an embedder that says so with ``query_beside_search = True``: its ``embed_query`` then
-    computes on this machine (no network call, no retry, no database access, nothing to load) and
-    costs milliseconds, so running it beside the keyword lane hides most of it. Any other
-    embedder is called before the search opens its transaction, so a provider's round trip (and
-    its retries) never keeps a database snapshot or a pooled connection waiting. The in-process
-    model (:class:`~waggle_store.embeddings.local.LocalEmbedder`) says so once it is loaded; the
-    hashing embedder does not: it embeds in ~0.1 ms, less than a hand-off to a thread costs.
-    """
-    return getattr(embedder, "query_beside_search", False) is True
-
-
 def make_model_id(provider: str, model: str, dimensions: int) -> str:
     """The key under which a model's vectors are registered: one index per triple."""
     return f"{provider}/{model}/{dimensions}"
@@ -139,7 +124,6 @@ def split_batches(
 __all__ = [
     "PROBE_TEXT",
     "Embedder",
-    "embeds_beside_search",
     "l2_normalize",
     "make_model_id",
     "split_batches",

@@ -29,7 +29,7 @@ from waggle_store.embeddings.auto import (
     plan_auto,
     probe,
 )
-from waggle_store.embeddings.base import Embedder, embeds_beside_search
+from waggle_store.embeddings.base import Embedder
 from waggle_store.embeddings.registry import (
     AUTO_ORDER,
     PROVIDER_NAMES,
@@ -165,13 +165,6 @@ class EmbeddingChain:
     @property
     def model_id(self) -> str:
         return self.resolve().model_id
-
-    @property
-    def query_beside_search(self) -> bool:
-        """The active provider's answer; an unsettled "auto" says no (settling it may probe a
-        remote provider or load a model, which a search does before its transaction)."""
-        active = self._active
-        return active is not None and embeds_beside_search(active)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         active = self.resolve()

