@@ -60,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from sqlalchemy import func, select
 
 import waggle_store as ws
-from waggle_store.dialects import common, sqlite_vecindex
+from waggle_store.dialects import common, postgres_maint, sqlite_vecindex
 from waggle_store.dialects import postgres as postgres_adapter
 from waggle_store.dialects import sqlite as sqlite_adapter
 from waggle_store.dialects.base import LaneFilter
@@ -218,6 +218,8 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
             conn.driver_connection.prepare_threshold = (
                 lib_conn.connection.driver_connection.prepare_threshold
             )
+        # The recorded vectors are bound in binary, as the library binds them.
+        postgres_maint.dumps_binary_vectors(conn.driver_connection)
 
     workers = ThreadPoolExecutor(max_workers=1)
 

@@ -268,9 +268,15 @@ def test_relevance_scorer_gives_compute_relevances_exact_float() -> None:
     """The search ranks every candidate with relevance_scorer and explains the page with
     compute_relevance: both must give the same number, bit for bit."""
     now = NOW
+    near_boost = [now - timedelta(days=RECENCY_BOOST_DAYS) + timedelta(microseconds=us)
+                  for us in (-1, 0, 1)]  # the scorer's shortcut decides these without arithmetic
+    berlin = timezone(timedelta(hours=2))
+    whens = [now - timedelta(days=days) for days in (-1, 0, 3.5, 8, 30, 400)] + near_boost + [
+        (now - timedelta(days=3)).astimezone(berlin), (now - timedelta(days=9)).astimezone(berlin),
+        (now - timedelta(days=2)).replace(tzinfo=None)]  # aware non-UTC and naive times too
     cases = [
-        (now - timedelta(days=days), count, importance, distance)
-        for days in (0, 3.5, 8, 30, 400)
+        (last, count, importance, distance)
+        for last in whens
         for count in (0, 7, 10_000)
         for importance in ("critical", "normal", "deprecated")
         for distance in (None, 0, 2, 5)
@@ -278,7 +284,11 @@ def test_relevance_scorer_gives_compute_relevances_exact_float() -> None:
     for name in PROFILES:
         score = relevance_scorer(name, now)
         for last, count, importance, distance in cases:
-            expected, _ = compute_relevance(last_accessed=last, access_count=count,
-                                            importance=importance, graph_distance=distance,
-                                            profile=name, now=now)
+            expected, parts = compute_relevance(last_accessed=last, access_count=count,
+                                                importance=importance, graph_distance=distance,
+                                                profile=name, now=now)
             assert score(last, count, importance, distance) == expected
+            assert score.parts(last, count, importance, distance) == parts
+    # 7 days and 1 µs ago decays; exactly 7 days ago and later is within the boost.
+    assert temporal_score(near_boost[0], now) < 1.0
+    assert [temporal_score(w, now) for w in near_boost[1:]] == [1.0, 1.0]

@@ -64,7 +64,7 @@ from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.keyword_rank import FrameCounts, idf_sql, ranked_page_sql, score_sql
 from waggle_store.dialects.postgres_engine import HNSW_EF_SEARCH
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
-from waggle_store.dialects.postgres_maint import vec_literal as _vec_literal
+from waggle_store.dialects.postgres_maint import vector_param
 from waggle_store.models.idioms import rowcount
 
 #: Widest KNN page asked of the HNSW index before an exact scan takes over.
@@ -264,7 +264,7 @@ class PostgresAdapter:
         limit = max(int(limit), 1)
         # The lane serves one mind's model: the check rides on the first (searches pass one).
         params: dict[str, Any] = {
-            "q": _vec_literal(vector),
+            "q": vector_param(session)(vector),
             "model_id": model_id,
             "check_mind": int(where.mind_ids[0]),
         }

@@ -1,8 +1,8 @@
 """Ranking the fused candidates and explaining each result.
 
 Relevance is computed for every candidate through the cheap :func:`relevance_scorer`; the full
-breakdown (:func:`compute_relevance`'s sub-scores, the fusion's per-lane ranks, weights and
-contributions) only for the page that is returned, so ``explain`` costs nothing for candidates
+breakdown (its sub-scores, the fusion's per-lane ranks, weights and contributions) only for the
+page that is returned, so ``explain`` costs nothing for candidates
 the caller never sees.
 """
 
@@ -16,8 +16,8 @@ from typing import Any, Final
 from waggle_store.dialects.base import LaneHit
 from waggle_store.records import Frame, SearchResult
 from waggle_store.search.fusion import Fusion
-from waggle_store.search.match import match_scores
-from waggle_store.search.scoring import compute_relevance, relevance_scorer
+from waggle_store.search.match import match_score, match_terms
+from waggle_store.search.scoring import relevance_scorer
 
 __all__ = ["rank_results"]
 
@@ -49,18 +49,17 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
     # (built backwards, so the first hit is the one a dict keeps).
     raw_scores = {lane: {h.frame_id: h.score for h in reversed(lane_hits)}
                   for lane, lane_hits in ran.items()}
-    page = scored[:limit]
-    matches = match_scores(query, keyword=keyword, vector_hits=ran.get("vector"),
-                           contents={fid: frames[fid][_CONTENT] for _, fid, _ in page})
+    terms = match_terms(query, keyword=keyword)
     results: list[SearchResult] = []
-    for final, frame_id, relevance in page:
+    for final, frame_id, relevance in scored[:limit]:
         detail = fusion.detail(frame_id)
         frame = frames[frame_id]
+        # The frame's vector confidence is its weight in the fusion's vector lane, computed
+        # there from the same hits (:func:`~.match.match_scores` computes it from the hits).
+        match = match_score(terms, frame[_CONTENT], detail.weights.get("vector", 0.0))
         distance = distances.get(frame_id)
-        _, parts = compute_relevance(
-            last_accessed=frame[_LAST_ACCESSED], access_count=frame[_ACCESS_COUNT],
-            importance=frame[_IMPORTANCE], graph_distance=distance, profile=profile, now=now,
-        )
+        parts = relevance_of.parts(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
+                                   frame[_IMPORTANCE], distance)
         explain: dict[str, Any] = {
             "lanes": {
                 lane: {
@@ -77,12 +76,12 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
             "rrf_raw": detail.raw,
             "relevance": relevance,
             "final": final,
-            "match": matches[frame_id],
+            "match": match,
             "profile": profile,
             "graph_distance": distance,
             "subscores": parts,
             "degraded": list(degraded),
         }
         results.append(SearchResult(Frame(*frame), detail.score, relevance, final, explain,
-                                    matches[frame_id]))
+                                    match))
     return results

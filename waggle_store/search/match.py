@@ -42,7 +42,9 @@ from waggle_store.dialects.base import LaneHit
 from waggle_store.search.fusion import vector_confidence
 from waggle_store.search.query import keyword_terms, text_terms
 
-__all__ = ["DIGITS", "fold_term", "lexical_coverage", "match_scores"]
+__all__ = [
+    "DIGITS", "fold_term", "lexical_coverage", "match_score", "match_scores", "match_terms",
+]
 
 _POSSESSIVE: Final = ("'s", "\u2019s")
 #: Match scores are rounded to this many decimals: sqlite-vec and pgvector compute cosine
@@ -120,21 +122,31 @@ def _token_terms(token: str) -> frozenset[str]:
     return frozenset(fold_term(t) for t in text_terms(token))
 
 
+def match_terms(query: str, *, keyword: bool) -> set[str]:
+    """The folded keyword terms of ``query`` that the lexical part counts (none when the keyword
+    lane was not asked for)."""
+    return {fold_term(t) for t in keyword_terms(query)} if keyword else set()
+
+
+def match_score(terms: Collection[str], content: str, semantic: float) -> float:
+    """One frame's match score: ``terms`` from :func:`match_terms`, ``semantic`` its vector
+    confidence (0.0 when the vector lane did not return it or did not run)."""
+    return round(1.0 - (1.0 - lexical_coverage(terms, content)) * (1.0 - semantic), DIGITS)
+
+
 def match_scores(query: str, *, keyword: bool, vector_hits: Sequence[LaneHit] | None,
                  contents: Mapping[int, str]) -> dict[int, float]:
     """The match score of each frame in ``contents`` (id → text) for ``query``.
 
     ``keyword``: the keyword lane was asked for (its terms count); ``vector_hits``: the vector
-    lane's hits, nearest first, or None when it did not run.
+    lane's hits, nearest first, or None when it did not run. (A search reads each frame's vector
+    confidence from its fusion instead, where it was computed already: :func:`match_score`.)
     """
-    terms = {fold_term(t) for t in keyword_terms(query)} if keyword else set()
+    terms = match_terms(query, keyword=keyword)
     semantic: dict[int, float] = {}
     if vector_hits is not None:
         confidences = vector_confidence([h.score for h in vector_hits])
         for hit, confidence in zip(vector_hits, confidences, strict=True):
             semantic.setdefault(hit.frame_id, confidence)
-    return {
-        frame_id: round(1.0 - (1.0 - lexical_coverage(terms, content))
-                        * (1.0 - semantic.get(frame_id, 0.0)), DIGITS)
-        for frame_id, content in contents.items()
-    }
+    return {frame_id: match_score(terms, content, semantic.get(frame_id, 0.0))
+            for frame_id, content in contents.items()}

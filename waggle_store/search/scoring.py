@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Final
 
@@ -141,28 +141,56 @@ def _weighted(weights: ScoringProfile, temporal: float, popularity: float, conte
             + contextual * weights.contextual + importance * weights.importance)
 
 
-def relevance_scorer(
-    profile: str | ScoringProfile, now: datetime
-) -> Callable[[datetime, int, str, int | None], float]:
-    """:func:`compute_relevance`'s relevance alone, for ranking many candidates against one
-    ``now``: the same sub-scores and :func:`_weighted` sum (the same float), without the ``parts``
-    dict that only the returned page's ``explain`` needs."""
-    weights = profile if isinstance(profile, ScoringProfile) else get_profile(profile)
-    now_utc = _as_utc(now)
-    # The sub-scores of an access count, an importance and a distance are computed once per
-    # value: a search's ~80 candidates share a handful of each (most never accessed, most
-    # "normal"), and the relevance runs for every candidate.
-    popularity = functools.cache(popularity_score)
-    importance_of = functools.cache(importance_score)
-    contextual = functools.cache(contextual_score)
+class RelevanceScorer:
+    """:func:`compute_relevance` for the many candidates of one search, against one ``now``: the
+    same sub-scores and :func:`_weighted` sum (the same floats). Calling it gives the relevance
+    alone; :meth:`parts` the breakdown that only the returned page's ``explain`` needs."""
 
-    def relevance(last_accessed: datetime, access_count: int, importance: str,
-                  graph_distance: int | None) -> float:
-        return _weighted(weights, temporal_score(last_accessed, now_utc),
-                         popularity(access_count), contextual(graph_distance),
-                         importance_of(importance))
+    __slots__ = ("_boost_until", "_contextual", "_importance", "_now", "_popularity", "weights")
 
-    return relevance
+    def __init__(self, profile: str | ScoringProfile, now: datetime) -> None:
+        self.weights = profile if isinstance(profile, ScoringProfile) else get_profile(profile)
+        self._now = _as_utc(now)
+        #: A UTC time at or after this is within the recency boost: 1.0 without the arithmetic
+        #: (``now - when <= RECENCY_BOOST_DAYS`` exactly as :func:`temporal_score` decides it).
+        self._boost_until = self._now - timedelta(days=RECENCY_BOOST_DAYS)
+        # The sub-scores of an access count, an importance and a distance are computed once per
+        # value: a search's ~80 candidates share a handful of each (most never accessed, most
+        # "normal"), and the relevance runs for every candidate.
+        self._popularity = functools.cache(popularity_score)
+        self._importance = functools.cache(importance_score)
+        self._contextual = functools.cache(contextual_score)
+
+    def _temporal(self, when: datetime) -> float:
+        if when.tzinfo is UTC and when >= self._boost_until:
+            return 1.0
+        return temporal_score(when, self._now)
+
+    def __call__(self, last_accessed: datetime, access_count: int, importance: str,
+                 graph_distance: int | None) -> float:
+        return _weighted(self.weights, self._temporal(last_accessed),
+                         self._popularity(access_count), self._contextual(graph_distance),
+                         self._importance(importance))
+
+    def parts(self, last_accessed: datetime, access_count: int, importance: str,
+              graph_distance: int | None) -> dict[str, float]:
+        """:func:`compute_relevance`'s ``parts``."""
+        weights = self.weights
+        return {
+            "temporal": self._temporal(last_accessed),
+            "popularity": self._popularity(access_count),
+            "contextual": self._contextual(graph_distance),
+            "importance": self._importance(importance),
+            "temporal_weight": weights.temporal,
+            "popularity_weight": weights.popularity,
+            "contextual_weight": weights.contextual,
+            "importance_weight": weights.importance,
+        }
+
+
+def relevance_scorer(profile: str | ScoringProfile, now: datetime) -> RelevanceScorer:
+    """A :class:`RelevanceScorer` for one search's candidates."""
+    return RelevanceScorer(profile, now)
 
 
 def compute_relevance(
