@@ -2,8 +2,7 @@
 
 Relevance is computed for every candidate through the cheap :func:`relevance_scorer`; the full
 breakdown (its sub-scores, the fusion's per-lane ranks, weights and contributions) only for the
-page that is returned, so ``explain`` costs nothing for candidates
-the caller never sees.
+page that is returned, so ``explain`` costs nothing for candidates the caller never sees.
 """
 
 from __future__ import annotations
