@@ -1,9 +1,9 @@
 """The library's own threads: small named pools, started on first use, replaced in a forked child.
 
-Work leaves the calling thread in two places, each to run beside a statement on the database
-connection (numpy, SQLite, psycopg and torch all release the GIL while they compute or wait):
-SQLite's vector scan (:mod:`waggle_store.dialects.sqlite_vecindex`) and a query's embedding by
-an in-process model while the keyword lane reads (:mod:`waggle_store.search.engine`). Each
+Work leaves the calling thread in two places: SQLite's vector scan
+(:mod:`waggle_store.dialects.sqlite_vecindex`), to run beside the keyword lane's statement on the
+connection (numpy and SQLite both release the GIL), and every embedding by the in-process model
+(:mod:`waggle_store.embeddings.local`), so that torch is only ever called from one thread. Each
 has a pool of its own, so a queue of one kind of work never delays the other.
 
 A pool's threads are started when it is first used, not at import: most processes never search
@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 
 class WorkerPool:
-    """A process-wide ``ThreadPoolExecutor`` of ``max_workers`` threads named ``name``-N."""
+    """A process-wide ``ThreadPoolExecutor`` of ``max_workers`` threads named ``name``_N."""
 
     def __init__(self, name: str, max_workers: int) -> None:
         self.name = name
@@ -44,6 +44,11 @@ class WorkerPool:
                                                         thread_name_prefix=self.name)
                 executor = self._executor
         return executor.submit(fn, *args)
+
+    def runs_this_thread(self) -> bool:
+        """Whether the calling thread is one of this pool's (waiting on the pool from there could
+        wait for itself)."""
+        return threading.current_thread().name.startswith(self.name + "_")
 
     def _after_fork_in_child(self) -> None:
         # The parent's threads (and a lock one of them may have held) did not come along.

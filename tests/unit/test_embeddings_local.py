@@ -121,3 +121,13 @@ def test_a_failure_on_the_model_thread_is_raised_to_the_caller(
         local.embed_query("x")
     monkeypatch.undo()
     assert len(local.embed_query("x")) == 384
+
+
+def test_a_call_made_on_the_model_thread_runs_there_at_once(local: LocalEmbedder) -> None:
+    """Waiting for the one model thread from the model thread would wait forever."""
+    nested = MODEL_THREAD.submit(lambda: (MODEL_THREAD.runs_this_thread(),
+                                          local.embed_query("agents")))
+    inside, vector = nested.result(timeout=60)
+    assert inside
+    assert not MODEL_THREAD.runs_this_thread()
+    assert vector == pytest.approx(local.embed_query("agents"), abs=1e-6)

@@ -40,6 +40,8 @@ _DEFAULT_ALIASES = frozenset({DEFAULT_MODEL, "all-MiniLM-L6-v2"})
 
 def _on_model_thread(fn: Callable[[], T]) -> T:
     """``fn()`` run on :data:`MODEL_THREAD`, its result or its exception returned here."""
+    if MODEL_THREAD.runs_this_thread():  # already there (the model's own code asking)
+        return fn()
     try:
         pending = MODEL_THREAD.submit(fn)
     except RuntimeError:  # the interpreter is shutting down: no new threads, run it here
