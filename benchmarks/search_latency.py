@@ -375,7 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--embedder", choices=("hashing", "local"), default="hashing",
                         help="hashing (default) or local all-MiniLM-L6-v2 (dense; SQLite files "
-                        "bench-N-local.db)")
+                        "bench-N-local.db, Postgres schemas bench_N_local)")
     parser.add_argument(
         "--sqlite-lane", nargs="+", choices=("index", "vec0"), default=["index", "vec0"],
         help="SQLite vector lane: the in-process index (default of the library) and/or "
@@ -410,7 +410,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         url = f"sqlite:///{data / f'bench-{n}{tag}.db'}"
                     else:
                         url = pg_url
-                        schema = f"bench_{n}" if args.keep else f"bench_{uuid.uuid4().hex[:8]}"
+                        tag = "" if args.embedder == "hashing" else f"_{args.embedder}"
+                        schema = (f"bench_{n}{tag}" if args.keep
+                                  else f"bench_{uuid.uuid4().hex[:8]}")
                     store = ws.open_store(url, schema=schema, embedder=_embedder(args.embedder))
                     try:
                         t0 = time.perf_counter()
