@@ -57,3 +57,18 @@ def test_a_utc_value_is_returned_as_is() -> None:
     assert read is not None
     value = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     assert read(value) is value
+
+
+@pytest.mark.parametrize("dialect", [postgresql.dialect(), postgresql.psycopg.dialect()])
+def test_postgres_none_and_naive_values(dialect: object) -> None:
+    """Beside the UTC shortcut: None stays None, a naive value (a host's session in another
+    zone reading ``timestamp``) is UTC by the store's convention, an aware one is converted."""
+    read = UTCDateTime().dialect_impl(dialect).result_processor(dialect, None)  # type: ignore[arg-type]
+    assert read is not None
+    assert read(None) is None
+    naive = datetime(2026, 1, 2, 3, 4, 5)
+    assert read(naive) == naive.replace(tzinfo=UTC)
+    assert read(naive).tzinfo is UTC
+    east = datetime(2026, 1, 2, 5, 4, 5, tzinfo=timezone(timedelta(hours=2)))
+    assert read(east) == east
+    assert read(east).tzinfo is UTC
