@@ -44,10 +44,6 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
         scored.append((fused_score * relevance, frame_id, relevance))
     # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
     scored.sort(key=lambda item: item[0], reverse=True)
-    # Each lane's raw score of a frame: its first (best-ranked) hit, as the fusion counts it
-    # (built backwards, so the first hit is the one a dict keeps).
-    raw_scores = {lane: {h.frame_id: h.score for h in reversed(lane_hits)}
-                  for lane, lane_hits in ran.items()}
     terms = match_terms(query, keyword=keyword)
     results: list[SearchResult] = []
     for final, frame_id, relevance in scored[:limit]:
@@ -62,8 +58,10 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
         explain: dict[str, Any] = {
             "lanes": {
                 lane: {
+                    # The lane's raw score of the frame: its hit at the rank the fusion counts
+                    # (its first, best-ranked one).
                     "rank": rank,
-                    "score": raw_scores[lane][frame_id],
+                    "score": ran[lane][rank].score,
                     "weight": detail.weights[lane],
                     "contribution": detail.contributions[lane],
                 }
