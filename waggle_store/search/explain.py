@@ -47,30 +47,28 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
     terms = match_terms(query, keyword=keyword)
     results: list[SearchResult] = []
     for final, frame_id, relevance in scored[:limit]:
-        detail = fusion.detail(frame_id)
+        rrf_raw, lanes = fusion.lanes(frame_id)
         frame = frames[frame_id]
         # The frame's vector confidence is its weight in the fusion's vector lane, computed
         # there from the same hits (:func:`~.match.match_scores` computes it from the hits).
-        match = match_score(terms, frame[_CONTENT], detail.weights.get("vector", 0.0))
+        vector = lanes.get("vector")
+        match = match_score(terms, frame[_CONTENT], vector[1] if vector is not None else 0.0)
         distance = distances.get(frame_id)
         parts = relevance_of.parts(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
                                    frame[_IMPORTANCE], distance)
+        rrf = fusion.scores[frame_id]
         explain: dict[str, Any] = {
             "lanes": {
-                lane: {
-                    # The lane's raw score of the frame: its hit at the rank the fusion counts
-                    # (its first, best-ranked one).
-                    "rank": rank,
-                    "score": ran[lane][rank].score,
-                    "weight": detail.weights[lane],
-                    "contribution": detail.contributions[lane],
-                }
-                for lane, rank in detail.ranks.items()
+                # A lane's raw score of the frame: its hit at the rank the fusion counts (its
+                # first, best-ranked one).
+                lane: {"rank": rank, "score": ran[lane][rank].score, "weight": weight,
+                       "contribution": contribution}
+                for lane, (rank, weight, contribution) in lanes.items()
             },
             "lanes_run": list(ran),
             "keyword_backend": keyword_backend if "keyword" in ran else None,
-            "rrf": detail.score,
-            "rrf_raw": detail.raw,
+            "rrf": rrf,
+            "rrf_raw": rrf_raw,
             "relevance": relevance,
             "final": final,
             "match": match,
@@ -79,6 +77,5 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
             "subscores": parts,
             "degraded": list(degraded),
         }
-        results.append(SearchResult(Frame(*frame), detail.score, relevance, final, explain,
-                                    match))
+        results.append(SearchResult(Frame(*frame), rrf, relevance, final, explain, match))
     return results

@@ -216,20 +216,27 @@ class Fusion:
         self._k, self._hits, self._total = k, hits, total
         self.scores = scores
 
-    def detail(self, frame_id: int) -> FusedScore:
-        """The :class:`FusedScore` of one fused id (``KeyError`` for an id no lane returned)."""
+    def lanes(self, frame_id: int) -> tuple[float, dict[str, tuple[int, float, float]]]:
+        """The parts of :meth:`detail` without building the record: ``raw``, and per lane that
+        returned the frame (rank, weight, contribution). A search's explain reads them for each
+        result of its page. ``KeyError`` for an id no lane returned."""
         total, k = self._total, self._k
         raw = 0.0
-        ranks: dict[str, int] = {}
-        weights: dict[str, float] = {}
-        contributions: dict[str, float] = {}
+        parts: dict[str, tuple[int, float, float]] = {}
         for lane, (rank, w, t) in self._hits[frame_id].items():  # one pass: explain's hot path
             raw += 1.0 / (k + rank)
-            ranks[lane], weights[lane] = rank, w
-            contributions[lane] = t / total if total > 0 else 0.0
-        return FusedScore(frame_id=frame_id, score=self.scores[frame_id], raw=raw,
-                          ranks=MappingProxyType(ranks), weights=MappingProxyType(weights),
-                          contributions=MappingProxyType(contributions))
+            parts[lane] = (rank, w, t / total if total > 0 else 0.0)
+        return raw, parts
+
+    def detail(self, frame_id: int) -> FusedScore:
+        """The :class:`FusedScore` of one fused id (``KeyError`` for an id no lane returned)."""
+        raw, parts = self.lanes(frame_id)
+        return FusedScore(
+            frame_id=frame_id, score=self.scores[frame_id], raw=raw,
+            ranks=MappingProxyType({lane: rank for lane, (rank, _, _) in parts.items()}),
+            weights=MappingProxyType({lane: w for lane, (_, w, _) in parts.items()}),
+            contributions=MappingProxyType({lane: c for lane, (_, _, c) in parts.items()}),
+        )
 
 
 def rrf_fuse(
