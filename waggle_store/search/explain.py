@@ -31,9 +31,11 @@ _CONTENT: Final = _FIELDS.index("content")
 def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
                  distances: Mapping[int, int], profile: str, limit: int, now: datetime,
                  keyword_backend: str | None, degraded: Sequence[str], query: str = "",
-                 keyword: bool = False) -> list[SearchResult]:
+                 keyword: bool = False, terms: Sequence[str] | None = None
+                 ) -> list[SearchResult]:
     """``final = rrf × relevance``, best first, the top ``limit`` with their explain and match
-    score (``query``'s terms count when ``keyword``: the keyword lane was asked for)."""
+    score (``query``'s terms count when ``keyword``: the keyword lane was asked for; ``terms``:
+    its keyword terms when the caller has them, see :func:`~.match.match_terms`)."""
     frames = {h.frame_id: h.frame for lane_hits in ran.values() for h in lane_hits}
     relevance_of = relevance_scorer(profile, now)
     scored: list[tuple[float, int, float]] = []
@@ -44,7 +46,7 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
         scored.append((fused_score * relevance, frame_id, relevance))
     # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
     scored.sort(key=lambda item: item[0], reverse=True)
-    terms = match_terms(query, keyword=keyword)
+    folded = match_terms(query, keyword=keyword, terms=terms)
     results: list[SearchResult] = []
     for final, frame_id, relevance in scored[:limit]:
         rrf_raw, lanes = fusion.lanes(frame_id)
@@ -52,7 +54,7 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
         # The frame's vector confidence is its weight in the fusion's vector lane, computed
         # there from the same hits (:func:`~.match.match_scores` computes it from the hits).
         vector = lanes.get("vector")
-        match = match_score(terms, frame[_CONTENT], vector[1] if vector is not None else 0.0)
+        match = match_score(folded, frame[_CONTENT], vector[1] if vector is not None else 0.0)
         distance = distances.get(frame_id)
         parts = relevance_of.parts(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
                                    frame[_IMPORTANCE], distance)

@@ -100,8 +100,8 @@ class FusedScore:
 
 
 def _check_scores(scores: Sequence[float], what: str) -> list[float]:
-    values = [float(s) for s in scores]
-    if not all(math.isfinite(v) for v in values):
+    values = list(map(float, scores))
+    if not all(map(math.isfinite, values)):  # (C-level map: this runs for every search's lanes)
         raise InvalidInputError(f"{what} must be finite numbers")
     return values
 

@@ -122,10 +122,13 @@ def _token_terms(token: str) -> frozenset[str]:
     return frozenset(fold_term(t) for t in text_terms(token))
 
 
-def match_terms(query: str, *, keyword: bool) -> set[str]:
+def match_terms(query: str, *, keyword: bool, terms: Sequence[str] | None = None) -> set[str]:
     """The folded keyword terms of ``query`` that the lexical part counts (none when the keyword
-    lane was not asked for)."""
-    return {fold_term(t) for t in keyword_terms(query)} if keyword else set()
+    lane was not asked for); ``terms``: its :func:`~.query.keyword_terms` when the caller has
+    them already (a search's plan)."""
+    if not keyword:
+        return set()
+    return {fold_term(t) for t in (keyword_terms(query) if terms is None else terms)}
 
 
 def match_score(terms: Collection[str], content: str, semantic: float) -> float:
