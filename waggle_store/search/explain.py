@@ -35,7 +35,9 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
                  ) -> list[SearchResult]:
     """``final = rrf × relevance``, best first, the top ``limit`` with their explain and match
     score (``query``'s terms count when ``keyword``: the keyword lane was asked for; ``terms``:
-    its keyword terms when the caller has them, see :func:`~.match.match_terms`)."""
+    its keyword terms when the caller has them, see :func:`~.match.match_terms`). ``fusion``
+    weighs each lane by :data:`~.fusion.LANE_CONFIDENCE`, as the search does: a frame's weight
+    in the vector lane is its vector confidence, which the match score reads."""
     frames = {h.frame_id: h.frame for lane_hits in ran.values() for h in lane_hits}
     relevance_of = relevance_scorer(profile, now)
     scored: list[tuple[float, int, float]] = []
