@@ -141,6 +141,21 @@ def _weighted(weights: ScoringProfile, temporal: float, popularity: float, conte
             + contextual * weights.contextual + importance * weights.importance)
 
 
+def _parts(weights: ScoringProfile, temporal: float, popularity: float, contextual: float,
+           importance: float) -> dict[str, float]:
+    """``explain``'s sub-scores: each under its name, each weight under ``<name>_weight``."""
+    return {
+        "temporal": temporal,
+        "popularity": popularity,
+        "contextual": contextual,
+        "importance": importance,
+        "temporal_weight": weights.temporal,
+        "popularity_weight": weights.popularity,
+        "contextual_weight": weights.contextual,
+        "importance_weight": weights.importance,
+    }
+
+
 class RelevanceScorer:
     """:func:`compute_relevance` for the many candidates of one search, against one ``now``: the
     same sub-scores and :func:`_weighted` sum (the same floats). Calling it gives the relevance
@@ -175,17 +190,9 @@ class RelevanceScorer:
     def parts(self, last_accessed: datetime, access_count: int, importance: str,
               graph_distance: int | None) -> dict[str, float]:
         """:func:`compute_relevance`'s ``parts``."""
-        weights = self.weights
-        return {
-            "temporal": self._temporal(last_accessed),
-            "popularity": self._popularity(access_count),
-            "contextual": self._contextual(graph_distance),
-            "importance": self._importance(importance),
-            "temporal_weight": weights.temporal,
-            "popularity_weight": weights.popularity,
-            "contextual_weight": weights.contextual,
-            "importance_weight": weights.importance,
-        }
+        return _parts(self.weights, self._temporal(last_accessed),
+                      self._popularity(access_count), self._contextual(graph_distance),
+                      self._importance(importance))
 
 
 def relevance_scorer(profile: str | ScoringProfile, now: datetime) -> RelevanceScorer:
@@ -209,16 +216,8 @@ def compute_relevance(
     scores every frame against the same instant.
     """
     weights = profile if isinstance(profile, ScoringProfile) else get_profile(profile)
-    parts: dict[str, float] = {
-        "temporal": temporal_score(last_accessed, now),
-        "popularity": popularity_score(access_count),
-        "contextual": contextual_score(graph_distance),
-        "importance": importance_score(importance),
-        "temporal_weight": weights.temporal,
-        "popularity_weight": weights.popularity,
-        "contextual_weight": weights.contextual,
-        "importance_weight": weights.importance,
-    }
+    parts = _parts(weights, temporal_score(last_accessed, now), popularity_score(access_count),
+                   contextual_score(graph_distance), importance_score(importance))
     relevance = _weighted(weights, parts["temporal"], parts["popularity"], parts["contextual"],
                           parts["importance"])
     return relevance, parts
