@@ -32,17 +32,30 @@ pytestmark = only_sqlite
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True, params=["inline", "worker", "shared-chunks"])
+@pytest.fixture(autouse=True,
+                params=["inline", "worker", "shared-chunks", "coarse", "coarse-worker"])
 def scan_thread(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test on each scan path: on the calling thread (small minds); on the worker thread
-    that overlaps the keyword lane (minds of ``INLINE_SCAN_BELOW`` entries and more); and the
-    same with the product cut into chunks of a few rows, which the worker and the searching
-    thread share once the keyword lane is done."""
-    if request.param != "inline":
+    that overlaps the keyword lane (minds of ``INLINE_SCAN_BELOW`` entries and more); the same
+    with the product cut into chunks of a few rows, which the worker and the searching thread
+    share once the keyword lane is done; and the coarse pass (sign codes, candidates rescored:
+    ``sqlite_veccodes``) chosen for every mind, on either thread — these minds are smaller than
+    its candidate count, so its answers must be the exact scan's exactly."""
+    if request.param not in ("inline", "coarse"):
         monkeypatch.setattr(sqlite_vecindex, "INLINE_SCAN_BELOW", 0)
     if request.param == "shared-chunks":
         monkeypatch.setattr(sqlite_vecindex, "SCAN_CHUNK_ENTRIES", 100)
+    if request.param.startswith("coarse"):
+        monkeypatch.setattr(sqlite_vecindex, "COARSE_MIN_ROWS", 0)
+        monkeypatch.setattr(sqlite_vecindex, "REQUIRED_RECALL", 0.0)
     return str(request.param)
+
+
+def _coarse_used(store: ws.Store, scan_thread: str) -> None:
+    """On the coarse paths, every loaded lane has taken the coarse pass."""
+    lanes = _adapter(store).vector_index._lanes.values()
+    assert lanes
+    assert all((lane.codes is not None) == scan_thread.startswith("coarse") for lane in lanes)
 
 
 class DenseEmbedder:
@@ -106,7 +119,8 @@ def _ids(hits: Sequence[LaneHit]) -> list[int]:
     return [h.frame_id for h in hits]
 
 
-def test_the_index_answers_like_vec0s_exact_knn(store_factory: Callable[..., ws.Store]) -> None:
+def test_the_index_answers_like_vec0s_exact_knn(store_factory: Callable[..., ws.Store],
+                                                 scan_thread: str) -> None:
     store = store_factory(embedder=DenseEmbedder())
     mind = store.mind("m")
     _seed(store, mind, 240)
@@ -127,6 +141,7 @@ def test_the_index_answers_like_vec0s_exact_knn(store_factory: Callable[..., ws.
             assert [h.score for h in indexed] == pytest.approx([h.score for h in vec0], abs=1e-5)
             assert [h.frame for h in indexed] == [h.frame for h in vec0]
     assert _adapter(store).vector_index.nbytes > 0  # the index answered, not the fallback
+    _coarse_used(store, scan_thread)
 
 
 def test_filters_give_full_pages(store_factory: Callable[..., ws.Store]) -> None:
@@ -216,7 +231,7 @@ def test_a_change_the_log_missed_is_caught_by_the_verification(
 
 
 def test_incremental_refresh_appends_without_reloading(
-    store_factory: Callable[..., ws.Store]
+    store_factory: Callable[..., ws.Store], scan_thread: str
 ) -> None:
     store = store_factory(embedder=DenseEmbedder())
     mind = store.mind("m")
@@ -231,6 +246,7 @@ def test_incremental_refresh_appends_without_reloading(
     assert top[0].frame.id == more[3]
     assert index._lanes[(mind.id, _model_id(store, mind))] is lane  # refreshed in place
     assert lane.n == 35
+    _coarse_used(store, scan_thread)
 
 
 def test_without_budget_the_lane_is_vec0s(store_factory: Callable[..., ws.Store]) -> None:

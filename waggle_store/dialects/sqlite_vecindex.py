@@ -1,5 +1,7 @@
 """The SQLite vector lane's in-process index: an exact numpy scan per (mind, model), kept coherent
-with the database through a change log that triggers and the adapter write.
+with the database through a change log that triggers and the adapter write. A large mind whose
+vectors suit it (measured per mind) is scanned by a coarse pass instead: sign codes, then the
+nearest candidates' exact distances (:mod:`~waggle_store.dialects.sqlite_veccodes`).
 
 Why: sqlite-vec's ``vec0`` KNN is a brute-force scan at ~900 ns a row (91 ms at 100k frames of
 384 dimensions, ~0.9 s at 1M); the same exact scan as one float32 matrix-vector product in numpy
@@ -70,6 +72,14 @@ from waggle_store.dialects.base import (
     LaneHit,
 )
 from waggle_store.dialects.common import checked_knn, current_hits, frame_filters, run_lane
+from waggle_store.dialects.sqlite_veccodes import (
+    COARSE_MIN_ROWS,
+    REQUIRED_RECALL,
+    SignCodes,
+    calibrate,
+    mode_from_env,
+    nearest,
+)
 from waggle_store.dialects.sqlite_vecload import (
     current_frames,
     load_chunks,
@@ -156,7 +166,9 @@ class _Lane:
     """The vectors of one (mind, model) as of log position ``seq``; rows ``[:n]`` are used,
     ``alive`` is False for the ``dead`` rows whose frame stopped qualifying (masked until the
     next full reload; a quarter of the rows dead, or a candidate the database refused, marks the
-    lane ``stale``: reloaded in full by the next search)."""
+    lane ``stale``: reloaded in full by the next search). ``codes``: the rows' sign codes when
+    the mind's calibration chose the coarse pass (:mod:`~waggle_store.dialects.sqlite_veccodes`),
+    taken at ``decided_at`` rows with ``recall`` measured (None: not calibrated)."""
 
     seq: int
     dims: int
@@ -170,11 +182,15 @@ class _Lane:
     rows: dict[int, int] = field(default_factory=dict)
     stale: bool = False
     dead: int = 0
+    codes: SignCodes | None = None
+    decided_at: int = 0
+    recall: float | None = None
 
     @property
     def nbytes(self) -> int:
+        codes = 0 if self.codes is None else self.codes.nbytes
         return int(self.matrix.nbytes + self.ids.nbytes + self.ts.nbytes + self.gops.nbytes
-                   + self.alive.nbytes) + _ROW_ENTRY * len(self.rows)
+                   + self.alive.nbytes) + _ROW_ENTRY * len(self.rows) + codes
 
 
 class VectorIndex:
@@ -182,6 +198,8 @@ class VectorIndex:
 
     def __init__(self, budget: int | None = None) -> None:
         self.budget = budget_from_env() if budget is None else budget
+        #: ``auto``: large minds calibrated for the coarse pass; ``exact``: every scan exact.
+        self.mode = mode_from_env()
         self._lanes: OrderedDict[tuple[int, int], _Lane] = OrderedDict()
         self._too_big: dict[tuple[int, int], float] = {}
         self._log_ready = False
@@ -233,7 +251,9 @@ class VectorIndex:
             scan: Future[_Scan] | _Scan | None = None
             product = None
             if lane.n * lane.dims >= INLINE_SCAN_BELOW:
-                product = _Product.of(np_, lane, vector)
+                # The coarse pass (sign codes, then the candidates rescored) is not cut in
+                # chunks: it is a few passes over d/8 bytes a row, short beside the keyword lane.
+                product = None if lane.codes is not None else _Product.of(np_, lane, vector)
                 try:
                     scan = SCAN_THREADS.submit(self._scan_then_release, np_, lane, vector, where,
                                              limit, product)
@@ -279,7 +299,18 @@ class VectorIndex:
         lane = self._current(executor, np_, key, seq, low)
         if lane is not None:
             self._lanes.move_to_end(key)
+            self._decide(np_, lane)
         return lane
+
+    def _decide(self, np_: Any, lane: _Lane) -> None:
+        """Calibrate a large mind for the coarse pass, the first time and whenever it has
+        doubled since (:mod:`~waggle_store.dialects.sqlite_veccodes`; under the lock)."""
+        if self.mode == "exact" or lane.n < max(COARSE_MIN_ROWS, 2 * lane.decided_at):
+            return
+        codes = SignCodes.of(np_, lane.matrix[:lane.n], len(lane.ids))
+        lane.recall = calibrate(np_, codes, lane.matrix[:lane.n], lane.alive[:lane.n])
+        lane.codes = codes if lane.recall >= REQUIRED_RECALL else None
+        lane.decided_at = lane.n
 
     def _has_log(self, executor: Executor) -> bool:
         if not self._log_ready:
@@ -359,7 +390,9 @@ class VectorIndex:
         current = current_frames(executor, mind_id, model_id)
         count = len(current)
         dims = self._dims(executor, model_id)
-        need = count * (4 * dims + 21 + _ROW_ENTRY)
+        # A mind large enough to be calibrated may take sign codes too (d/8 bytes a row).
+        codes = (dims + 63) // 64 * 8 if self.mode == "auto" and count >= COARSE_MIN_ROWS else 0
+        need = count * (4 * dims + 21 + _ROW_ENTRY + codes)
         if need > self.budget:
             return None
         others = sum(lane.nbytes for k, lane in self._lanes.items() if k != key)
@@ -403,6 +436,8 @@ class VectorIndex:
                     row = self._append_row(np_, lane)
                     lane.rows[frame_id] = row
                 lane.matrix[row] = np_.frombuffer(bytes(now[1]), dtype="<f4")
+                if lane.codes is not None:
+                    lane.codes.set_row(row, lane.matrix[row])
                 lane.ids[row] = frame_id
                 lane.ts[row] = float(now[3])
                 lane.gops[row] = lane.gop_codes.setdefault(str(now[2]), len(lane.gop_codes))
@@ -419,6 +454,8 @@ class VectorIndex:
             lane.ts = np_.concatenate([lane.ts, np_.zeros(grow, np_.float64)])
             lane.gops = np_.concatenate([lane.gops, np_.zeros(grow, np_.int32)])
             lane.alive = np_.concatenate([lane.alive, np_.zeros(grow, np_.bool_)])
+            if lane.codes is not None:
+                lane.codes.grow(len(lane.ids))
         lane.n += 1
         return lane.n - 1
 
@@ -444,12 +481,16 @@ SCAN_THREADS: Final = WorkerPool("waggle-vector-scan", min(4, os.cpu_count() or 
 class _Scan:
     """One scan's result: ``pairs`` = the ``k`` nearest qualifying rows as [frame id, cosine
     distance], nearest first (ties by id); ``neg`` = every row's negated similarity (``inf`` where
-    a filter excludes it), kept to widen the page; ``available`` = rows that qualify."""
+    a filter excludes it), kept to widen the page; ``available`` = rows that qualify. A coarse
+    pass has no ``neg``: it keeps its unit query and ``mask`` (None: every row qualifies) for an
+    exact scan should the page need widening."""
 
     pairs: list[list[Any]]
     neg: Any
     available: int
     k: int
+    query: Any = None
+    mask: Any = None
 
 
 def _unit(np_: Any, vector: Sequence[float]) -> Any:
@@ -547,27 +588,31 @@ class _Product:
 
 def _scan(np_: Any, lane: _Lane, vector: Sequence[float], where: LaneFilter,
           limit: int, product: _Product | None = None) -> _Scan:
-    """The exact scan of one (mind, model): a float32 matrix-vector product and the top k.
-    ``product``: that product begun (:meth:`VectorIndex.start`), which this thread helps
-    finish; without it the product is computed here."""
+    """The scan of one (mind, model): a float32 matrix-vector product and the top k, or the
+    coarse pass where the mind's calibration chose it. ``product``: the product begun
+    (:meth:`VectorIndex.start`), which this thread helps finish; without it, it is computed
+    here."""
     n = lane.n
-    if product is None:
-        product = _Product.of(np_, lane, vector)
-        if product is None:
-            return _Scan([], None, 0, 0)
     # One pass over the matrix; the filters are masks over the metadata arrays, built only
     # when something narrows the mind (each costs a pass over n values, not n × d).
     mask = None if lane.dead == 0 else lane.alive[:n]
     if where.gop_id is not None:
         code = lane.gop_codes.get(where.gop_id)
         if code is None:
-            product.cancel()
+            if product is not None:
+                product.cancel()
             return _Scan([], None, 0, 0)
         mask = _and(mask, lane.gops[:n] == code)
     if where.since is not None:
         mask = _and(mask, lane.ts[:n] >= where.since.timestamp())
     if where.until is not None:
         mask = _and(mask, lane.ts[:n] <= where.until.timestamp())
+    if product is None and lane.codes is not None:
+        return _coarse(np_, lane, lane.codes, vector, mask, limit)
+    if product is None:
+        product = _Product.of(np_, lane, vector)
+        if product is None:
+            return _Scan([], None, 0, 0)
     product.work()
     neg = product.wait()  # negated similarities (see _Product.work)
     if mask is not None:
@@ -576,9 +621,34 @@ def _scan(np_: Any, lane: _Lane, vector: Sequence[float], where: LaneFilter,
     return _top(np_, lane, neg, available, min(max(limit, 1), available))
 
 
+def _coarse(np_: Any, lane: _Lane, codes: SignCodes, vector: Sequence[float], mask: Any,
+            limit: int) -> _Scan:
+    """The k nearest by the coarse pass: the candidates' exact distances, as the exact scan
+    computes them (one float32 dot product a row), ordered the same way."""
+    q = _unit(np_, vector)
+    available = lane.n if mask is None else int(np_.count_nonzero(mask))
+    if q is None or available == 0:
+        return _Scan([], None, 0, 0)
+    k = min(max(limit, 1), available)
+    rows, sims = nearest(np_, codes, lane.matrix, q, lane.n, mask, k)
+    distance = 1.0 - sims.astype(np_.float64)
+    ids = lane.ids[rows]
+    order = np_.lexsort((ids, distance))[:k]
+    pairs = [[i, d] for i, d in zip(ids[order].tolist(), distance[order].tolist(), strict=True)]
+    return _Scan(pairs, None, available, k, q, mask)
+
+
 def _widen(np_: Any, lane: _Lane, scan: _Scan) -> _Scan:
-    """The next page of candidates (4× as many) of the same scan."""
-    return _top(np_, lane, scan.neg, scan.available, min(scan.k * 4, scan.available))
+    """The next page of candidates (4× as many) of the same scan (after a coarse pass, of the
+    exact scan: a page that needs widening is rare, the database having refused candidates)."""
+    neg = scan.neg
+    if neg is None:
+        product = _Product(np_, lane.matrix[:lane.n], scan.query)
+        product.work()
+        neg = product.wait()
+        if scan.mask is not None:
+            neg[~scan.mask] = np_.inf
+    return _top(np_, lane, neg, scan.available, min(scan.k * 4, scan.available))
 
 
 def _top(np_: Any, lane: _Lane, neg: Any, available: int, k: int) -> _Scan:
