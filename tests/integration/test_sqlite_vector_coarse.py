@@ -8,7 +8,9 @@ lowered to make the pass choose among many more rows than it rescores."""
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -61,8 +63,9 @@ class TopicEmbedder:
 @pytest.fixture(autouse=True)
 def small_minds_are_large(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_vecindex, "COARSE_MIN_ROWS", 1000)
-    monkeypatch.setattr(sqlite_veccodes, "MIN_CANDIDATES", 64)  # rescore ~4% of the mind
-    monkeypatch.setattr(sqlite_veccodes, "CANDIDATE_FACTOR", 4)
+    # Candidate factors small enough for a mind of 1,500 rows (at most 160 of them rescored).
+    monkeypatch.setattr(sqlite_veccodes, "MIN_CANDIDATES", 16)
+    monkeypatch.setattr(sqlite_veccodes, "FACTORS", (2, 4, 8))
 
 
 def _fill(mind: ws.Mind, texts: Sequence[str] | None = None) -> list[int]:
@@ -74,8 +77,10 @@ def _fill(mind: ws.Mind, texts: Sequence[str] | None = None) -> list[int]:
 
 
 def _lane(store: ws.Store) -> _Lane:
+    """The store's one loaded lane, once the builds begun have ended."""
     adapter = store.adapter
     assert isinstance(adapter, SQLiteAdapter)
+    adapter.vector_index.settle()
     (lane,) = adapter.vector_index._lanes.values()
     return lane
 
@@ -103,13 +108,15 @@ def test_a_mind_whose_codes_rank_well_takes_the_coarse_pass(
     mind = store.mind("m")
     _fill(mind)
     emb = TopicEmbedder()
+    _both(store, mind, emb.embed_query("topic 0 first"))  # loads the mind, begins the build
+    lane = _lane(store)
+    assert lane.codes is not None
+    assert lane.factor is not None
+    assert lane.recalls is not None
+    assert lane.recalls[lane.factor] >= sqlite_veccodes.REQUIRED_RECALL
     found = total = 0
     for i in range(12):
         got, exact = _both(store, mind, emb.embed_query(f"topic {i} asked about {i}"))
-        lane = _lane(store)
-        assert lane.codes is not None
-        assert lane.recall is not None
-        assert lane.recall >= sqlite_veccodes.REQUIRED_RECALL
         assert len(got) == len(exact) == 20
         exact_distance = dict(exact)
         bound = exact[-1][1] + 1e-6
@@ -124,29 +131,73 @@ def test_a_mind_whose_codes_rank_well_takes_the_coarse_pass(
     assert found / total >= 0.98
 
 
+class RandomEmbedder(TopicEmbedder):
+    """384-d pseudo-random directions: the nearest are barely nearer than the rest."""
+
+    provider = "random-test"
+    model = "random-v1"
+    dimensions = 384
+
+    @property
+    def model_id(self) -> str:
+        return "random-test/random-v1/384"
+
+    def _one(self, text: str) -> list[float]:
+        v = self._rng(text).standard_normal(384)
+        return [float(x) for x in v / np.linalg.norm(v)]
+
+
 def test_vectors_the_codes_do_not_suit_keep_the_exact_scan(
-    store_factory: Callable[..., ws.Store]
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = store_factory()  # the hashing embedder: sparse signed vectors
+    # Few candidates: random directions in 384 dimensions are then beyond the codes.
+    monkeypatch.setattr(sqlite_veccodes, "MIN_CANDIDATES", 1)
+    monkeypatch.setattr(sqlite_veccodes, "FACTORS", (1, 2))
+    store = store_factory(embedder=RandomEmbedder())
     mind = store.mind("m")
     _fill(mind)
-    vector = HashingQuery(store).vector("topic 3 note 30 again")
-    got, exact = _both(store, mind, vector)
+    _both(store, mind, RandomEmbedder().embed_query("first"))
     lane = _lane(store)
-    assert lane.recall is not None
-    assert lane.recall < sqlite_veccodes.REQUIRED_RECALL
+    assert lane.recalls is not None
+    assert set(lane.recalls) == {1, 2}
+    assert max(lane.recalls.values()) < sqlite_veccodes.REQUIRED_RECALL
     assert lane.codes is None
-    # The exact scan's answers (the hashing embedder's distances tie often: compared by value).
-    assert [d for _, d in got] == pytest.approx([d for _, d in exact], abs=1e-6)
+    assert lane.factor is None
+    got, exact = _both(store, mind, RandomEmbedder().embed_query("topic 3 note 30 again"))
+    assert [i for i, _ in got] == [i for i, _ in exact]
 
 
-class HashingQuery:
-    def __init__(self, store: ws.Store) -> None:
-        assert store.embedder is not None
-        self._embedder = store.embedder
+def test_frames_written_during_the_build_are_coded_when_it_ends(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build runs beside searches and writes: rows the index refreshes meanwhile (new
+    frames, changed ones) are coded again when the build installs its codes."""
+    store = store_factory(embedder=TopicEmbedder())
+    mind = store.mind("m")
+    ids = _fill(mind)
+    release = threading.Event()
+    real = sqlite_vecindex.calibrate
 
-    def vector(self, query: str) -> list[float]:
-        return list(self._embedder.embed_query(query))
+    def held(*args: Any) -> Any:
+        assert release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(sqlite_vecindex, "calibrate", held)
+    emb = TopicEmbedder()
+    _both(store, mind, emb.embed_query("topic 0 first"))  # begins the build, which waits
+    texts = [f"topic 9 meanwhile {i}" for i in range(20)]
+    meanwhile = _fill(mind, texts)
+    mind.frames.update(ids[4], "topic 11 rewritten while building")
+    got, _ = _both(store, mind, emb.embed_query(texts[3]), limit=3)  # refreshed, exact scan
+    assert got[0][0] == meanwhile[3]
+    release.set()
+    lane = _lane(store)
+    assert lane.codes is not None
+    for frame_id, content in [*zip(meanwhile, texts, strict=True),
+                              (ids[4], "topic 11 rewritten while building")]:
+        got, exact = _both(store, mind, emb.embed_query(content), limit=3)
+        assert got[0] == (frame_id, pytest.approx(0.0, abs=1e-6)), content
+        assert got[0][0] == exact[0][0]
 
 
 def test_frames_written_after_the_load_reach_the_codes(
@@ -184,7 +235,7 @@ def test_the_exact_mode_turns_the_pass_off(
     _fill(mind)
     got, exact = _both(store, mind, TopicEmbedder().embed_query("topic 2 anything"))
     assert _lane(store).codes is None
-    assert _lane(store).recall is None
+    assert _lane(store).recalls is None
     assert [i for i, _ in got] == [i for i, _ in exact]
     assert [d for _, d in got] == pytest.approx([d for _, d in exact], abs=1e-6)
 

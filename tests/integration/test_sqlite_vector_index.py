@@ -12,6 +12,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,9 +47,24 @@ def scan_thread(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     if request.param == "shared-chunks":
         monkeypatch.setattr(sqlite_vecindex, "SCAN_CHUNK_ENTRIES", 100)
     if request.param.startswith("coarse"):
+        # Every mind is built and calibrated, and takes the pass with candidates enough for
+        # all its rows; each search waits for the build it began, so the next one uses it.
         monkeypatch.setattr(sqlite_vecindex, "COARSE_MIN_ROWS", 0)
-        monkeypatch.setattr(sqlite_vecindex, "REQUIRED_RECALL", 0.0)
+        monkeypatch.setattr(sqlite_vecindex, "RESCORED_SHARE", 0)
+        monkeypatch.setattr(sqlite_vecindex, "calibrate",
+                            lambda *args: (10_000, {10_000: 1.0}))
+        for name in ("search", "start"):
+            monkeypatch.setattr(sqlite_vecindex.VectorIndex, name,
+                                _settling(getattr(sqlite_vecindex.VectorIndex, name)))
     return str(request.param)
+
+
+def _settling(method: Callable[..., Any]) -> Callable[..., Any]:
+    def settled(index: sqlite_vecindex.VectorIndex, *args: Any, **kwargs: Any) -> Any:
+        result = method(index, *args, **kwargs)
+        index.settle()
+        return result
+    return settled
 
 
 def _coarse_used(store: ws.Store, scan_thread: str) -> None:

@@ -73,10 +73,11 @@ from waggle_store.dialects.base import (
 )
 from waggle_store.dialects.common import checked_knn, current_hits, frame_filters, run_lane
 from waggle_store.dialects.sqlite_veccodes import (
+    BITS,
     COARSE_MIN_ROWS,
-    REQUIRED_RECALL,
     SignCodes,
     calibrate,
+    candidates,
     mode_from_env,
     nearest,
 )
@@ -166,9 +167,11 @@ class _Lane:
     """The vectors of one (mind, model) as of log position ``seq``; rows ``[:n]`` are used,
     ``alive`` is False for the ``dead`` rows whose frame stopped qualifying (masked until the
     next full reload; a quarter of the rows dead, or a candidate the database refused, marks the
-    lane ``stale``: reloaded in full by the next search). ``codes``: the rows' sign codes when
-    the mind's calibration chose the coarse pass (:mod:`~waggle_store.dialects.sqlite_veccodes`),
-    taken at ``decided_at`` rows with ``recall`` measured (None: not calibrated)."""
+    lane ``stale``: reloaded in full by the next search). ``codes`` and ``factor``: the rows'
+    codes and the candidate factor when the mind's calibration chose the coarse pass
+    (:mod:`~waggle_store.dialects.sqlite_veccodes`), decided at ``decided_at`` rows with the
+    ``recalls`` measured per factor (None: not calibrated). While ``building``, the rows written
+    since the build began are collected in ``touched`` (their codes are taken again at the end)."""
 
     seq: int
     dims: int
@@ -183,8 +186,11 @@ class _Lane:
     stale: bool = False
     dead: int = 0
     codes: SignCodes | None = None
+    factor: int | None = None
     decided_at: int = 0
-    recall: float | None = None
+    recalls: dict[int, float] | None = None
+    building: bool = False
+    touched: set[int] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -202,8 +208,14 @@ class VectorIndex:
         self.mode = mode_from_env()
         self._lanes: OrderedDict[tuple[int, int], _Lane] = OrderedDict()
         self._too_big: dict[tuple[int, int], float] = {}
+        self._builds: list[Future[None]] = []
         self._log_ready = False
         self._lock = threading.Lock()
+
+    def settle(self) -> None:
+        """Wait for the coarse-pass builds begun so far (their errors are raised here)."""
+        while self._builds:
+            self._builds.pop(0).result()
 
     def clear(self) -> None:
         """Forget every loaded (mind, model) (frees their memory; the next search reloads)."""
@@ -299,18 +311,48 @@ class VectorIndex:
         lane = self._current(executor, np_, key, seq, low)
         if lane is not None:
             self._lanes.move_to_end(key)
-            self._decide(np_, lane)
+            self._decide(np_, key, lane)
         return lane
 
-    def _decide(self, np_: Any, lane: _Lane) -> None:
-        """Calibrate a large mind for the coarse pass, the first time and whenever it has
-        doubled since (:mod:`~waggle_store.dialects.sqlite_veccodes`; under the lock)."""
-        if self.mode == "exact" or lane.n < max(COARSE_MIN_ROWS, 2 * lane.decided_at):
+    def _decide(self, np_: Any, key: tuple[int, int], lane: _Lane) -> None:
+        """Build a large mind's codes and calibrate it for the coarse pass, the first time and
+        whenever it has doubled since, on :data:`CODES_THREAD` (under the lock)."""
+        if (self.mode == "exact" or lane.building
+                or lane.n < max(COARSE_MIN_ROWS, 2 * lane.decided_at)):
             return
-        codes = SignCodes.of(np_, lane.matrix[:lane.n], len(lane.ids))
-        lane.recall = calibrate(np_, codes, lane.matrix[:lane.n], lane.alive[:lane.n])
-        lane.codes = codes if lane.recall >= REQUIRED_RECALL else None
-        lane.decided_at = lane.n
+        lane.building, lane.touched = True, set()
+        try:
+            self._builds = [b for b in self._builds if not b.done()]
+            self._builds.append(CODES_THREAD.submit(
+                self._build, np_, key, lane, lane.n, lane.matrix, lane.alive[:lane.n].copy()))
+        except RuntimeError:  # the interpreter is shutting down: no new threads
+            lane.building, lane.touched = False, None
+
+    def _build(self, np_: Any, key: tuple[int, int], lane: _Lane, n: int, matrix: Any,
+               alive: Any) -> None:
+        """The codes of rows ``[:n]`` and the calibration, without the lock (searches go on
+        with the exact scan); then, under it, the rows written meanwhile coded again and the
+        result installed — unless the lane was evicted or reloaded since."""
+        factor: int | None = None
+        recalls: dict[int, float] | None = None
+        codes: SignCodes | None = None
+        try:
+            codes = SignCodes.of(np_, matrix[:n], n)
+            factor, recalls = calibrate(np_, codes, matrix[:n], alive)
+        finally:
+            with self._lock:
+                touched, lane.touched, lane.building = lane.touched or set(), None, False
+                lane.decided_at = n  # a failed build is tried again once the mind doubles
+                if self._lanes.get(key) is lane:
+                    lane.recalls = recalls
+                    lane.factor = factor
+                    lane.codes = None
+                    if codes is not None and factor is not None:
+                        codes.grow(len(lane.ids))
+                        redo = np_.array(sorted(touched | set(range(n, lane.n))), np_.int64)
+                        if len(redo):
+                            codes.set_rows(redo, lane.matrix[redo])
+                        lane.codes = codes
 
     def _has_log(self, executor: Executor) -> bool:
         if not self._log_ready:
@@ -390,8 +432,8 @@ class VectorIndex:
         current = current_frames(executor, mind_id, model_id)
         count = len(current)
         dims = self._dims(executor, model_id)
-        # A mind large enough to be calibrated may take sign codes too (d/8 bytes a row).
-        codes = (dims + 63) // 64 * 8 if self.mode == "auto" and count >= COARSE_MIN_ROWS else 0
+        # A mind large enough to be calibrated may take codes too (BITS / 8 bytes a row).
+        codes = BITS // 8 if self.mode == "auto" and count >= COARSE_MIN_ROWS else 0
         need = count * (4 * dims + 21 + _ROW_ENTRY + codes)
         if need > self.budget:
             return None
@@ -418,6 +460,7 @@ class VectorIndex:
                changed: Sequence[int]) -> None:
         """Bring the frames of ``changed`` up to date: re-read, overwrite, append or drop (a
         dropped row stays masked; once a quarter of the rows are, the next search reloads)."""
+        written: list[int] = []
         for start in range(0, len(changed), 500):
             chunk = changed[start:start + 500]
             found = {int(r[0]): r for r in run_lane(
@@ -436,12 +479,15 @@ class VectorIndex:
                     row = self._append_row(np_, lane)
                     lane.rows[frame_id] = row
                 lane.matrix[row] = np_.frombuffer(bytes(now[1]), dtype="<f4")
-                if lane.codes is not None:
-                    lane.codes.set_row(row, lane.matrix[row])
+                written.append(row)
                 lane.ids[row] = frame_id
                 lane.ts[row] = float(now[3])
                 lane.gops[row] = lane.gop_codes.setdefault(str(now[2]), len(lane.gop_codes))
                 lane.alive[row] = True
+        if lane.touched is not None:
+            lane.touched.update(written)
+        if lane.codes is not None and written:
+            lane.codes.set_rows(np_.array(written, np_.int64), lane.matrix[written])
         if lane.dead > 1000 and lane.dead * 4 > lane.n:
             lane.stale = True
 
@@ -475,6 +521,12 @@ SCAN_CHUNK_ENTRIES: Final = 1_000_000
 #: The process's scan threads (started on first use, replaced in a forked child). Few: each scan
 #: is one pass over memory (bandwidth-bound), so more threads than cores only queue.
 SCAN_THREADS: Final = WorkerPool("waggle-vector-scan", min(4, os.cpu_count() or 1))
+#: The coarse pass is used while the candidates it rescores are under this share (1/n) of the
+#: rows that qualify; with fewer rows (narrow filters) the exact scan costs about as much.
+RESCORED_SHARE: Final = 4
+#: Where minds' coarse-pass codes are built and calibrated, one at a time (seconds of CPU at a
+#: million rows, once per mind and doubling: never on a search's way).
+CODES_THREAD: Final = WorkerPool("waggle-vector-codes", 1)
 
 
 @dataclass(frozen=True)
@@ -607,8 +659,12 @@ def _scan(np_: Any, lane: _Lane, vector: Sequence[float], where: LaneFilter,
         mask = _and(mask, lane.ts[:n] >= where.since.timestamp())
     if where.until is not None:
         mask = _and(mask, lane.ts[:n] <= where.until.timestamp())
-    if product is None and lane.codes is not None:
-        return _coarse(np_, lane, lane.codes, vector, mask, limit)
+    if product is None and lane.codes is not None and lane.factor is not None:
+        available = n if mask is None else int(np_.count_nonzero(mask))
+        # Where the filters leave few rows, rescoring the candidates would cost about as
+        # much as the exact scan of the mind: the exact scan.
+        if RESCORED_SHARE * candidates(min(max(limit, 1), available), lane.factor) < available:
+            return _coarse(np_, lane, lane.codes, lane.factor, vector, mask, available, limit)
     if product is None:
         product = _Product.of(np_, lane, vector)
         if product is None:
@@ -621,16 +677,15 @@ def _scan(np_: Any, lane: _Lane, vector: Sequence[float], where: LaneFilter,
     return _top(np_, lane, neg, available, min(max(limit, 1), available))
 
 
-def _coarse(np_: Any, lane: _Lane, codes: SignCodes, vector: Sequence[float], mask: Any,
-            limit: int) -> _Scan:
+def _coarse(np_: Any, lane: _Lane, codes: SignCodes, factor: int, vector: Sequence[float],
+            mask: Any, available: int, limit: int) -> _Scan:
     """The k nearest by the coarse pass: the candidates' exact distances, as the exact scan
     computes them (one float32 dot product a row), ordered the same way."""
     q = _unit(np_, vector)
-    available = lane.n if mask is None else int(np_.count_nonzero(mask))
-    if q is None or available == 0:
+    if q is None:
         return _Scan([], None, 0, 0)
     k = min(max(limit, 1), available)
-    rows, sims = nearest(np_, codes, lane.matrix, q, lane.n, mask, k)
+    rows, sims = nearest(np_, codes, lane.matrix, q, lane.n, mask, k, factor)
     distance = 1.0 - sims.astype(np_.float64)
     ids = lane.ids[rows]
     order = np_.lexsort((ids, distance))[:k]
