@@ -1,7 +1,7 @@
 """The SQLite vector lane's in-process index: an exact numpy scan per (mind, model), kept coherent
 with the database through a change log that triggers and the adapter write. A large mind whose
-vectors suit it (measured per mind) is scanned by a coarse pass instead: sign codes, then the
-nearest candidates' exact distances (:mod:`~waggle_store.dialects.sqlite_veccodes`).
+vectors suit it (measured per mind) is scanned by a coarse pass instead: 1536-bit codes, then
+the nearest candidates' exact distances (:mod:`~waggle_store.dialects.sqlite_veccodes`).
 
 Why: sqlite-vec's ``vec0`` KNN is a brute-force scan at ~900 ns a row (91 ms at 100k frames of
 384 dimensions, ~0.9 s at 1M); the same exact scan as one float32 matrix-vector product in numpy
@@ -263,8 +263,8 @@ class VectorIndex:
             scan: Future[_Scan] | _Scan | None = None
             product = None
             if lane.n * lane.dims >= INLINE_SCAN_BELOW:
-                # The coarse pass (sign codes, then the candidates rescored) is not cut in
-                # chunks: it is a few passes over d/8 bytes a row, short beside the keyword lane.
+                # The coarse pass (codes, then the candidates rescored) is not cut in chunks:
+                # its passes read 192 bytes a row, short beside the keyword lane.
                 product = None if lane.codes is not None else _Product.of(np_, lane, vector)
                 try:
                     scan = SCAN_THREADS.submit(self._scan_then_release, np_, lane, vector, where,
