@@ -58,22 +58,28 @@ class HashingEmbedder:
         folded = unicodedata.normalize("NFKC", text).casefold()
         counts = Counter(_WORD.findall(folded))
         vec = [0.0] * self._dimensions
-        for token, count in counts.items():
-            self._add(vec, token.encode("utf-8"), float(count))
-        if not any(vec):
+        used = {self._add(vec, token.encode("utf-8"), float(count))
+                for token, count in counts.items()}
+        if not any(vec[i] for i in used):
             # No word tokens (punctuation, emoji, empty text), or signed features that cancelled
             # out: a whole-text feature keeps every text embeddable with a nonzero vector.
             vec = [0.0] * self._dimensions
-            self._add(vec, _WHOLE_TEXT_PREFIX + folded.encode("utf-8"), 1.0)
-        norm = math.sqrt(math.fsum(x * x for x in vec))
-        return [x / norm for x in vec]
+            used = {self._add(vec, _WHOLE_TEXT_PREFIX + folded.encode("utf-8"), 1.0)}
+        # Only the features' coordinates are non-zero: the norm and the scaling read those
+        # (the same values as over the whole vector: ``fsum`` is exact, 0.0 / norm is 0.0).
+        norm = math.sqrt(math.fsum(vec[i] * vec[i] for i in used))
+        for i in used:
+            vec[i] /= norm
+        return vec
 
-    def _add(self, vec: list[float], feature: bytes, weight: float) -> None:
+    def _add(self, vec: list[float], feature: bytes, weight: float) -> int:
+        """Add the feature's signed weight at its coordinate; returns the coordinate."""
         digest = hashlib.blake2b(feature, digest_size=8, person=_PERSON).digest()
         h = int.from_bytes(digest, "little")
         index = (h >> 1) % self._dimensions
         sign = 1.0 if h & 1 else -1.0
         vec[index] += sign * weight
+        return index
 
     def __repr__(self) -> str:
         return f"HashingEmbedder(dimensions={self._dimensions})"
