@@ -18,8 +18,8 @@ each (mind, model) is *calibrated* on its own vectors. :data:`CALIBRATION_QUERIE
 over the mind are searched both ways (each row as a query, itself left out), and the mind uses
 the pass with the smallest candidate factor of :data:`FACTORS` whose recall of the exact top
 :data:`CALIBRATION_K` is at least :data:`REQUIRED_RECALL`; if none reaches it, the mind keeps the
-exact scan. (Rows of the mind make harder queries than questions do: on the benchmark's stores,
-the calibration's recall was below the recall measured with real queries for every factor.)
+exact scan. (Rows of the mind are no easier queries than questions: on the benchmark's stores,
+the calibration's recall was below the recall measured with its queries, or within 0.004.)
 The codes are built and the mind calibrated on a worker thread after the mind is loaded — the
 exact scan answers meanwhile — and again once the mind has doubled since. Below
 :data:`COARSE_MIN_ROWS` rows the exact scan is cheap and always used;
