@@ -101,16 +101,22 @@ def _both(store: ws.Store, mind: ws.Mind, vector: Sequence[float], limit: int = 
     return [(h.frame_id, h.score) for h in got], [(h.frame_id, h.score) for h in exact]
 
 
-def test_a_mind_whose_codes_rank_well_takes_the_coarse_pass(
-    store_factory: Callable[..., ws.Store]
-) -> None:
+def _coded(store_factory: Callable[..., ws.Store]) -> tuple[ws.Store, ws.Mind, _Lane]:
+    """A mind of the topic embedder, searched once (loaded, its codes built) and coded."""
     store = store_factory(embedder=TopicEmbedder())
     mind = store.mind("m")
     _fill(mind)
-    emb = TopicEmbedder()
-    _both(store, mind, emb.embed_query("topic 0 first"))  # loads the mind, begins the build
+    _both(store, mind, TopicEmbedder().embed_query("topic 0 first"))  # loads, begins the build
     lane = _lane(store)
     assert lane.codes is not None
+    return store, mind, lane
+
+
+def test_a_mind_whose_codes_rank_well_takes_the_coarse_pass(
+    store_factory: Callable[..., ws.Store]
+) -> None:
+    store, mind, lane = _coded(store_factory)
+    emb = TopicEmbedder()
     assert lane.factor is not None
     assert lane.recalls is not None
     assert lane.recalls[lane.factor] >= sqlite_veccodes.REQUIRED_RECALL
@@ -203,13 +209,8 @@ def test_frames_written_during_the_build_are_coded_when_it_ends(
 def test_frames_written_after_the_load_reach_the_codes(
     store_factory: Callable[..., ws.Store]
 ) -> None:
-    store = store_factory(embedder=TopicEmbedder())
-    mind = store.mind("m")
-    _fill(mind)
+    store, mind, lane = _coded(store_factory)
     emb = TopicEmbedder()
-    _both(store, mind, emb.embed_query("topic 1 first"))
-    lane = _lane(store)
-    assert lane.codes is not None
     capacity = len(lane.ids)
     # Enough new frames to grow the lane's arrays (and its codes) at least once.
     texts = [f"topic 7 later {i}" for i in range(capacity - lane.n + 50)]
