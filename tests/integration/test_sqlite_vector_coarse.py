@@ -241,6 +241,29 @@ def test_the_exact_mode_turns_the_pass_off(
     assert [d for _, d in got] == pytest.approx([d for _, d in exact], abs=1e-6)
 
 
+def test_a_numpy_without_bitwise_count_keeps_the_exact_scan(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """numpy before 2.0 has no ``bitwise_count``: the mind is never built for the pass."""
+
+    class OldNumpy:
+        def __getattr__(self, name: str) -> Any:
+            if name == "bitwise_count":
+                raise AttributeError(name)
+            return getattr(np, name)
+
+    monkeypatch.setattr(sqlite_vecindex, "_numpy", OldNumpy)
+    store = store_factory(embedder=TopicEmbedder())
+    mind = store.mind("m")
+    _fill(mind)
+    got, exact = _both(store, mind, TopicEmbedder().embed_query("topic 2 anything"))
+    lane = _lane(store)
+    assert lane.recalls is None
+    assert lane.codes is None
+    assert lane.n == ROWS  # the index answered (exact), not vec0
+    assert [i for i, _ in got] == [i for i, _ in exact]
+
+
 def test_an_invalid_mode_is_refused_at_open(
     store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:

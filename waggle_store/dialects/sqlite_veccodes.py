@@ -23,7 +23,7 @@ the calibration's recall was below the recall measured with its queries, or with
 The codes are built and the mind calibrated on a worker thread after the mind is loaded — the
 exact scan answers meanwhile — and again once the mind has doubled since. Below
 :data:`COARSE_MIN_ROWS` rows the exact scan is cheap and always used;
-``WAGGLE_VECTOR_INDEX_MODE=exact`` turns the pass off.
+``WAGGLE_VECTOR_INDEX_MODE=exact`` turns the pass off; it needs numpy 2.0 or later.
 
 Memory: ``BITS / 8`` = 192 bytes a row (19 MB per 100,000 frames) for a mind that uses it.
 """
@@ -68,6 +68,12 @@ def mode_from_env() -> str:
         raise InvalidInputError(
             f"WAGGLE_VECTOR_INDEX_MODE must be 'auto' or 'exact', not {raw!r}")
     return raw
+
+
+def supported(np_: Any) -> bool:
+    """The pass counts bits with ``numpy.bitwise_count`` (numpy 2.0+); an older numpy keeps the
+    exact scan (the same answers, at its cost)."""
+    return hasattr(np_, "bitwise_count")
 
 
 def candidates(k: int, factor: int) -> int:

@@ -80,6 +80,7 @@ from waggle_store.dialects.sqlite_veccodes import (
     candidates,
     mode_from_env,
     nearest,
+    supported,
 )
 from waggle_store.dialects.sqlite_vecload import (
     current_frames,
@@ -317,7 +318,7 @@ class VectorIndex:
     def _decide(self, np_: Any, key: tuple[int, int], lane: _Lane) -> None:
         """Build a large mind's codes and calibrate it for the coarse pass, the first time and
         whenever it has doubled since, on :data:`CODES_THREAD` (under the lock)."""
-        if (self.mode == "exact" or lane.building
+        if (self.mode == "exact" or lane.building or not supported(np_)
                 or lane.n < max(COARSE_MIN_ROWS, 2 * lane.decided_at)):
             return
         lane.building, lane.touched = True, set()
