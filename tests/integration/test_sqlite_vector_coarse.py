@@ -227,6 +227,40 @@ def test_frames_written_after_the_load_reach_the_codes(
     assert lane.decided_at == ROWS
 
 
+def test_closing_the_store_stops_a_build_in_progress(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build whose mind left the index (the store closed) stops at its next slice instead of
+    keeping the process busy (and waiting at exit) for codes nobody will use."""
+    store = store_factory(embedder=TopicEmbedder())
+    mind = store.mind("m")
+    _fill(mind)
+    release = threading.Event()
+    outcomes: list[str] = []
+    real = sqlite_vecindex.calibrate
+
+    def held(*args: Any) -> Any:
+        assert release.wait(30)
+        try:
+            return real(*args)
+        except sqlite_veccodes.Cancelled:
+            outcomes.append("cancelled")
+            raise
+
+    monkeypatch.setattr(sqlite_vecindex, "calibrate", held)
+    _both(store, mind, TopicEmbedder().embed_query("topic 0 first"))  # begins the build
+    adapter = store.adapter
+    assert isinstance(adapter, SQLiteAdapter)
+    (lane,) = adapter.vector_index._lanes.values()
+    store.close()
+    release.set()
+    adapter.vector_index.settle()  # the build ended without an error
+    assert outcomes == ["cancelled"]
+    assert lane.dropped
+    assert lane.codes is None
+    assert lane.recalls is None
+
+
 def test_the_exact_mode_turns_the_pass_off(
     store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -31,6 +31,7 @@ Memory: ``BITS / 8`` = 192 bytes a row (19 MB per 100,000 frames) for a mind tha
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, Final
 
 from waggle_store.errors import InvalidInputError
@@ -59,6 +60,15 @@ _PACK_ROWS: Final = 16_384  # rows projected at a time: bounded temporaries at a
 _BLAS_ROWS: Final = 256  # from this many rows on, a projection is worth BLAS's threads
 
 _planes_by_dims: dict[int, Any] = {}
+
+
+class Cancelled(Exception):
+    """A build stopped because its mind left the index (closed store, eviction, reload)."""
+
+
+def _check(keep_going: Callable[[], bool] | None) -> None:
+    if keep_going is not None and not keep_going():
+        raise Cancelled
 
 
 def mode_from_env() -> str:
@@ -101,9 +111,13 @@ class SignCodes:
         self.words = np_.zeros((BITS // _WORD_BITS, capacity), np_.uint64)
 
     @classmethod
-    def of(cls, np_: Any, matrix: Any, capacity: int) -> SignCodes:
+    def of(cls, np_: Any, matrix: Any, capacity: int,
+           keep_going: Callable[[], bool] | None = None) -> SignCodes:
+        """The codes of ``matrix``'s rows (``keep_going`` asked between slices: False raises
+        :class:`Cancelled`)."""
         codes = cls(np_, matrix.shape[1], capacity)
         for start in range(0, len(matrix), _PACK_ROWS):
+            _check(keep_going)
             block = matrix[start:start + _PACK_ROWS]
             codes.words[:, start:start + len(block)] = codes.encode(block).T
         return codes
@@ -175,13 +189,14 @@ def nearest(np_: Any, codes: SignCodes, matrix: Any, q: Any, n: int, mask: Any, 
     return rows, np_.einsum("ij,j->i", matrix[rows], q)
 
 
-def calibrate(np_: Any, codes: SignCodes, matrix: Any, alive: Any
+def calibrate(np_: Any, codes: SignCodes, matrix: Any, alive: Any,
+              keep_going: Callable[[], bool] | None = None
               ) -> tuple[int | None, dict[int, float]]:
     """The mind's candidate factor (None: no factor recalls well enough, or none would rescore
     under an eighth of the mind) and the recall@:data:`CALIBRATION_K` of each factor tried,
     against the exact scan on the mind's own rows: :data:`CALIBRATION_QUERIES` rows spread over
     the mind, each searched both ways with itself left out; a hit as near as the exact k-th
-    counts as found (equal vectors tie)."""
+    counts as found (equal vectors tie). ``keep_going``: as in :meth:`SignCodes.of`."""
     n = len(matrix)
     factors = [f for f in FACTORS if 8 * candidates(CALIBRATION_K, f) <= n]
     picks = np_.unique(np_.linspace(0, n - 1, CALIBRATION_QUERIES).astype(np_.int64))
@@ -189,6 +204,7 @@ def calibrate(np_: Any, codes: SignCodes, matrix: Any, alive: Any
     found = dict.fromkeys(factors, 0)
     total = 0
     for start in range(0, len(picks), 8):  # 8 queries a product: bounded temporaries
+        _check(keep_going)
         group = picks[start:start + 8]
         exact = matrix @ matrix[group].T  # (n, queries): every row's similarity
         exact[~alive] = -np_.inf

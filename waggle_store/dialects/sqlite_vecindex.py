@@ -75,6 +75,7 @@ from waggle_store.dialects.common import checked_knn, current_hits, frame_filter
 from waggle_store.dialects.sqlite_veccodes import (
     BITS,
     COARSE_MIN_ROWS,
+    Cancelled,
     SignCodes,
     calibrate,
     candidates,
@@ -192,6 +193,7 @@ class _Lane:
     recalls: dict[int, float] | None = None
     building: bool = False
     touched: set[int] | None = None
+    dropped: bool = False  # left the index: a build in progress stops
 
     @property
     def nbytes(self) -> int:
@@ -221,6 +223,8 @@ class VectorIndex:
     def clear(self) -> None:
         """Forget every loaded (mind, model) (frees their memory; the next search reloads)."""
         with self._lock:
+            for lane in self._lanes.values():
+                lane.dropped = True
             self._lanes.clear()
             self._too_big.clear()
 
@@ -333,13 +337,20 @@ class VectorIndex:
                alive: Any) -> None:
         """The codes of rows ``[:n]`` and the calibration, without the lock (searches go on
         with the exact scan); then, under it, the rows written meanwhile coded again and the
-        result installed — unless the lane was evicted or reloaded since."""
+        result installed — unless the lane was evicted or reloaded since (the build stops at its
+        next slice: a closed store's process does not wait for it at exit)."""
         factor: int | None = None
         recalls: dict[int, float] | None = None
         codes: SignCodes | None = None
+
+        def keep_going() -> bool:
+            return not lane.dropped
+
         try:
-            codes = SignCodes.of(np_, matrix[:n], n)
-            factor, recalls = calibrate(np_, codes, matrix[:n], alive)
+            codes = SignCodes.of(np_, matrix[:n], n, keep_going)
+            factor, recalls = calibrate(np_, codes, matrix[:n], alive, keep_going)
+        except Cancelled:
+            return  # the lane is gone (``finally`` below installs nothing)
         finally:
             with self._lock:
                 touched, lane.touched, lane.building = lane.touched or set(), None, False
@@ -379,7 +390,9 @@ class VectorIndex:
                 self._apply(executor, np_, lane, key, changed)
                 lane.seq = seq
                 return lane
-        self._lanes.pop(key, None)
+        replaced = self._lanes.pop(key, None)
+        if replaced is not None:
+            replaced.dropped = True
         retry = self._too_big.get(key)
         if retry is not None and time.monotonic() < retry:
             return None
@@ -441,6 +454,7 @@ class VectorIndex:
         others = sum(lane.nbytes for k, lane in self._lanes.items() if k != key)
         while self._lanes and others + need > self.budget:
             _, evicted = self._lanes.popitem(last=False)
+            evicted.dropped = True
             others -= evicted.nbytes
         lane = _Lane(seq, dims, np_.empty((count, dims), np_.float32), np_.empty(count, np_.int64),
                      np_.empty(count, np_.float64), np_.empty(count, np_.int32),
