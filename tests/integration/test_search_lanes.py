@@ -202,3 +202,16 @@ def test_the_keyword_score_is_the_idf_sum_of_own_and_context_words(mind: ws.Mind
     scores = {h.frame.content: h.explain["lanes"]["keyword"]["score"] for h in hits}
     assert scores == pytest.approx(expected, rel=1e-12)
     assert [h.frame.content for h in hits] == sorted(expected, key=lambda c: -expected[c])
+
+
+def test_tied_keyword_frames_go_shorter_first_in_utf8_bytes(mind: ws.Mind) -> None:
+    """Equal idf sums: the shorter frame first, by the UTF-8 bytes of content plus context (what
+    both databases know without reading the text through: dialects/keyword_rank.py), then the
+    lower id. "kite ééééé" is shorter in characters (10 against 13) and longer in bytes."""
+    gops = [mind.sessions.ensure(f"s{i}").gop_id for i in range(3)]  # no context: one a session
+    accented = mind.frames.create_i(gops[0], "kite ééééé").id
+    plain = mind.frames.create_i(gops[1], "kite abcdefgh").id
+    twin = mind.frames.create_i(gops[2], "kite ijklmnop").id  # the same length: by id
+    hits = mind.search("kite", lanes=("keyword",), limit=10)
+    assert len({h.explain["lanes"]["keyword"]["score"] for h in hits}) == 1  # a tie
+    assert [h.frame.id for h in hits] == [plain, twin, accented]

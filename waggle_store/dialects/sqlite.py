@@ -104,6 +104,12 @@ def _vec_json(vector: Sequence[float]) -> str:
     return "[" + ",".join(map(repr, map(float, vector))) + "]"
 
 
+#: A frame's length for the keyword lane's tie order, in UTF-8 bytes as on Postgres
+#: (``keyword_rank``): a BLOB's length is its size; a TEXT's is counted character by character.
+TEXT_BYTES: Final = ("length(CAST(f.content AS BLOB)) "
+                     f"+ coalesce(length(CAST(f.{CONTEXT_COLUMN} AS BLOB)), 0)")
+
+
 class SQLiteAdapter:
     dialect = "sqlite"
 
@@ -211,7 +217,7 @@ class SQLiteAdapter:
             f"WITH m AS MATERIALIZED ({matches}), "
             f"g AS MATERIALIZED (SELECT m.id, {sums} FROM m GROUP BY m.id), "
             f"c AS MATERIALIZED (SELECT g.*, f.mind_id, f.gop_id, f.created_at, "
-            f"length(f.content) + coalesce(length(f.{CONTEXT_COLUMN}), 0) AS len "
+            f"{TEXT_BYTES} AS len "
             f"FROM g CROSS JOIN {T_FRAMES} f ON f.id = g.id WHERE {minds}), "
             f"w AS MATERIALIZED (SELECT s.n, {idf} FROM (SELECT {total} AS n, {counts} "
             "FROM c) s) "
