@@ -8,6 +8,7 @@ lowered to make the pass choose among many more rows than it rescores."""
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -259,6 +260,27 @@ def test_closing_the_store_stops_a_build_in_progress(
     assert lane.dropped
     assert lane.codes is None
     assert lane.recalls is None
+
+
+def test_a_build_left_by_another_process_is_begun_again(
+    store_factory: Callable[..., ws.Store]
+) -> None:
+    """A forked child inherits a lane marked as being built by its parent's worker thread, which
+    the child does not have: it builds the codes itself."""
+    store = store_factory(embedder=TopicEmbedder())
+    mind = store.mind("m")
+    _fill(mind)
+    adapter = store.adapter
+    assert isinstance(adapter, SQLiteAdapter)
+    adapter.vector_index.mode = "exact"  # loaded, not built
+    _both(store, mind, TopicEmbedder().embed_query("topic 0 first"))
+    (lane,) = adapter.vector_index._lanes.values()
+    assert lane.codes is None
+    lane.building, lane.touched = os.getpid() + 1, set()  # as a fork would leave it
+    adapter.vector_index.mode = "auto"
+    _both(store, mind, TopicEmbedder().embed_query("topic 1 again"))
+    assert _lane(store).codes is not None
+    assert lane.building == 0
 
 
 def test_the_exact_mode_turns_the_pass_off(

@@ -172,8 +172,9 @@ class _Lane:
     lane ``stale``: reloaded in full by the next search). ``codes`` and ``factor``: the rows'
     codes and the candidate factor when the mind's calibration chose the coarse pass
     (:mod:`~waggle_store.dialects.sqlite_veccodes`), decided at ``decided_at`` rows with the
-    ``recalls`` measured per factor (None: not calibrated). While ``building``, the rows written
-    since the build began are collected in ``touched`` (their codes are taken again at the end)."""
+    ``recalls`` measured per factor (None: not calibrated). While ``building`` (the id of the
+    process whose worker builds: a forked child has no such thread and builds anew), the rows
+    written since the build began are collected in ``touched`` (coded again at its end)."""
 
     seq: int
     dims: int
@@ -191,7 +192,7 @@ class _Lane:
     factor: int | None = None
     decided_at: int = 0
     recalls: dict[int, float] | None = None
-    building: bool = False
+    building: int = 0
     touched: set[int] | None = None
     dropped: bool = False  # left the index: a build in progress stops
 
@@ -322,16 +323,16 @@ class VectorIndex:
     def _decide(self, np_: Any, key: tuple[int, int], lane: _Lane) -> None:
         """Build a large mind's codes and calibrate it for the coarse pass, the first time and
         whenever it has doubled since, on :data:`CODES_THREAD` (under the lock)."""
-        if (self.mode == "exact" or lane.building or not supported(np_)
+        if (self.mode == "exact" or lane.building == os.getpid() or not supported(np_)
                 or lane.n < max(COARSE_MIN_ROWS, 2 * lane.decided_at)):
             return
-        lane.building, lane.touched = True, set()
+        lane.building, lane.touched = os.getpid(), set()
         try:
             self._builds = [b for b in self._builds if not b.done()]
             self._builds.append(CODES_THREAD.submit(
                 self._build, np_, key, lane, lane.n, lane.matrix, lane.alive[:lane.n].copy()))
         except RuntimeError:  # the interpreter is shutting down: no new threads
-            lane.building, lane.touched = False, None
+            lane.building, lane.touched = 0, None
 
     def _build(self, np_: Any, key: tuple[int, int], lane: _Lane, n: int, matrix: Any,
                alive: Any) -> None:
@@ -353,7 +354,7 @@ class VectorIndex:
             return  # the lane is gone (``finally`` below installs nothing)
         finally:
             with self._lock:
-                touched, lane.touched, lane.building = lane.touched or set(), None, False
+                touched, lane.touched, lane.building = lane.touched or set(), None, 0
                 lane.decided_at = n  # a failed build is tried again once the mind doubles
                 if self._lanes.get(key) is lane:
                     lane.recalls = recalls
