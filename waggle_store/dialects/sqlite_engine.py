@@ -119,6 +119,9 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
             f"sqlite synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, "
             f"got {config.sqlite_synchronous!r}"
         )
+    if config.sqlite_mmap_bytes < 0:
+        raise InvalidInputError(
+            f"sqlite mmap bytes must be 0 (off) or more, got {config.sqlite_mmap_bytes!r}")
     module, label, no_extensions = _sqlite_driver()
     options = {
         "schema_translate_map": schema_translate_map(None),
@@ -145,6 +148,7 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
         if url.database not in (None, "", ":memory:"):
             _switch_to_wal(cur, config.sqlite_busy_timeout_ms / 1000)
         cur.execute(f"PRAGMA synchronous = {config.sqlite_synchronous}")
+        cur.execute(f"PRAGMA mmap_size = {int(config.sqlite_mmap_bytes)}")
         cur.close()
 
     @event.listens_for(engine, "begin")
