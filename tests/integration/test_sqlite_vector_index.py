@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -345,3 +347,40 @@ def test_closing_the_store_frees_the_index(store_factory: Callable[..., ws.Store
     assert index.nbytes > 0
     store.close()
     assert index.nbytes == 0
+
+
+def test_a_child_forked_while_the_index_is_locked_searches(
+    store_factory: Callable[..., ws.Store]
+) -> None:
+    """A child forked while another thread of the parent holds the index's lock (a scan, a
+    refresh) has no such thread to release it: it starts with a fresh lock and no lanes."""
+    store = store_factory(embedder=DenseEmbedder())
+    mind = store.mind("m")
+    ids = _seed(store, mind, 30)
+    assert mind.search("memory number 3", lanes=("vector",))[0].frame.id == ids[3]
+    index = _adapter(store).vector_index
+    assert index._lock.acquire(timeout=10)  # as a scan on another thread holds it
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: its own connections (SQLAlchemy's advice), then a search
+            code = 3
+            try:
+                store.engine.dispose(close=False)
+                hits = mind.search("memory number 5", lanes=("vector",))
+                code = 0 if hits and hits[0].frame.id == ids[5] and index.nbytes > 0 else 2
+            finally:
+                os._exit(code)
+    finally:
+        index._lock.release()
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on the parent's index lock")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert mind.search("memory number 7", lanes=("vector",))[0].frame.id == ids[7]  # the parent

@@ -54,6 +54,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -215,6 +216,17 @@ class VectorIndex:
         self._builds: list[Future[None]] = []
         self._log_ready = False
         self._lock = threading.Lock()
+        _LIVE.add(self)
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child has none of its parent's threads: a lock one of them held (a scan, a
+        refresh, a build's install) would never be released, and a lane one of them was
+        changing may be half-changed. The child starts with a fresh lock and no lanes (each is
+        loaded again on its first search; the parent's copies are freed with this)."""
+        self._lock = threading.Lock()
+        self._lanes = OrderedDict()
+        self._too_big = {}
+        self._builds = []
 
     def settle(self) -> None:
         """Wait for the coarse-pass builds begun so far (their errors are raised here)."""
@@ -520,6 +532,18 @@ class VectorIndex:
                 lane.codes.grow(len(lane.ids))
         lane.n += 1
         return lane.n - 1
+
+
+#: The process's live indexes (weakly held: a closed and dropped store's index goes away).
+_LIVE: weakref.WeakSet[VectorIndex] = weakref.WeakSet()
+
+
+def _reset_after_fork() -> None:
+    for index in list(_LIVE):
+        index._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 # -- the scan ---------------------------------------------------------------------------------
