@@ -261,8 +261,9 @@ class _BareScan:
     mind, the top k by distance. The product in chunks taken by a worker thread from the start
     and by the replaying thread once its statements reach the scan's result (the library shares
     its product the same way: single-threaded passes, two threads at the end). Where the mind's
-    calibration chose the coarse pass: the sign codes' Hamming distances, the nearest rows' dot
-    products, the top k of those, on the worker thread."""
+    calibration chose the coarse pass: that pass's own core (``sqlite_veccodes.nearest``: the
+    codes' Hamming distances, the nearest rows' dot products), then the top k, on the worker
+    thread."""
 
     def __init__(self, lane: Any, vector: Any, k: int) -> None:
         import numpy as np
@@ -274,11 +275,8 @@ class _BareScan:
         self.rows = max(1, sqlite_vecindex.SCAN_CHUNK_ENTRIES // self.m.shape[1])
         self.next = 0
         self.lock = threading.Lock()
-        # A mind whose calibration chose the coarse pass: the least that pass must do instead
-        # (the query's sign code, the Hamming distances, the nearest codes' rows rescored).
-        self.codes = None if lane.codes is None else lane.codes.words[:, : lane.n]
-        self.encode, self.factor = (None, 0) if lane.codes is None else (lane.codes.encode,
-                                                                         lane.factor)
+        # A mind whose calibration chose the coarse pass: the least that pass must do instead.
+        self.lane, self.codes = lane, lane.codes
         self.done = False
 
     def work(self) -> None:
@@ -298,24 +296,9 @@ class _BareScan:
             self.np.einsum("ij,j->i", self.m[start:end], self.q, out=self.sim[start:end])
 
     def _coarse(self) -> None:
-        np, codes = self.np, self.codes
-        assert codes is not None
-        code = self.encode(self.q.reshape(1, -1))[0]  # the query's side of each plane
-        n = codes.shape[1]
-        far, word, count = np.zeros(n, np.uint16), np.empty(n, np.uint64), np.empty(n, np.uint8)
-        for w in range(len(codes)):
-            np.bitwise_xor(codes[w], code[w], out=word)
-            np.bitwise_count(word, out=count)
-            np.add(far, count, out=far)
-        want = sqlite_veccodes.candidates(self.k, self.factor)
-        cut = int(np.searchsorted(np.cumsum(np.bincount(far)), want))
-        rows = np.flatnonzero(far <= cut)
-        if len(rows) > want:  # ties at the cut-off: the first in row order
-            below = far[rows] < cut
-            rows = np.concatenate([rows[below], rows[~below][: want - int(below.sum())]])
-        # einsum, as the library: a BLAS product's threads spin on after it, beside the next
-        # query's embedding.
-        self.rows_sim = (rows, np.einsum("ij,j->i", self.m[rows], self.q))
+        lane = self.lane
+        self.rows_sim = sqlite_veccodes.nearest(self.np, self.codes, lane.matrix, self.q, lane.n,
+                                                None, self.k, lane.factor)
 
     def top(self) -> None:
         np = self.np

@@ -1,8 +1,9 @@
 """The library's own threads: small named pools, started on first use, replaced in a forked child.
 
-Work leaves the calling thread in two places: SQLite's vector scan
+Work leaves the calling thread in three places: SQLite's vector scan
 (:mod:`waggle_store.dialects.sqlite_vecindex`), to run beside the keyword lane's statement on the
-connection (numpy and SQLite both release the GIL), and every embedding by the in-process model
+connection (numpy and SQLite both release the GIL); the build of a large mind's coarse-pass codes
+(the same module), off every search's way; and every embedding by the in-process model
 (:mod:`waggle_store.embeddings.local`), so that torch is only ever called from one thread. Each
 has a pool of its own, so a queue of one kind of work never delays the other.
 

@@ -699,38 +699,39 @@ def _scan(np_: Any, lane: _Lane, vector: Sequence[float], where: LaneFilter,
         mask = _and(mask, lane.ts[:n] >= where.since.timestamp())
     if where.until is not None:
         mask = _and(mask, lane.ts[:n] <= where.until.timestamp())
-    if product is None and lane.codes is not None and lane.factor is not None:
-        available = n if mask is None else int(np_.count_nonzero(mask))
-        # Where the filters leave few rows, rescoring the candidates would cost about as
-        # much as the exact scan of the mind: the exact scan.
-        if RESCORED_SHARE * candidates(min(max(limit, 1), available), lane.factor) < available:
-            return _coarse(np_, lane, lane.codes, lane.factor, vector, mask, available, limit)
+    available = n if mask is None else int(np_.count_nonzero(mask))
+    k = min(max(limit, 1), available)
+    # Where the filters leave few rows, rescoring the candidates would cost about as much as
+    # the exact scan of the mind: the exact scan.
+    if (product is None and lane.codes is not None and lane.factor is not None
+            and RESCORED_SHARE * candidates(k, lane.factor) < available):
+        return _coarse(np_, lane, lane.codes, lane.factor, vector, mask, available, k)
     if product is None:
         product = _Product.of(np_, lane, vector)
         if product is None:
             return _Scan([], None, 0, 0)
+    return _top(np_, lane, _negated(np_, product, mask), available, k)
+
+
+def _negated(np_: Any, product: _Product, mask: Any) -> Any:
+    """The product computed (this thread helping), negated, ``inf`` where ``mask`` excludes."""
     product.work()
     neg = product.wait()  # negated similarities (see _Product.work)
     if mask is not None:
         neg[~mask] = np_.inf
-    available = n if mask is None else int(np_.count_nonzero(mask))
-    return _top(np_, lane, neg, available, min(max(limit, 1), available))
+    return neg
 
 
 def _coarse(np_: Any, lane: _Lane, codes: SignCodes, factor: int, vector: Sequence[float],
-            mask: Any, available: int, limit: int) -> _Scan:
+            mask: Any, available: int, k: int) -> _Scan:
     """The k nearest by the coarse pass: the candidates' exact distances, as the exact scan
     computes them (one float32 dot product a row), ordered the same way."""
     q = _unit(np_, vector)
     if q is None:
         return _Scan([], None, 0, 0)
-    k = min(max(limit, 1), available)
     rows, sims = nearest(np_, codes, lane.matrix, q, lane.n, mask, k, factor)
-    distance = 1.0 - sims.astype(np_.float64)
-    ids = lane.ids[rows]
-    order = np_.lexsort((ids, distance))[:k]
-    pairs = [[i, d] for i, d in zip(ids[order].tolist(), distance[order].tolist(), strict=True)]
-    return _Scan(pairs, None, available, k, q, mask)
+    return _Scan(_pairs(np_, lane, rows, 1.0 - sims.astype(np_.float64), k), None, available, k,
+                 q, mask)
 
 
 def _widen(np_: Any, lane: _Lane, scan: _Scan) -> _Scan:
@@ -738,11 +739,7 @@ def _widen(np_: Any, lane: _Lane, scan: _Scan) -> _Scan:
     exact scan: a page that needs widening is rare, the database having refused candidates)."""
     neg = scan.neg
     if neg is None:
-        product = _Product(np_, lane.matrix[:lane.n], scan.query)
-        product.work()
-        neg = product.wait()
-        if scan.mask is not None:
-            neg[~scan.mask] = np_.inf
+        neg = _negated(np_, _Product(np_, lane.matrix[:lane.n], scan.query), scan.mask)
     return _top(np_, lane, neg, scan.available, min(scan.k * 4, scan.available))
 
 
@@ -752,11 +749,16 @@ def _top(np_: Any, lane: _Lane, neg: Any, available: int, k: int) -> _Scan:
     n = len(neg)
     top = np_.argpartition(neg, k - 1)[:k] if k < n else np_.arange(n)
     top = top[np_.isfinite(neg[top])]
-    distance = 1.0 + neg[top].astype(np_.float64)
-    ids = lane.ids[top]
-    order = np_.lexsort((ids, distance))
-    pairs = [[i, d] for i, d in zip(ids[order].tolist(), distance[order].tolist(), strict=True)]
-    return _Scan(pairs, neg, available, k)
+    return _Scan(_pairs(np_, lane, top, 1.0 + neg[top].astype(np_.float64)), neg, available, k)
+
+
+def _pairs(np_: Any, lane: _Lane, rows: Any, distance: Any,
+           k: int | None = None) -> list[list[Any]]:
+    """[frame id, cosine distance] of the ``k`` nearest of ``rows`` (None: all), nearest first,
+    ties by frame id."""
+    ids = lane.ids[rows]
+    order = np_.lexsort((ids, distance))[:k]
+    return [[i, d] for i, d in zip(ids[order].tolist(), distance[order].tolist(), strict=True)]
 
 
 class _PendingScan:
