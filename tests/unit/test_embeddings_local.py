@@ -7,12 +7,14 @@ import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
 from waggle_store.embeddings import LocalEmbedder, resolve_embedder
 from waggle_store.embeddings import chain as chain_module
-from waggle_store.embeddings.local import MODEL_THREAD, bundled_model_path
+from waggle_store.embeddings import local as local_module
+from waggle_store.embeddings.local import DEFAULT_MODEL, MODEL_THREAD, bundled_model_path
 from waggle_store.errors import EmbeddingProviderError
 
 _MISSING = [
@@ -131,3 +133,54 @@ def test_a_call_made_on_the_model_thread_runs_there_at_once(local: LocalEmbedder
     assert inside
     assert not MODEL_THREAD.runs_this_thread()
     assert vector == pytest.approx(local.embed_query("agents"), abs=1e-6)
+
+
+#: Texts of every shape a memory store embeds one at a time: a question, empty, one letter,
+#: punctuation and emoji, other scripts, and one longer than the model's 256 tokens (truncated).
+_ONE_TEXTS = [
+    "What did Caroline research last week?",
+    "",
+    "a",
+    "Caroline: I went to the LGBTQ+ support group yesterday \U0001f3f3\ufe0f\u200d\U0001f308 wow!!",
+    "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3067\u3059\u3002 Stra\u00dfe caf\u00e9",
+    "deployment " * 400,
+]
+
+
+def test_one_text_is_embedded_bit_for_bit_as_encode_does(local: LocalEmbedder) -> None:
+    """A search embeds one text (its query) past encode()'s per-call bookkeeping; the vector must
+    be exactly encode()'s, or queries would live in another space than the stored documents."""
+    local.embed_query("load the model")
+    one = local._one
+    assert one is not None  # the bundled model takes the one-text pass
+
+    def both(text: str) -> tuple[Any, Any]:
+        # (encode() of the text in a batch of others is not bit-identical to encode() of it
+        # alone either: other matrix shapes, other kernels, ~3e-8.)
+        return one(text), local_module._encode(local._st, [text], 32)[0]
+
+    for text in _ONE_TEXTS:
+        alone, encoded = local_module._on_model_thread(lambda t=text: both(t))
+        assert alone.tolist() == encoded.tolist()
+        (document,) = local.embed_documents([text])
+        assert local.embed_query(text) == document
+
+
+def test_one_text_pass_is_refused_where_encode_does_more(
+    local: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model with a default prompt (encode() prepends it), or whose one-text pass does not
+    reproduce encode() on the probe text, keeps encode() for every text."""
+    path = str(bundled_model_path(DEFAULT_MODEL))
+    st = pytest.importorskip("sentence_transformers")
+
+    def one_text_pass(**options: object) -> object:
+        return local_module._on_model_thread(lambda: local_module._one_text_pass(
+            st.SentenceTransformer(path, **options), 32))
+
+    assert one_text_pass(prompts={"query": "query: "}, default_prompt_name="query") is None
+    assert one_text_pass() is not None
+    encode = local_module._encode
+    monkeypatch.setattr(local_module, "_encode",
+                        lambda model, texts, size: encode(model, texts, size) * 1.000001)
+    assert one_text_pass() is None
