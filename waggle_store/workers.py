@@ -1,11 +1,13 @@
 """The library's own threads: small named pools, started on first use, replaced in a forked child.
 
-Work leaves the calling thread in three places: SQLite's vector scan
+Work leaves the calling thread in four places: SQLite's vector scan
 (:mod:`waggle_store.dialects.sqlite_vecindex`), to run beside the keyword lane's statement on the
 connection (numpy and SQLite both release the GIL); the build of a large mind's coarse-pass codes
-(the same module), off every search's way; and every embedding by the in-process model
-(:mod:`waggle_store.embeddings.local`), so that torch is only ever called from one thread. Each
-has a pool of its own, so a queue of one kind of work never delays the other.
+(the same module), off every search's way; every embedding by the in-process model
+(:mod:`waggle_store.embeddings.local`), so that torch is only ever called from one thread; and the
+recount of a large mind's frames for the keyword lane's idf once its cached count has expired
+(:mod:`waggle_store.search.engine`), off the search that found it expired. Each has a pool of its
+own, so a queue of one kind of work never delays the other.
 
 A pool's threads are started when it is first used, not at import: most processes never search
 a large mind or embed with a local model. A forked child has none of its parent's threads, so a

@@ -19,13 +19,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 
 from sqlalchemy import ColumnElement, Connection, event
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
 
 from waggle_store.models.base import table_name
+
+if TYPE_CHECKING:  # keyword_rank builds on this module
+    from waggle_store.dialects.keyword_rank import FrameCounts
 
 #: What the read-side methods run on: searches use a bare Core connection (cheaper per search than
 #: an ORM Session); maintenance runs inside a write Session.
@@ -193,10 +196,17 @@ class SearchAdapter(Protocol):
 
     # -- lanes ------------------------------------------------------------------------------
 
+    #: The cached frame counts of the keyword lane's idf (``N``), which a store that owns its
+    #: connections recounts off the searches' way (:mod:`~waggle_store.dialects.keyword_rank`).
+    frame_counts: FrameCounts
+
     def keyword_search(
-        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
+        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int,
+        expired_count: bool = False,
     ) -> list[LaneHit]:
-        """Best first. ``terms`` come from :func:`waggle_store.search.query.keyword_terms`."""
+        """Best first. ``terms`` come from :func:`waggle_store.search.query.keyword_terms`.
+        ``expired_count``: ``N`` may be an expired count of :attr:`frame_counts` (the caller
+        has it recounted) instead of a count in the statement."""
         ...
 
     def like_search(

@@ -123,7 +123,7 @@ class PostgresAdapter:
         self._filter_columns: set[int] = set()
         self._vector_tables = VectorTables()
         #: Minds searched -> frames counted (idf's N): see :mod:`keyword_rank`.
-        self._frame_counts = FrameCounts()
+        self.frame_counts = FrameCounts()
 
     def release_caches(self) -> None:
         pass  # a few counters and flags: nothing worth freeing
@@ -182,7 +182,8 @@ class PostgresAdapter:
     # -- lanes ------------------------------------------------------------------------------
 
     def keyword_search(
-        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
+        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int,
+        expired_count: bool = False,
     ) -> list[LaneHit]:
         """The idf sum of :mod:`~waggle_store.dialects.keyword_rank` in one statement, the same
         formula as the SQLite lane's, so an exported mind ranks alike on both dialects.
@@ -215,8 +216,8 @@ class PostgresAdapter:
         )
         counts = ", ".join(f"count(*) FILTER (WHERE m{i} > 0) AS d{i}" for i in n)
         idf = ", ".join(f"{idf_sql('s.n', f's.d{i}')} AS w{i}" for i in n)
-        total, counting = self._frame_counts.total_sql(where.mind_ids, minds, params,
-                                                       "GREATEST")
+        total, counting = self.frame_counts.total_sql(where.mind_ids, minds, params,
+                                                      "GREATEST", expired=expired_count)
         score = score_sql([f"w.w{i}" for i in n], [f"c.m{i} = 2" for i in n],
                           [f"c.m{i} > 0" for i in n])
         anyq = " || ".join(f"q.q{i}" for i in n)
@@ -236,7 +237,7 @@ class PostgresAdapter:
             params,
         )
         if rows and counting:
-            self._frame_counts.counted(where.mind_ids, int(rows[0][-1]))
+            self.frame_counts.counted(where.mind_ids, int(rows[0][-1]))
         return frame_hits(session, rows)
 
     def like_search(

@@ -122,7 +122,7 @@ class SQLiteAdapter:
         #: The in-process exact index in front of vec0's KNN (dialects/sqlite_vecindex.py).
         self.vector_index = VectorIndex()
         #: Minds searched -> frames counted (idf's N): see :mod:`keyword_rank`.
-        self._frame_counts = FrameCounts()
+        self.frame_counts = FrameCounts()
 
     def release_caches(self) -> None:
         self.vector_index.clear()  # up to WAGGLE_VECTOR_INDEX_BYTES of vectors
@@ -156,7 +156,8 @@ class SQLiteAdapter:
     # -- lanes ------------------------------------------------------------------------------
 
     def keyword_search(
-        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
+        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int,
+        expired_count: bool = False,
     ) -> list[LaneHit]:
         """The idf sum of :mod:`~waggle_store.dialects.keyword_rank`, the Postgres lane's formula,
         in one statement over FTS5.
@@ -204,7 +205,8 @@ class SQLiteAdapter:
         anywhere = [f"({mask(i)} & {bit(i, 0) | bit(i, 1)}) != 0" for i in n]
         counts = ", ".join(f"sum({a}) AS d{i}" for i, a in enumerate(anywhere))
         idf = ", ".join(f"{idf_sql('s.n', f's.d{i}')} AS w{i}" for i in n)
-        total, counting = self._frame_counts.total_sql(where.mind_ids, minds, params, "max")
+        total, counting = self.frame_counts.total_sql(where.mind_ids, minds, params, "max",
+                                                      expired=expired_count)
         score = score_sql(
             [f"w.w{i}" for i in n], [f"({mask(i)} & {bit(i, 0)}) != 0" for i in n], anywhere
         )
@@ -225,7 +227,7 @@ class SQLiteAdapter:
             params,
         )
         if rows and counting:
-            self._frame_counts.counted(where.mind_ids, int(rows[0][-1]))
+            self.frame_counts.counted(where.mind_ids, int(rows[0][-1]))
         return frame_hits(session, rows)
 
     def like_search(

@@ -43,6 +43,7 @@ from waggle_store.search.graph import GraphDistances
 from waggle_store.search.plan import LANES, MAX_LIMIT, SearchPlan, plan_search, query_names
 from waggle_store.search.query import like_patterns
 from waggle_store.timeutil import utcnow
+from waggle_store.workers import WorkerPool
 
 __all__ = ["LANES", "MAX_LIMIT", "HybridSearch"]
 
@@ -61,6 +62,10 @@ MAX_VECTOR_DISTANCE: Final = 1.0 - 1e-6
 #: sentence said on three days) and flipped the lane's median test, so the same memory ranked
 #: differently on the two backends. Quantised, such hits tie, and ties go by frame id.
 DISTANCE_DECIMALS: Final = 5
+
+#: Recounts of searched minds' frames (the keyword lane's ``N``) whose cached count expired
+#: (:class:`~waggle_store.dialects.keyword_rank.FrameCounts`), off the searches' way.
+COUNT_THREAD: Final = WorkerPool("waggle-frame-counts", 1)
 
 #: A mind's active embedding model: search may only compare the query (embedded by the store's
 #: embedder) with vectors of that model (:mod:`waggle_store.repositories.mind_models`).
@@ -163,6 +168,8 @@ class HybridSearch:
                     raise
                 log.warning("search lost its database connection, running it again: %s", exc)
                 retry = False
+        if self._store.db.owns_connections and "keyword" in plan.lanes and plan.terms:
+            self._recount_if_due(plan.where.mind_ids)
         if found is None:
             return []
         ran, fusion, distances = found
@@ -266,7 +273,10 @@ class HybridSearch:
                       query: str) -> list[LaneHit] | None:
         adapter = self._store.adapter
         try:
-            return adapter.keyword_search(conn, terms=plan.terms, where=plan.where, limit=k)
+            # A store with connections of its own recounts an expired N on COUNT_THREAD
+            # (_recount_if_due); one inside a host's transaction counts in the statement.
+            return adapter.keyword_search(conn, terms=plan.terms, where=plan.where, limit=k,
+                                          expired_count=self._store.db.owns_connections)
         except sa_exc.DBAPIError as exc:
             _recover(conn, exc)
             log.warning("keyword index failed, using the LIKE fallback: %s", exc.orig)
@@ -342,6 +352,32 @@ class HybridSearch:
                 conn, model_id=model_id, vector=qvec, where=plan.where, limit=k)
         except (ModelNotActiveError, sa_exc.DBAPIError) as exc:
             return found, _Failed(exc)
+
+    def _recount_if_due(self, mind_ids: Sequence[int]) -> None:
+        """Have the minds' frames counted on :data:`COUNT_THREAD` if the keyword lane used an
+        expired count of them: the next searches use the new count."""
+        counts = self._store.adapter.frame_counts
+        if not counts.due(mind_ids):
+            return
+        try:
+            COUNT_THREAD.submit(self._recount, tuple(mind_ids))
+        except RuntimeError:  # the interpreter is shutting down: no new threads
+            counts.forget(mind_ids)
+
+    def _recount(self, mind_ids: tuple[int, ...]) -> None:
+        """On :data:`COUNT_THREAD`: count the minds' frames on a connection of the store's own. A
+        failure (the store closed meanwhile, the database gone) drops the count, so the next
+        search counts in its statement again, as without this thread."""
+        counts = self._store.adapter.frame_counts
+        try:
+            with self._store.read_connection() as conn:
+                counts.recount(conn, mind_ids)
+        except Exception as exc:  # noqa: BLE001 - a worker thread: there is no caller to raise to
+            counts.forget(mind_ids)
+            closed = self._store.db.closed
+            log.log(logging.DEBUG if closed else logging.WARNING,
+                    "recounting the frames of minds %s failed (the next search counts them): %s",
+                    list(mind_ids), exc)
 
     def forget(self, mind_id: int) -> None:
         """Drop the cached model of a mind (after this process switched it)."""
