@@ -38,7 +38,7 @@ meanwhile shift every term's weight alike and by a hair) and never taken below t
 frames matching a term. A store that owns its connections goes on using an expired count and has
 it recounted on a thread of its own (:meth:`FrameCounts.due`, ``search/engine.py``): an agent
 searches now and then, and every search more than a minute after the last would otherwise pay
-the count (3.4 ms of a SQLite search at 100k frames, ~10 ms on Postgres).
+the count (3.4 ms of a SQLite search at 100k frames, ~5 ms of a Postgres one).
 """
 
 from __future__ import annotations
