@@ -103,6 +103,12 @@ def score_sql(weights: Sequence[str], own: Sequence[str], anywhere: Sequence[str
     )
 
 
+def _count_sql(minds: str) -> str:
+    """``N``: the frames of the minds (``minds``: their filter on ``f``), as every count of it
+    is made — inside a keyword statement or alone (:meth:`FrameCounts.recount`)."""
+    return f"SELECT count(*) FROM {T_FRAMES} f WHERE {minds}"
+
+
 class FrameCounts:
     """The last count of each set of searched minds' frames at or above
     :data:`FRAME_COUNT_EXACT_BELOW`, reused for :data:`FRAME_COUNT_TTL` seconds (an adapter
@@ -152,7 +158,7 @@ class FrameCounts:
         """Count the minds' frames on ``executor`` (the statement's own count, alone)."""
         params: dict[str, Any] = {}
         minds = frame_filters(LaneFilter(tuple(mind_ids)), params)
-        rows = run_lane(executor, f"SELECT count(*) FROM {T_FRAMES} f WHERE {minds}", params)
+        rows = run_lane(executor, _count_sql(minds), params)
         self.counted(mind_ids, int(rows[0][0]))
 
     def forget(self, mind_ids: Sequence[int]) -> None:
@@ -170,7 +176,7 @@ class FrameCounts:
         :meth:`counted`)."""
         known = self.reusable(mind_ids, expired=expired)
         if known is None:
-            return f"(SELECT count(*) FROM {T_FRAMES} f WHERE {count_minds})", True
+            return f"({_count_sql(count_minds)})", True
         params["n"] = known
         return f"{greatest}(:n, count(*))", False
 
