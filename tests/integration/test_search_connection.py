@@ -10,7 +10,7 @@ import sqlalchemy as sa
 import waggle_store as ws
 from waggle_store.models import MindRow
 
-from conftest import Target, only_postgres
+from conftest import Target, only_postgres, only_sqlite
 
 FACTS = [
     "the pelican initiative ships on friday",
@@ -79,3 +79,21 @@ def test_postgres_settings_come_with_the_connection_and_never_leak(
             assert conn.connection.dbapi_connection.autocommit is False  # type: ignore[union-attr]
     finally:
         host.dispose()
+
+
+@only_sqlite
+def test_a_sqlite_read_that_cannot_begin_raises_sqlalchemys_error(store: ws.Store) -> None:
+    # A read's BEGIN DEFERRED goes to the DBAPI connection directly (no execution context); its
+    # failure must still surface as SQLAlchemy's error, as the write's BEGIN IMMEDIATE does.
+    for mode in ("read", "write"):
+        with store.engine.execution_options(waggle_txn=mode).connect() as conn:
+            raw = conn.connection.dbapi_connection
+            assert raw is not None
+            raw.execute("BEGIN")  # already in a transaction: SQLite refuses another BEGIN
+            with pytest.raises(sa.exc.OperationalError, match="within a transaction"):
+                conn.begin()
+            if raw.in_transaction:  # (SQLAlchemy's handling of the write's error rolled back)
+                raw.execute("ROLLBACK")
+    mind = store.mind("after")
+    mind.cognify("the pool is still usable")
+    assert mind.search("pool usable")[0].frame.content == "the pool is still usable"

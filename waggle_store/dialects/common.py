@@ -197,8 +197,12 @@ def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[Any]:
     ``DBAPIError`` subclasses like any other statement's, and a lost connection is invalidated.
     """
     conn = connection_of(executor)
-    if not conn.in_transaction():
-        conn.begin()  # the begin hook (BEGIN DEFERRED/IMMEDIATE on SQLite) runs as for execute()
+    if not conn.in_transaction() and conn.get_execution_options().get(
+            "isolation_level") != "AUTOCOMMIT":
+        # The begin hook (BEGIN DEFERRED/IMMEDIATE on SQLite) runs as for execute(). A connection
+        # in autocommit (Postgres reads, :meth:`~waggle_store.unitofwork.Database.read_connection`)
+        # has no transaction to begin: SQLAlchemy's begin and commit there only keep its books.
+        conn.begin()
     dialect = conn.dialect
     statement, args = driver_statement(dialect, sql, params)
     dbapi_conn = conn.connection.dbapi_connection

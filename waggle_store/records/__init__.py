@@ -6,9 +6,12 @@ after its session is gone and cannot write to the database by mutating it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -300,3 +303,20 @@ from waggle_store.records.lifecycle import UsageBudget as UsageBudget  # noqa: E
 from waggle_store.records.lifecycle import UsageDay as UsageDay  # noqa: E402
 from waggle_store.records.lifecycle import UsageMonth as UsageMonth  # noqa: E402
 from waggle_store.records.lifecycle import UsageTotals as UsageTotals  # noqa: E402
+
+
+def from_values(cls: type[_T], values: Sequence[Any]) -> _T:
+    """``cls(*values)`` for the frozen dataclasses a search builds per result (:class:`Frame`,
+    :class:`SearchResult`): the same instance (the same ``__dict__``), built without the
+    generated ``__init__``, which sets each field through ``object.__setattr__`` (``Frame(*row)``
+    2.4 µs, this 1.3 µs). Their ``__init__`` only stores the fields (no ``__post_init__``, every
+    field given), so nothing is skipped; ``values`` must hold every field, in order."""
+    instance = object.__new__(cls)
+    instance.__dict__.update(zip(_FIELDS[cls], values, strict=True))
+    return instance
+
+
+#: The classes :func:`from_values` builds, with their field names in order.
+_FIELDS: dict[type[Any], tuple[str, ...]] = {
+    cls: tuple(f.name for f in fields(cls)) for cls in (Frame, SearchResult)
+}

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from waggle_store.dialects.base import LaneHit
-from waggle_store.records import Frame, SearchResult
+from waggle_store.records import Frame, SearchResult, from_values
 from waggle_store.search.fusion import Fusion
 from waggle_store.search.match import match_score, match_terms
 from waggle_store.search.scoring import relevance_scorer
@@ -81,5 +81,6 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
             "subscores": parts,
             "degraded": list(degraded),
         }
-        results.append(SearchResult(Frame(*frame), rrf, relevance, final, explain, match))
+        results.append(from_values(SearchResult, (from_values(Frame, frame), rrf, relevance, final,
+                                                  explain, match)))
     return results

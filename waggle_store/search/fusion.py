@@ -133,7 +133,8 @@ def vector_confidence(distances: Sequence[float], *, power: int = CONFIDENCE_POW
     background = statistics.median([*sims, 0.0])
     if background >= 1.0:  # every candidate is an exact match: nothing stands out, nothing lost
         return [1.0] * len(sims)
-    return [min(1.0, max(0.0, (s - background) / (1.0 - background))) ** power for s in sims]
+    span = 1.0 - background  # (the same float in every term, computed once)
+    return [min(1.0, max(0.0, (s - background) / span)) ** power for s in sims]
 
 
 #: How each lane turns its raw scores (as the dialect adapters return them) into confidences.

@@ -99,18 +99,20 @@ def lexical_coverage(query_terms: Collection[str], content: str) -> float:
     # (the terms of a text are the union of its tokens' terms); the split, the costliest part
     # of a search's Python work, runs for a few words instead of every word of every result.
     folded = content.casefold()
-    if not any(t in folded for t in query_terms):
-        return 0.0
     if content.isascii():
         # ASCII case-folds character for character (to lower case): a token of ``folded`` sits
         # at the same offsets as its original in ``content``.
         tokens = _tokens_holding(query_terms, folded, content)
-    else:
+    elif any(t in folded for t in query_terms):
         tokens = [token for token in content.split()
                   if any(t in token.casefold() for t in query_terms)]
+    else:
+        return 0.0
     found: set[str] = set()
     for token in tokens:
         found.update(_token_terms(token))
+    if isinstance(query_terms, (set, frozenset)):  # (what match_terms gives: no repeats)
+        return len(found.intersection(query_terms)) / len(query_terms)
     return sum(1 for t in query_terms if t in found) / len(query_terms)
 
 

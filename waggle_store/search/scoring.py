@@ -183,9 +183,13 @@ class RelevanceScorer:
 
     def __call__(self, last_accessed: datetime, access_count: int, importance: str,
                  graph_distance: int | None) -> float:
-        return _weighted(self.weights, self._temporal(last_accessed),
-                         self._popularity(access_count), self._contextual(graph_distance),
-                         self._importance(importance))
+        # _temporal inlined: this runs for every candidate of every search.
+        if last_accessed.tzinfo is UTC and last_accessed >= self._boost_until:
+            temporal = 1.0
+        else:
+            temporal = temporal_score(last_accessed, self._now)
+        return _weighted(self.weights, temporal, self._popularity(access_count),
+                         self._contextual(graph_distance), self._importance(importance))
 
     def parts(self, last_accessed: datetime, access_count: int, importance: str,
               graph_distance: int | None) -> dict[str, float]:
