@@ -156,6 +156,13 @@ def _parts(weights: ScoringProfile, temporal: float, popularity: float, contextu
     }
 
 
+#: Memos of the pure sub-scores a search's ~80 candidates share a handful of values of (most never
+#: accessed, most "normal", most without a graph distance); bounded, as access counts are not.
+_POPULARITY: Final = functools.lru_cache(maxsize=4096)(popularity_score)
+_IMPORTANCE: Final = functools.lru_cache(maxsize=64)(importance_score)
+_CONTEXTUAL: Final = functools.lru_cache(maxsize=64)(contextual_score)
+
+
 class RelevanceScorer:
     """:func:`compute_relevance` for the many candidates of one search, against one ``now``: the
     same sub-scores and :func:`_weighted` sum (the same floats). Calling it gives the relevance
@@ -170,11 +177,10 @@ class RelevanceScorer:
         #: (``now - when <= RECENCY_BOOST_DAYS`` exactly as :func:`temporal_score` decides it).
         self._boost_until = self._now - timedelta(days=RECENCY_BOOST_DAYS)
         # The sub-scores of an access count, an importance and a distance are computed once per
-        # value: a search's ~80 candidates share a handful of each (most never accessed, most
-        # "normal"), and the relevance runs for every candidate.
-        self._popularity = functools.cache(popularity_score)
-        self._importance = functools.cache(importance_score)
-        self._contextual = functools.cache(contextual_score)
+        # value (module-level memos: wrapping them per search cost more than it saved).
+        self._popularity = _POPULARITY
+        self._importance = _IMPORTANCE
+        self._contextual = _CONTEXTUAL
 
     def _temporal(self, when: datetime) -> float:
         if when.tzinfo is UTC and when >= self._boost_until:
