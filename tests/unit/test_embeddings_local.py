@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +16,7 @@ from waggle_store.embeddings import LocalEmbedder, resolve_embedder
 from waggle_store.embeddings import chain as chain_module
 from waggle_store.embeddings import local as local_module
 from waggle_store.embeddings.local import DEFAULT_MODEL, MODEL_THREAD, bundled_model_path
-from waggle_store.errors import EmbeddingProviderError
+from waggle_store.errors import EmbeddingProviderError, InvalidInputError
 
 _MISSING = [
     name
@@ -33,6 +34,17 @@ def local() -> Iterator[LocalEmbedder]:
         mp.setenv("TRANSFORMERS_OFFLINE", "1")
         embedder = LocalEmbedder()
         assert embedder.dimensions == 384  # loads the model, offline
+        yield embedder
+
+
+@pytest.fixture(scope="module")
+def local_torch() -> Iterator[LocalEmbedder]:
+    """The same model with single texts through torch's one-text pass (``query_runtime``)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("TRANSFORMERS_OFFLINE", "1")
+        embedder = LocalEmbedder(query_runtime="torch")
+        assert embedder.dimensions == 384
         yield embedder
 
 
@@ -147,10 +159,12 @@ _ONE_TEXTS = [
 ]
 
 
-def test_one_text_is_embedded_bit_for_bit_as_encode_does(local: LocalEmbedder) -> None:
+def test_one_text_is_embedded_bit_for_bit_as_encode_does(local_torch: LocalEmbedder) -> None:
     """A search embeds one text (its query) past encode()'s per-call bookkeeping; the vector must
     be exactly encode()'s, or queries would live in another space than the stored documents."""
+    local = local_torch
     local.embed_query("load the model")
+    assert local.runtime == "torch"
     one = local._one
     assert one is not None  # the bundled model takes the one-text pass
 
@@ -184,3 +198,67 @@ def test_one_text_pass_is_refused_where_encode_does_more(
     monkeypatch.setattr(local_module, "_encode",
                         lambda model, texts, size: encode(model, texts, size) * 1.000001)
     assert one_text_pass() is None
+
+
+def test_single_texts_go_through_onnx_runtime_within_its_tolerance(
+    local: LocalEmbedder, local_torch: LocalEmbedder
+) -> None:
+    """With onnxruntime installed (extra ``onnx``; CI has it), "auto" embeds single texts with
+    the transformer exported to ONNX: within ONNX_TOLERANCE of encode() for every shape of text,
+    the same neighbours as torch's pass, and batches still through encode()."""
+    pytest.importorskip("onnxruntime")
+    local.embed_query("load the model")
+    assert local.runtime == "onnxruntime"
+    assert local._one is not None
+    one = local._one
+    for text in _ONE_TEXTS:
+        alone, encoded = local_module._on_model_thread(
+            lambda t=text: (one(t), local_module._encode(local._st, [t], 32)[0]))
+        assert abs(alone - encoded).max() <= local_module.ONNX_TOLERANCE
+        assert alone.tolist() != encoded.tolist() or text == ""  # not torch's pass by accident
+        assert local.embed_query(text) == pytest.approx(local_torch.embed_query(text), abs=1e-5)
+    batch = local.embed_documents(_ONE_TEXTS)
+    assert batch == local_torch.embed_documents(_ONE_TEXTS)  # both encode(): identical
+
+
+def test_onnx_pass_refuses_a_model_it_does_not_reproduce(
+    local: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pass is checked against encode() on probe texts at load: beyond the tolerance, with a
+    default prompt, or without onnxruntime it is refused, saying why."""
+    pytest.importorskip("onnxruntime")
+    st = pytest.importorskip("sentence_transformers")
+    path = str(bundled_model_path(DEFAULT_MODEL))
+
+    def onnx_pass(model: object) -> object:
+        return local_module._on_model_thread(lambda: local_module._onnx_pass(model, 32))
+
+    monkeypatch.setattr(local_module, "ONNX_TOLERANCE", 1e-12)
+    with pytest.raises(local_module._OnnxUnavailable, match="differs from encode"):
+        onnx_pass(local._st)
+    monkeypatch.undo()
+    prompted = st.SentenceTransformer(path, prompts={"query": "query: "},
+                                      default_prompt_name="query")
+    with pytest.raises(local_module._OnnxUnavailable, match="prompt"):
+        onnx_pass(prompted)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if not installed
+    with pytest.raises(local_module._OnnxUnavailable, match="not installed"):
+        onnx_pass(local._st)
+
+
+def test_query_runtime_auto_falls_back_and_onnxruntime_insists(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    def unavailable(model: object, batch_size: int) -> object:
+        raise local_module._OnnxUnavailable("onnxruntime is not installed (test)")
+
+    monkeypatch.setattr(local_module, "_onnx_pass", unavailable)
+    auto = LocalEmbedder()
+    assert len(auto.embed_query("falls back")) == 384
+    assert auto.runtime == "torch"
+    with pytest.raises(EmbeddingProviderError, match="cannot embed through ONNX Runtime"):
+        LocalEmbedder(query_runtime="onnxruntime").embed_query("insists")
+    with pytest.raises(InvalidInputError, match="query_runtime must be one of"):
+        LocalEmbedder(query_runtime="tensorflow")
