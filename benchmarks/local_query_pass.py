@@ -1,20 +1,24 @@
-"""The dense query's embedding: the local embedder's one-text pass against ``encode()``.
+"""The dense query's embedding: ONNX Runtime, torch's one-text pass and ``encode()``.
 
     HF_HUB_OFFLINE=1 python benchmarks/local_query_pass.py [--store sqlite:///DIR/bench-10000-local.db]
                                                            [--queries 400] [--idle-ms 5]
 
-A search embeds exactly one text, its query. ``LocalEmbedder`` embeds one text by the model's own
-``preprocess`` and ``forward`` (``embeddings/local.py: _one_text_pass``) instead of
-sentence-transformers' ``encode()``, whose per-call bookkeeping (every submodule set to eval mode,
-the device found through the parameters, one text sorted and batched) is a measurable share of a
-short query's embedding. Both sides run in one process on the same embedder, the pass switched on
-and off, interleaved query by query (which side goes first alternates), each call after
-``--idle-ms`` of sleep (a search comes after other work, not in a tight loop: torch's threads may
-have gone to sleep). With ``--store`` (a store built by ``search_latency.py --embedder local
---keep DIR``, its mind ``bench``), ``mind.search(q, limit=20)`` is timed the same way.
+A search embeds exactly one text, its query. ``LocalEmbedder`` embeds one text through ONNX
+Runtime when the ``[onnx]`` extra is installed (the model's transformer exported at load,
+``embeddings/local.py: _onnx_pass``), else by the model's own ``preprocess`` and ``forward`` in
+torch (``_one_text_pass``), instead of sentence-transformers' ``encode()``, whose per-call
+bookkeeping (every submodule set to eval mode, the device found through the parameters, one text
+sorted and batched) is a measurable share of a short query's embedding. All sides run in one
+process on the same model, switched query by query (the order rotates), each call after
+``--idle-ms`` of sleep (a search comes after other work, not in a tight loop: the runtimes'
+threads may have gone to sleep). With ``--store`` (a store built by ``search_latency.py
+--embedder local --keep DIR``, its mind ``bench``), ``mind.search(q, limit=20)`` is timed the
+same way.
 
-Printed: p50 and p95 in ms per side, and how many queries gave a vector that differs from
-``encode()``'s (must be 0: the pass is used only where it reproduces ``encode()`` bit for bit).
+Printed: p50 and p95 in ms per side; how many queries gave a vector that differs from
+``encode()``'s through torch's pass (must be 0: it is used only where it reproduces ``encode()``
+bit for bit), and the largest coordinate difference through ONNX Runtime (within the 1e-5 its
+check at load allows).
 """
 
 from __future__ import annotations
@@ -27,14 +31,13 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
 import waggle_store as ws
 from waggle_store.embeddings import LocalEmbedder
 from waggle_store.embeddings import local as local_module
-
-SIDES = ("one-text pass", "encode()")
 
 
 def _queries(count: int) -> list[str]:
@@ -61,33 +64,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     mind = store.mind("bench") if store is not None else None
     queries = _queries(args.queries)
     embedder.embed_query("warm up")  # loads the model and decides the pass
-    one = embedder._one
-    if one is None:
+    torch_pass = local_module._on_model_thread(
+        lambda: local_module._one_text_pass(embedder._st, 32))
+    if torch_pass is None:
         raise SystemExit("this model / sentence-transformers takes no one-text pass")
-    def differs(text: str) -> bool:
-        return bool((one(text) != local_module._encode(embedder._st, [text], 32)[0]).any())
+    passes: dict[str, Callable[[str], Any] | None] = {}
+    if embedder.runtime == "onnxruntime":
+        passes["onnxruntime"] = embedder._one
+    passes["torch pass"] = torch_pass
+    passes["encode()"] = None
 
-    differing = sum(local_module._on_model_thread(functools.partial(differs, q)) for q in queries)
-    timed: dict[str, dict[str, list[float]]] = {s: {"embed": [], "search": []} for s in SIDES}
+    def encoded(text: str) -> Any:
+        return local_module._encode(embedder._st, [text], 32)[0]
+
+    def gap(one: Callable[[str], Any], text: str) -> float:
+        return float(abs(one(text) - encoded(text)).max())
+
+    differing = sum(local_module._on_model_thread(functools.partial(gap, torch_pass, q)) > 0
+                    for q in queries)
+    onnx_gap = max((local_module._on_model_thread(functools.partial(gap, one, q))
+                    for q in queries for name, one in passes.items()
+                    if name == "onnxruntime" and one is not None), default=None)
+    sides = list(passes)
+    timed: dict[str, dict[str, list[float]]] = {s: {"embed": [], "search": []} for s in sides}
     calls: list[tuple[str, Callable[[str], object]]] = [("embed", embedder.embed_query)]
     if mind is not None:
         for q in queries[:20]:
             mind.search(q, limit=20)
         calls.append(("search", lambda q: mind.search(q, limit=20)))
     for i, q in enumerate(queries):
-        for side in SIDES if i % 2 == 0 else SIDES[::-1]:
-            embedder._one = one if side == SIDES[0] else None
+        for side in sides[i % len(sides):] + sides[:i % len(sides)]:
+            embedder._one = passes[side]
             for what, call in calls:
                 time.sleep(args.idle_ms / 1000)
                 t0 = time.perf_counter()
                 call(q)
                 timed[side][what].append(time.perf_counter() - t0)
-    embedder._one = one
-    print(f"{len(queries)} queries, {differing} vectors differing from encode()'s")
+    embedder._one = passes[sides[0]]
+    print(f"{len(queries)} queries; torch pass: {differing} vectors differing from encode()'s"
+          + ("" if onnx_gap is None else
+             f"; onnxruntime: largest coordinate difference {onnx_gap:.1e}"))
     for what, _ in calls:
-        for side in SIDES:
+        for side in sides:
             samples = timed[side][what]
-            print(f"{what:7} {side:14} p50 {_p(samples, 50):7.2f} ms   "
+            print(f"{what:7} {side:12} p50 {_p(samples, 50):7.2f} ms   "
                   f"p95 {_p(samples, 95):7.2f} ms")
     if store is not None:
         store.close()
