@@ -97,9 +97,9 @@ class LocalEmbedder:
     Why ONNX Runtime: all-MiniLM-L6-v2 embeds one short query in ~9 ms through torch on 2 vCPUs
     and in ~2.7 ms through ONNX Runtime, on the same weights (``benchmarks/README.md``); torch's
     per-operator overhead dominates a batch of one text. The price: the model is exported to
-    ONNX in memory when it loads (~2-3 s once per process, on top of the load) and its weights
-    are held twice (~90 MB more for all-MiniLM-L6-v2). After the load, :attr:`runtime` says
-    which pass single texts take.
+    ONNX when it loads (~1-2 s once per process, beside a 6-7 s load here) and its weights are
+    held twice (~90 MB more for all-MiniLM-L6-v2). After the load, :attr:`runtime` says which
+    pass single texts take.
     """
 
     provider = "local"
@@ -309,7 +309,7 @@ def _onnx_pass(model: Any, batch_size: int) -> Callable[[str], Any]:
     :class:`_OnnxUnavailable` saying why not.
 
     The transformer (the model's first module, which turns tokens into token embeddings and holds
-    nearly all of the work) is exported to ONNX in memory with ``torch.onnx`` and run by an ONNX
+    nearly all of the work) is exported to ONNX with ``torch.onnx`` and run by an ONNX
     Runtime session; the model's own tokenisation (``preprocess``) comes before it, and its own
     remaining modules (pooling, normalisation) and ``encode()``'s unit-length normalisation after
     it, in torch, as for :func:`_one_text_pass`. The session gets as many threads as torch has
