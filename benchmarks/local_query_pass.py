@@ -82,9 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     differing = sum(local_module._on_model_thread(functools.partial(gap, torch_pass, q)) > 0
                     for q in queries)
-    onnx_gap = max((local_module._on_model_thread(functools.partial(gap, one, q))
-                    for q in queries for name, one in passes.items()
-                    if name == "onnxruntime" and one is not None), default=None)
+    onnx = passes.get("onnxruntime")
+    onnx_gap = None if onnx is None else max(
+        local_module._on_model_thread(functools.partial(gap, onnx, q)) for q in queries)
     sides = list(passes)
     timed: dict[str, dict[str, list[float]]] = {s: {"embed": [], "search": []} for s in sides}
     calls: list[tuple[str, Callable[[str], object]]] = [("embed", embedder.embed_query)]

@@ -256,6 +256,17 @@ def _encode(model: Any, texts: list[str], batch_size: int) -> Any:
                         convert_to_numpy=True, show_progress_bar=False)
 
 
+def _plain_preprocess(model: Any) -> Callable[[list[str]], Any] | None:
+    """The model's tokenisation step (``preprocess``; ``tokenize`` before sentence-transformers
+    5) where it is all ``encode()`` does to a text before the model: None without one, or for a
+    model whose ``encode()`` prepends a default prompt."""
+    if getattr(model, "default_prompt_name", None):
+        return None
+    preprocess: Callable[[list[str]], Any] | None = (
+        getattr(model, "preprocess", None) or getattr(model, "tokenize", None))
+    return preprocess
+
+
 def _one_text_pass(model: Any, batch_size: int) -> Callable[[str], Any] | None:
     """One text's embedding without ``encode()``'s per-call bookkeeping, or None.
 
@@ -275,9 +286,8 @@ def _one_text_pass(model: Any, batch_size: int) -> Callable[[str], Any] | None:
     ``encode()``."""
     import torch  # loaded with the model already
 
-    preprocess = getattr(model, "preprocess", None) or getattr(model, "tokenize", None)
-    if (preprocess is None or getattr(model, "default_prompt_name", None)
-            or not callable(getattr(model, "forward", None))):
+    preprocess = _plain_preprocess(model)
+    if preprocess is None or not callable(getattr(model, "forward", None)):
         return None
     model.eval()  # what encode() sets on every call; a loaded model is in eval mode already
     device = model.device
@@ -336,9 +346,9 @@ def _onnx_pass(model: Any, batch_size: int) -> Callable[[str], Any]:
     import numpy as np
     import torch
 
-    preprocess = getattr(model, "preprocess", None) or getattr(model, "tokenize", None)
+    preprocess = _plain_preprocess(model)
     modules = list(model)
-    if preprocess is None or getattr(model, "default_prompt_name", None):
+    if preprocess is None:
         raise _OnnxUnavailable("encode() adds a prompt or the model has no preprocess step")
     if model.device.type != "cpu" or not modules or not hasattr(modules[0], "auto_model"):
         raise _OnnxUnavailable("only a transformer model on the CPU is exported")

@@ -111,8 +111,6 @@ def lexical_coverage(query_terms: Collection[str], content: str) -> float:
     found: set[str] = set()
     for token in tokens:
         found.update(_token_terms(token))
-    if isinstance(query_terms, (set, frozenset)):  # (what match_terms gives: no repeats)
-        return len(found.intersection(query_terms)) / len(query_terms)
     return sum(1 for t in query_terms if t in found) / len(query_terms)
 
 

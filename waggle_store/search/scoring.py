@@ -157,7 +157,8 @@ def _parts(weights: ScoringProfile, temporal: float, popularity: float, contextu
 
 
 #: Memos of the pure sub-scores a search's ~80 candidates share a handful of values of (most never
-#: accessed, most "normal", most without a graph distance); bounded, as access counts are not.
+#: accessed, most "normal", most without a graph distance); module-level (three memos wrapped per
+#: search cost more than they saved) and bounded, as access counts are not.
 _POPULARITY: Final = functools.lru_cache(maxsize=4096)(popularity_score)
 _IMPORTANCE: Final = functools.lru_cache(maxsize=64)(importance_score)
 _CONTEXTUAL: Final = functools.lru_cache(maxsize=64)(contextual_score)
@@ -168,7 +169,7 @@ class RelevanceScorer:
     same sub-scores and :func:`_weighted` sum (the same floats). Calling it gives the relevance
     alone; :meth:`parts` the breakdown that only the returned page's ``explain`` needs."""
 
-    __slots__ = ("_boost_until", "_contextual", "_importance", "_now", "_popularity", "weights")
+    __slots__ = ("_boost_until", "_now", "weights")
 
     def __init__(self, profile: str | ScoringProfile, now: datetime) -> None:
         self.weights = profile if isinstance(profile, ScoringProfile) else get_profile(profile)
@@ -176,11 +177,6 @@ class RelevanceScorer:
         #: A UTC time at or after this is within the recency boost: 1.0 without the arithmetic
         #: (``now - when <= RECENCY_BOOST_DAYS`` exactly as :func:`temporal_score` decides it).
         self._boost_until = self._now - timedelta(days=RECENCY_BOOST_DAYS)
-        # The sub-scores of an access count, an importance and a distance are computed once per
-        # value (module-level memos: wrapping them per search cost more than it saved).
-        self._popularity = _POPULARITY
-        self._importance = _IMPORTANCE
-        self._contextual = _CONTEXTUAL
 
     def _temporal(self, when: datetime) -> float:
         if when.tzinfo is UTC and when >= self._boost_until:
@@ -189,20 +185,15 @@ class RelevanceScorer:
 
     def __call__(self, last_accessed: datetime, access_count: int, importance: str,
                  graph_distance: int | None) -> float:
-        # _temporal inlined: this runs for every candidate of every search.
-        if last_accessed.tzinfo is UTC and last_accessed >= self._boost_until:
-            temporal = 1.0
-        else:
-            temporal = temporal_score(last_accessed, self._now)
-        return _weighted(self.weights, temporal, self._popularity(access_count),
-                         self._contextual(graph_distance), self._importance(importance))
+        return _weighted(self.weights, self._temporal(last_accessed), _POPULARITY(access_count),
+                         _CONTEXTUAL(graph_distance), _IMPORTANCE(importance))
 
     def parts(self, last_accessed: datetime, access_count: int, importance: str,
               graph_distance: int | None) -> dict[str, float]:
         """:func:`compute_relevance`'s ``parts``."""
         return _parts(self.weights, self._temporal(last_accessed),
-                      self._popularity(access_count), self._contextual(graph_distance),
-                      self._importance(importance))
+                      _POPULARITY(access_count), _CONTEXTUAL(graph_distance),
+                      _IMPORTANCE(importance))
 
 
 def relevance_scorer(profile: str | ScoringProfile, now: datetime) -> RelevanceScorer:
