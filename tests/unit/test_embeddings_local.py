@@ -15,6 +15,7 @@ import pytest
 from waggle_store.embeddings import LocalEmbedder, resolve_embedder
 from waggle_store.embeddings import chain as chain_module
 from waggle_store.embeddings import local as local_module
+from waggle_store.embeddings.base import validate_vector
 from waggle_store.embeddings.local import DEFAULT_MODEL, MODEL_THREAD, bundled_model_path
 from waggle_store.errors import EmbeddingProviderError, InvalidInputError
 
@@ -205,7 +206,7 @@ def test_single_texts_go_through_onnx_runtime_within_its_tolerance(
 ) -> None:
     """With onnxruntime installed (extra ``onnx``; CI has it), "auto" embeds single texts with
     the transformer exported to ONNX: within ONNX_TOLERANCE of encode() for every shape of text,
-    the same neighbours as torch's pass, and batches still through encode()."""
+    the same neighbours as torch's pass; and batches too (below)."""
     pytest.importorskip("onnxruntime")
     local.embed_query("load the model")
     assert local.runtime == "onnxruntime"
@@ -217,8 +218,36 @@ def test_single_texts_go_through_onnx_runtime_within_its_tolerance(
         assert abs(alone - encoded).max() <= local_module.ONNX_TOLERANCE
         assert alone.tolist() != encoded.tolist() or text == ""  # not torch's pass by accident
         assert local.embed_query(text) == pytest.approx(local_torch.embed_query(text), abs=1e-5)
-    batch = local.embed_documents(_ONE_TEXTS)
-    assert batch == local_torch.embed_documents(_ONE_TEXTS)  # both encode(): identical
+
+
+def test_batches_go_through_onnx_runtime_in_order_within_its_tolerance(
+    local: LocalEmbedder, local_torch: LocalEmbedder
+) -> None:
+    """Batches (cognify, reconcile) take the same graph, padded: every row within ONNX_TOLERANCE
+    of encode()'s for the same batch, in the texts' order (the pass sorts them longest first and
+    batches them by batch_size, as encode() does), and of the same text embedded alone; with
+    query_runtime="torch" batches are encode()'s own, bit for bit."""
+    pytest.importorskip("onnxruntime")
+    local.embed_query("load the model")
+    assert local.runtime == "onnxruntime"
+    assert local._many is not None
+    # More texts than one batch (32), every length, shuffled: padding, several batches, order.
+    texts = [f"memory {i}: " + "word " * (i * 7 % 90) for i in range(70)] + _ONE_TEXTS
+    texts = texts[::3] + texts[1::3] + texts[2::3]
+    rows = local.embed_documents(texts)
+    encoded = local_module._on_model_thread(lambda: local_module._encode(local._st, texts, 32))
+    assert len(rows) == len(texts)
+    for row, reference in zip(rows, encoded, strict=True):
+        assert abs(reference - row).max() <= local_module.ONNX_TOLERANCE
+    assert any(row != reference.tolist() for row, reference in zip(rows, encoded, strict=True))
+    for i in (0, 5, 40, len(texts) - 1):  # a row is its text's, not a neighbour's
+        assert rows[i] == pytest.approx(local.embed_query(texts[i]), abs=1e-5)
+    torch_rows = local_torch.embed_documents(texts)
+    assert local_torch.runtime == "torch"
+    assert local_torch._many is None
+    by_encode = local_module._on_model_thread(
+        lambda: local_module._encode(local_torch._st, texts, 32))
+    assert torch_rows == [validate_vector(row.tolist(), 384, normalize=True) for row in by_encode]
 
 
 def test_onnx_pass_refuses_a_model_it_does_not_reproduce(

@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 from waggle_store.embeddings.base import make_model_id, validate_vector
 from waggle_store.embeddings.registry import known_dimensions
@@ -84,22 +84,24 @@ def bundled_model_path(model: str) -> Path | None:
 class LocalEmbedder:
     """A sentence-transformers model by name (Hugging Face hub) or by local path.
 
-    ``query_runtime``: what embeds a single text (a search's query, one memory); batches always
-    go through the model's ``encode()``.
+    ``query_runtime``: what runs the model's transformer for a single text (a search's query,
+    one memory) — and, when that is ONNX Runtime, for batches too (the name is older than that).
 
     * ``"auto"`` (default): ONNX Runtime when it is installed (extra ``onnx``) and the model
-      passes its check at load (:func:`_onnx_pass`), else torch's one-text pass.
+      passes its check at load (:func:`_onnx_pass`), else torch's one-text pass and
+      ``encode()`` for batches.
     * ``"onnxruntime"``: ONNX Runtime, or an :class:`EmbeddingProviderError` at load saying why
       not.
     * ``"torch"``: the model's own modules, bit for bit what ``encode()`` gives
-      (:func:`_one_text_pass`).
+      (:func:`_one_text_pass`); batches through ``encode()`` itself.
 
     Why ONNX Runtime: all-MiniLM-L6-v2 embeds one short query in ~9 ms through torch on 2 vCPUs
     and in ~2.7 ms through ONNX Runtime, on the same weights (``benchmarks/README.md``); torch's
     per-operator overhead dominates a batch of one text. The price: the model is exported to
     ONNX when it loads (~1-2 s once per process, beside a 6-7 s load here) and its weights are
-    held twice (~90 MB more for all-MiniLM-L6-v2). After the load, :attr:`runtime` says which
-    pass single texts take.
+    held twice (~90 MB more for all-MiniLM-L6-v2). Batches (cognify, reconcile, import) run
+    ~1.5x faster through it than through ``encode()`` (``benchmarks/README.md``). After the
+    load, :attr:`runtime` says which runtime texts take.
     """
 
     provider = "local"
@@ -119,13 +121,16 @@ class LocalEmbedder:
         self.device = device
         self.batch_size = batch_size
         self.query_runtime = query_runtime
-        #: What embeds a single text once the model is loaded: "onnxruntime", "torch" (the
-        #: one-text pass) or "encode" (neither pass reproduced encode()); None before the load.
+        #: What embeds texts once the model is loaded: "onnxruntime" (single texts and
+        #: batches), "torch" (the one-text pass; batches through encode()) or "encode" (neither
+        #: pass reproduced encode()); None before the load.
         self.runtime: str | None = None
         self._st: Any = None
         #: The one-text pass of the loaded model (:func:`_onnx_pass` or :func:`_one_text_pass`),
         #: None: encode() only.
         self._one: Callable[[str], Any] | None = None
+        #: The batch pass (ONNX Runtime's, :func:`_onnx_pass`), None: batches through encode().
+        self._many: Callable[[list[str]], Any] | None = None
         self._dimensions: int | None = None
         self._lock = threading.Lock()
 
@@ -170,6 +175,8 @@ class LocalEmbedder:
         try:
             if len(texts) == 1 and self._one is not None:  # a search's query, one memory
                 matrix = [self._one(texts[0])]
+            elif self._many is not None:
+                matrix = self._many(texts)
             else:
                 matrix = _encode(model, texts, self.batch_size)
         except Exception as exc:  # torch/tokenizer errors have no common base class
@@ -224,13 +231,14 @@ class LocalEmbedder:
                     provider=self.provider,
                 )
             self._dimensions = dims
-            self._one, self.runtime = self._single_text_pass(model, source)
+            self._one, self._many, self.runtime = self._passes(model, source)
             self._st = model
             return model
 
-    def _single_text_pass(self, model: Any, source: str) -> tuple[Callable[[str], Any] | None,
-                                                                 str]:
-        """The pass single texts take (see ``query_runtime``), and its name."""
+    def _passes(self, model: Any, source: str) -> tuple[
+            Callable[[str], Any] | None, Callable[[list[str]], Any] | None, str]:
+        """The passes single texts and batches take (see ``query_runtime``; None: ``encode()``),
+        and the runtime's name."""
         if self.query_runtime != "torch":
             try:
                 onnx = _onnx_pass(model, self.batch_size)
@@ -242,9 +250,9 @@ class LocalEmbedder:
                     ) from exc
                 log.debug("local: ONNX Runtime pass not used for %r: %s", source, exc)
             else:
-                return onnx, "onnxruntime"
+                return onnx.one, onnx.many, "onnxruntime"
         one = _one_text_pass(model, self.batch_size)
-        return one, "torch" if one is not None else "encode"
+        return one, None, "torch" if one is not None else "encode"
 
     def __repr__(self) -> str:
         return f"LocalEmbedder(model={self.model!r})"
@@ -314,8 +322,17 @@ class _OnnxUnavailable(Exception):
     """Why the ONNX Runtime pass cannot be used for a model (:func:`_onnx_pass`)."""
 
 
-def _onnx_pass(model: Any, batch_size: int) -> Callable[[str], Any]:
-    """One text's embedding with the model's transformer run by ONNX Runtime, or
+class _OnnxPass(NamedTuple):
+    """The ONNX Runtime passes of a model (:func:`_onnx_pass`)."""
+
+    #: One text -> its unit vector (a numpy row).
+    one: Callable[[str], Any]
+    #: Texts -> their unit vectors (a numpy matrix, rows in the texts' order).
+    many: Callable[[list[str]], Any]
+
+
+def _onnx_pass(model: Any, batch_size: int) -> _OnnxPass:
+    """Texts' embeddings with the model's transformer run by ONNX Runtime, or
     :class:`_OnnxUnavailable` saying why not.
 
     The transformer (the model's first module, which turns tokens into token embeddings and holds
@@ -327,13 +344,18 @@ def _onnx_pass(model: Any, batch_size: int) -> Callable[[str], Any]:
     asked for the query).
 
     Unlike the torch pass it is not bit-identical to ``encode()`` (other kernels sum in other
-    orders): it is used only when every probe text (:data:`_ONNX_PROBES`) comes out within
-    :data:`ONNX_TOLERANCE` of ``encode()``'s vector. Only for a model on the CPU, without a
-    default prompt, whose first module is a transformer.
+    orders): it is used only when every probe text (:data:`_ONNX_PROBES`), alone and all of them
+    as one padded batch, comes out within :data:`ONNX_TOLERANCE` of ``encode()``'s vector. Only
+    for a model on the CPU, without a default prompt, whose first module is a transformer.
 
-    The graph serves **one text at a time** and nothing else: the export traces the model on one
-    unpadded text, and transformers' attention-mask code takes Python decisions on it ("no
-    padding: no mask") that the graph keeps as constants, which a padded batch would break."""
+    Batches: ``many`` takes them as ``encode()`` does (longest first, ``batch_size`` at a time,
+    each padded to its longest text) and gives the rows back in the texts' order; ~1.5x
+    ``encode()``'s throughput on 2 vCPUs (``benchmarks/local_batch_pass.py``). The export traces
+    the model on a *padded* pair of texts: transformers' attention-mask code takes Python
+    decisions on its sample (no padding: no mask) that the graph keeps as constants, so a graph
+    traced on one unpadded text would serve nothing else. Traced with padding, it applies the
+    mask always; for one unpadded text (a mask of ones) it gives the same floats as a graph
+    traced without (measured: identical)."""
     try:
         ort = importlib.import_module("onnxruntime")
         importlib.import_module("onnx")  # torch.onnx's exporter writes the graph with it
@@ -354,7 +376,7 @@ def _onnx_pass(model: Any, batch_size: int) -> Callable[[str], Any]:
         raise _OnnxUnavailable("only a transformer model on the CPU is exported")
     transformer, rest = modules[0], modules[1:]
     output = getattr(transformer, "module_output_name", "token_embeddings")
-    sample = preprocess([_PROBE_TEXT])
+    sample = preprocess([_PROBE_TEXT, "a"])  # padded: see above
     names = [name for name, value in sample.items() if isinstance(value, torch.Tensor)]
     fixed = {name: value for name, value in sample.items() if name not in names}
 
@@ -371,7 +393,7 @@ def _onnx_pass(model: Any, batch_size: int) -> Callable[[str], Any]:
     axes = {name: {0: "batch", 1: "tokens"} for name in [*names, output]}
     try:
         # A file only for the handover: the session reads the whole graph in, and it goes. The
-        # tracer's warnings are the reason the graph serves single texts only (above); the
+        # tracer's warnings are its constants (above: the padded sample chooses them); the
         # exporter's, that this exporter is the older one. (Filters are process-wide: torch's
         # and transformers' warnings from other threads are not shown during the export.)
         with (tempfile.TemporaryDirectory(prefix="waggle-onnx-") as folder, torch.no_grad(),
@@ -391,23 +413,40 @@ def _onnx_pass(model: Any, batch_size: int) -> Callable[[str], Any]:
         raise _OnnxUnavailable(f"the export failed: {type(exc).__name__}: {exc}") from exc
     normalize = torch.nn.functional.normalize
 
-    def one(text: str) -> Any:
-        features = preprocess([text])
+    def run(texts: list[str]) -> Any:
+        """One batch (padded by ``preprocess``) through the session and the model's other
+        modules: its unit vectors, a numpy row each."""
+        features = preprocess(texts)
         inputs = {name: features[name].numpy() for name in names}
         with torch.inference_mode():
             features[output] = torch.from_numpy(session.run(None, inputs)[0])
             for module in rest:
                 features = module(features)
-            return normalize(features["sentence_embedding"], p=2, dim=1)[0].numpy()
+            return normalize(features["sentence_embedding"], p=2, dim=1).numpy()
 
+    def one(text: str) -> Any:
+        return run([text])[0]
+
+    def many(texts: list[str]) -> Any:
+        # encode()'s batching: longest first, so each batch pads little.
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        rows: list[Any] = [None] * len(texts)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start:start + batch_size]
+            for i, row in zip(chunk, run([texts[i] for i in chunk]), strict=True):
+                rows[i] = row
+        return np.stack(rows)
+
+    probes = list(_ONNX_PROBES)
     try:
         worst = max(float(np.abs(one(text) - _encode(model, [text], batch_size)[0]).max())
-                    for text in _ONNX_PROBES)
+                    for text in probes)
+        worst = max(worst, float(np.abs(many(probes) - _encode(model, probes, batch_size)).max()))
     except Exception as exc:  # reported as the reason; nothing of the pass is used
         raise _OnnxUnavailable(f"the exported model failed: {type(exc).__name__}: {exc}") from exc
     if not worst <= ONNX_TOLERANCE:
         raise _OnnxUnavailable(f"it differs from encode() by {worst:.2e} (> {ONNX_TOLERANCE})")
-    return one
+    return _OnnxPass(one, many)
 
 
 __all__ = ["DEFAULT_MODEL", "QUERY_RUNTIMES", "LocalEmbedder", "bundled_model_path"]
