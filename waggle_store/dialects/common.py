@@ -111,7 +111,7 @@ def frame_hits(executor: Executor, rows: Sequence[Any]) -> list[LaneHit]:
     for r in rows:
         frame_id = int(r[0])
         # A frame never recalled was last accessed when it was created (the same stored value):
-        # read once, the same (immutable) datetime twice. Half a search's time reads cost here.
+        # read once and the same (immutable) datetime used twice, half of a search's reads.
         created, last = r[_CREATED], r[_LAST_ACCESSED]
         at = read(created)
         frame = (frame_id, *r[2:_CREATED], at, at if last == created else read(last))
