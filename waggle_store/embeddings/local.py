@@ -98,10 +98,11 @@ class LocalEmbedder:
     Why ONNX Runtime: all-MiniLM-L6-v2 embeds one short query in ~9 ms through torch on 2 vCPUs
     and in ~2.7 ms through ONNX Runtime, on the same weights (``benchmarks/README.md``); torch's
     per-operator overhead dominates a batch of one text. The price: the model is exported to
-    ONNX when it loads (~1-2 s once per process, beside a 6-7 s load here) and its weights are
-    held twice (~90 MB more for all-MiniLM-L6-v2). Batches (cognify, reconcile, import) run
-    ~1.5x faster through it than through ``encode()`` (``benchmarks/README.md``). After the
-    load, :attr:`runtime` says which runtime texts take.
+    ONNX when it loads (~1-2 s once per process, ~0.6 s more to check its batches against
+    ``encode()``, beside a 6-7 s load here) and its weights are held twice (~90 MB more for
+    all-MiniLM-L6-v2). Batches (cognify, reconcile, import) run ~1.5x faster through it than
+    through ``encode()`` (``benchmarks/README.md``). After the load, :attr:`runtime` says which
+    runtime texts take.
     """
 
     provider = "local"
