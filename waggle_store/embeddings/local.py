@@ -100,8 +100,9 @@ class LocalEmbedder:
     per-operator overhead dominates a batch of one text. The price: the model is exported to
     ONNX when it loads (~1-2 s once per process, ~0.6 s more to check its batches against
     ``encode()``, beside a 6-7 s load here) and its weights are held twice (~90 MB more for
-    all-MiniLM-L6-v2). Batches (cognify, reconcile, import) run ~1.5x faster through it than
-    through ``encode()`` (``benchmarks/README.md``). After the load, :attr:`runtime` says which
+    all-MiniLM-L6-v2). Batches (cognify, reconcile, import) go through it too: 1.4-1.8x as fast
+    as ``encode()`` on one benchmark machine, 0.92-0.94x on another (``benchmarks/README.md``;
+    ``query_runtime="torch"`` keeps ``encode()``). After the load, :attr:`runtime` says which
     runtime texts take.
     """
 
