@@ -280,10 +280,14 @@ class VectorIndex:
                 return None
             scan: Future[_Scan] | _Scan | None = None
             product = None
-            if lane.n * lane.dims >= INLINE_SCAN_BELOW:
+            waiting = not _embedded(vector)
+            if waiting or lane.n * lane.dims >= INLINE_SCAN_BELOW:
                 # The coarse pass (codes, then the candidates rescored) is not cut in chunks:
-                # its passes read 192 bytes a row, short beside the keyword lane.
-                product = None if lane.codes is not None else _Product.of(np_, lane, vector)
+                # its passes read 192 bytes a row, short beside the keyword lane. A query still
+                # being embedded is waited for on the worker, beside the keyword lane, whatever
+                # the mind's size (and its product is the worker's alone).
+                product = (None if waiting or lane.codes is not None
+                           else _Product.of(np_, lane, vector))
                 try:
                     scan = SCAN_THREADS.submit(self._scan_then_release, np_, lane, vector, where,
                                              limit, product)
@@ -592,9 +596,18 @@ class _Scan:
     mask: Any = None
 
 
+def _embedded(vector: Sequence[float]) -> bool:
+    """False for a query vector still being embedded (a search's pending query, which has a
+    ``done()``): reading it would wait, which only a worker should do."""
+    done = getattr(vector, "done", None)
+    return done is None or bool(done())
+
+
 def _unit(np_: Any, vector: Sequence[float]) -> Any:
     """The query as a float32 unit vector; None for a zero vector (it is near nothing)."""
-    q = np_.asarray(vector, dtype=np_.float32)
+    # A sequence other than a list (a search's pending query) is read through its own iterator
+    # first: numpy would take one that raises while read for a scalar and hide the error.
+    q = np_.asarray(vector if isinstance(vector, list) else list(vector), dtype=np_.float32)
     norm = float(np_.linalg.norm(q))
     return None if norm == 0.0 else q / norm
 

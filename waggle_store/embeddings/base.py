@@ -47,6 +47,19 @@ class Embedder(DescribesModel, Protocol):
     def embed_query(self, text: str) -> list[float]: ...
 
 
+def embeds_beside_reads(embedder: object) -> bool:
+    """Whether a search may embed its query with ``embedder`` on a thread while it reads.
+
+    True when the embedder says so with a true ``embeds_beside_reads`` attribute: its query
+    embedding is milliseconds of this process's own work (an in-process model), so running it
+    beside the keyword lane's statement hides it, and it holds no network wait that would keep
+    the search's read transaction open. Remote providers leave it unset (a network call never
+    runs inside a transaction), and so does the hashing embedder (microseconds: the thread hop
+    would cost more than it hides). Wrappers (the provider chain, the quota meter) delegate it.
+    """
+    return getattr(embedder, "embeds_beside_reads", False) is True
+
+
 def make_model_id(provider: str, model: str, dimensions: int) -> str:
     """The key under which a model's vectors are registered: one index per triple."""
     return f"{provider}/{model}/{dimensions}"
@@ -124,6 +137,7 @@ def split_batches(
 __all__ = [
     "PROBE_TEXT",
     "Embedder",
+    "embeds_beside_reads",
     "l2_normalize",
     "make_model_id",
     "split_batches",

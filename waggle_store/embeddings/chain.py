@@ -29,7 +29,7 @@ from waggle_store.embeddings.auto import (
     plan_auto,
     probe,
 )
-from waggle_store.embeddings.base import Embedder
+from waggle_store.embeddings.base import Embedder, embeds_beside_reads
 from waggle_store.embeddings.registry import (
     AUTO_ORDER,
     PROVIDER_NAMES,
@@ -153,6 +153,11 @@ class EmbeddingChain:
     @property
     def provider(self) -> str:
         return self.resolve().provider
+
+    @property
+    def embeds_beside_reads(self) -> bool:
+        """The active provider's (:func:`~waggle_store.embeddings.base.embeds_beside_reads`)."""
+        return embeds_beside_reads(self.resolve())
 
     @property
     def model(self) -> str:

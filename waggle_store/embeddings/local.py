@@ -107,6 +107,9 @@ class LocalEmbedder:
     """
 
     provider = "local"
+    #: A search embeds its query on a thread beside its keyword lane (the model runs in this
+    #: process, milliseconds a query; :func:`~waggle_store.embeddings.base.embeds_beside_reads`).
+    embeds_beside_reads = True
 
     def __init__(
         self,

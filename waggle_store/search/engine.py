@@ -1,11 +1,13 @@
 """HybridSearch (DESIGN §5): keyword and vector lanes, normalised RRF, relevance, explain.
 
 One algorithm for both dialects: every piece of SQL that differs lives in the adapter; this module
-embeds the query (outside any transaction: network calls never hold a database lock), runs the
-lanes in one read transaction, fuses (:mod:`.fusion`), ranks and explains (:mod:`.explain`). The
-vector lane is started before the keyword lane and finished after it
-(:meth:`~waggle_store.dialects.base.SearchAdapter.start_vector_search`), so an adapter whose lane
-has work off the connection (SQLite's in-memory scan) does it while the keyword lane runs.
+embeds the query (outside any transaction: network calls never hold a database lock; an
+in-process model's embedding runs on a thread beside the keyword lane instead, see
+:class:`PendingQueryVector`), runs the lanes in one read transaction, fuses (:mod:`.fusion`),
+ranks and explains (:mod:`.explain`). The vector lane is started before the keyword lane and
+finished after it (:meth:`~waggle_store.dialects.base.SearchAdapter.start_vector_search`), so an
+adapter whose lane has work off the connection (SQLite's in-memory scan) does it while the
+keyword lane runs.
 
 Degradation is explicit, never silent: a lane that cannot run (no embedder, no vector backend, no
 vectors for the embedder's model yet, no keyword terms) is left out of the fusion and named in
@@ -23,14 +25,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import Future
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy import exc as sa_exc
 
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.dialects.base import LaneHit, ModelNotActiveError, PendingLane
+from waggle_store.embeddings.base import embeds_beside_reads
 from waggle_store.errors import DatabaseUnavailableError
 from waggle_store.models import EmbeddingModelRow, MindEmbeddingModelRow
 from waggle_store.records import SearchResult
@@ -45,7 +49,7 @@ from waggle_store.search.query import like_patterns
 from waggle_store.timeutil import utcnow
 from waggle_store.workers import WorkerPool
 
-__all__ = ["LANES", "MAX_LIMIT", "HybridSearch"]
+__all__ = ["LANES", "MAX_LIMIT", "HybridSearch", "PendingQueryVector", "QueryNotEmbedded"]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +70,67 @@ DISTANCE_DECIMALS: Final = 5
 #: Recounts of searched minds' frames (the keyword lane's ``N``) whose cached count expired
 #: (:class:`~waggle_store.dialects.keyword_rank.FrameCounts`), off the searches' way.
 COUNT_THREAD: Final = WorkerPool("waggle-frame-counts", 1)
+
+#: Embeds the query of a search whose embedder runs in this process
+#: (:func:`~waggle_store.embeddings.base.embeds_beside_reads`) while the search reads.
+QUERY_THREAD: Final = WorkerPool("waggle-query-embed", 1)
+
+
+class QueryNotEmbedded(Exception):
+    """The query's embedding, begun beside the search's reads, failed (the embedder's error is
+    the ``__cause__``): the vector lane is off, as when a synchronous embedding fails."""
+
+
+class PendingQueryVector(Sequence[float]):
+    """The query's vector while :data:`QUERY_THREAD` embeds it; reading it waits for it.
+
+    Why: with an in-process model (all-MiniLM-L6-v2: ~5 ms a query on 2 vCPUs) the embedding and
+    the keyword lane's statement (~4 ms at 100k frames) each kept one core busy while the other
+    idled, one after the other; embedded beside the reads they overlap (measured on SQLite: 1.6–2.3
+    ms off a 13.5-ms search at 100k frames, 3.3 ms at 1M; ``benchmarks/README.md``). A remote
+    provider's query is still embedded first: its network wait must not hold the read
+    transaction (:func:`~waggle_store.embeddings.base.embeds_beside_reads`). The vector lane
+    takes this object as its vector: where
+    its work runs off the connection (SQLite's index scan, on a worker thread) it waits there;
+    elsewhere it waits when the lane's statement binds it, after the keyword lane. A failed
+    embedding raises :class:`QueryNotEmbedded` wherever the vector is first read.
+    """
+
+    __slots__ = ("_future", "_vector")
+
+    def __init__(self, future: Future[list[float]]) -> None:
+        self._future = future
+        self._vector: list[float] | None = None
+
+    def done(self) -> bool:
+        """Whether reading the vector would not wait (embedded, or failed)."""
+        return self._vector is not None or self._future.done()
+
+    def resolve(self) -> list[float]:
+        """The vector, once embedded (waits for it)."""
+        vector = self._vector
+        if vector is None:
+            try:
+                vector = self._vector = list(self._future.result())
+            except Exception as exc:
+                raise QueryNotEmbedded(str(exc)) from exc
+        return vector
+
+    def __len__(self) -> int:
+        return len(self.resolve())
+
+    @overload
+    def __getitem__(self, index: int) -> float: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[float]: ...
+
+    def __getitem__(self, index: int | slice) -> float | list[float]:
+        return self.resolve()[index]
+
+    def __iter__(self) -> Any:
+        return iter(self.resolve())
+
 
 #: A mind's active embedding model: search may only compare the query (embedded by the store's
 #: embedder) with vectors of that model (:mod:`waggle_store.repositories.mind_models`).
@@ -101,6 +166,12 @@ def _recover(conn: Connection, exc: sa_exc.DBAPIError) -> None:
     if exc.connection_invalidated:
         raise exc
     conn.rollback()
+
+
+def _embedding_failed(degraded: list[str], exc: BaseException) -> None:
+    """The query could not be embedded: the search goes on with its keyword lane, and says why."""
+    log.warning("query embedding failed, searching keywords only: %s", exc)
+    degraded.append(f"vector lane off: the embedder failed: {type(exc).__name__}: {exc}")
 
 
 def _no_lane() -> None:
@@ -178,7 +249,7 @@ class HybridSearch:
                             degraded=lane_degraded, query=query,
                             keyword="keyword" in plan.lanes, terms=plan.terms)
 
-    def _read(self, mind: MindContext, plan: SearchPlan, k: int, qvec: list[float] | None,
+    def _read(self, mind: MindContext, plan: SearchPlan, k: int, qvec: Sequence[float] | None,
               key: ModelKey | None, meta: dict[str, Any], query: str, names: list[str],
               per_statement: bool
               ) -> tuple[dict[str, list[LaneHit]], Fusion, Mapping[int, int]] | None:
@@ -239,8 +310,10 @@ class HybridSearch:
     # -- lanes --------------------------------------------------------------------------------
 
     def _embed_query(self, mind: MindContext, query: str, plan: SearchPlan, degraded: list[str],
-                     given: Sequence[float] | None) -> tuple[list[float] | None, ModelKey | None]:
-        """The query vector and the embedder's model key, or (None, None) with the reason.
+                     given: Sequence[float] | None
+                     ) -> tuple[Sequence[float] | None, ModelKey | None]:
+        """The query vector (a :class:`PendingQueryVector` for an in-process model) and the
+        embedder's model key, or (None, None) with the reason.
 
         A mind known (cached) to use another model is not embedded for: the vector could not be
         compared, and a provider call would be billed for nothing."""
@@ -262,11 +335,16 @@ class HybridSearch:
             if known is not None and known[1] != key:
                 degraded.append(f"vector lane off: {mismatch_reason(mind.name, known[1], key)}")
                 return None, None
-            vector = list(given) if given is not None else list(embedder.embed_query(query))
-            return vector, key
+            if given is not None:
+                return list(given), key
+            if embeds_beside_reads(embedder):
+                try:
+                    return PendingQueryVector(QUERY_THREAD.submit(embedder.embed_query, query)), key
+                except RuntimeError:  # the interpreter is shutting down: no new threads
+                    pass
+            return list(embedder.embed_query(query)), key
         except Exception as exc:  # noqa: BLE001 - an outage must not take keyword search down
-            log.warning("query embedding failed, searching keywords only: %s", exc)
-            degraded.append(f"vector lane off: the embedder failed: {type(exc).__name__}: {exc}")
+            _embedding_failed(degraded, exc)
             return None, None
 
     def _keyword_lane(self, conn: Connection, plan: SearchPlan, k: int, explain: dict[str, Any],
@@ -291,7 +369,7 @@ class HybridSearch:
             return None
 
     def _vector_lane(self, conn: Connection, mind: MindContext, plan: SearchPlan, k: int,
-                     qvec: list[float] | None, key: ModelKey | None,
+                     qvec: Sequence[float] | None, key: ModelKey | None,
                      degraded: list[str]) -> Callable[[], list[LaneHit] | None]:
         """The vector lane begun; the returned call finishes it (on ``conn``), None when the
         lane is off (the reason in ``degraded``)."""
@@ -314,6 +392,9 @@ class HybridSearch:
                     hits: list[LaneHit] | None = pending.result()
                 except ModelNotActiveError:
                     hits = None
+                except QueryNotEmbedded as exc:
+                    _embedding_failed(degraded, exc.__cause__ or exc)
+                    return None
                 except sa_exc.DBAPIError as exc:
                     _recover(conn, exc)
                     log.warning("vector lane failed, searching keywords only: %s", exc.orig)
@@ -334,7 +415,7 @@ class HybridSearch:
         return finish
 
     def _begin_vector(self, conn: Connection, mind: MindContext, plan: SearchPlan, k: int,
-                      qvec: list[float], key: ModelKey, degraded: list[str], *, cached: bool
+                      qvec: Sequence[float], key: ModelKey, degraded: list[str], *, cached: bool
                       ) -> tuple[tuple[int, ModelKey], PendingLane] | None:
         """The mind's model (None when it has no vectors or another model than the query's)
         and its lane started; an error starting it is raised by ``result()``."""
@@ -350,7 +431,7 @@ class HybridSearch:
         try:
             return found, self._store.adapter.start_vector_search(
                 conn, model_id=model_id, vector=qvec, where=plan.where, limit=k)
-        except (ModelNotActiveError, sa_exc.DBAPIError) as exc:
+        except (ModelNotActiveError, sa_exc.DBAPIError, QueryNotEmbedded) as exc:
             return found, _Failed(exc)
 
     def _recount_if_due(self, mind_ids: Sequence[int]) -> None:
