@@ -157,3 +157,21 @@ def test_an_in_process_model_that_fails_leaves_the_keyword_results(
     again = mind.search("green kite", limit=10)
     assert again[0].explain["degraded"] == []
     assert again[0].explain["lanes_run"] == ["keyword", "vector"]
+
+
+def test_a_metered_in_process_model_embeds_before_the_search_reads(
+    store_factory: Callable[..., ws.Store]
+) -> None:
+    """A store with a quota reserves each embedding in a write transaction of its own (a pooled
+    connection): a search holding its read connection must not wait for one, so the query is
+    embedded first, on the searching thread."""
+    embedder = type("MeteredModel", (InProcessEmbedder,), {"provider": "local"})()
+    store = store_factory(embedder=embedder, tier="FREE", user_id="ivy")
+    mind = _kite_mind(store)
+    seen: list[str] = []
+    embedder.before_query = lambda: seen.append(threading.current_thread().name)
+    used = store.quota_status().used
+    results = mind.search("green kite", limit=10)
+    assert seen == [threading.current_thread().name]
+    assert results[0].explain["lanes_run"] == ["keyword", "vector"]
+    assert store.quota_status().used == used + 1

@@ -55,7 +55,8 @@ def embeds_beside_reads(embedder: object) -> bool:
     beside the keyword lane's statement hides it, and it holds no network wait that would keep
     the search's read transaction open. Remote providers leave it unset (a network call never
     runs inside a transaction), and so does the hashing embedder (microseconds: the thread hop
-    would cost more than it hides). Wrappers (the provider chain, the quota meter) delegate it.
+    would cost more than it hides). The provider chain delegates it to its active provider; the
+    quota meter never overlaps (its reservation needs a pooled connection of its own).
     """
     return getattr(embedder, "embeds_beside_reads", False) is True
 

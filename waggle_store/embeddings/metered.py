@@ -50,6 +50,12 @@ class QuotaMeter:
 class MeteredEmbedder:
     """Delegates to ``inner`` (provider, model, status() ...) and meters its embeddings."""
 
+    #: Never beside a search's reads (:func:`~waggle_store.embeddings.base.embeds_beside_reads`):
+    #: reserving the quota takes a pooled connection and a write transaction of its own, which a
+    #: search already holding its read connection must not wait for (with every pooled connection
+    #: held by such searches, none would come).
+    embeds_beside_reads = False
+
     def __init__(self, inner: Embedder, meter: QuotaMeter) -> None:
         self.inner = inner
         self.meter = meter
