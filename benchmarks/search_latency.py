@@ -504,14 +504,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             for dialect in args.dialect:
                 for n in args.n:
                     schema = None
+                    # Stores of the defaults (hashing, pseudo-words) carry no tag.
+                    tags = [t for t in (args.embedder, args.words)
+                            if t not in ("hashing", "pseudo")]
                     if dialect == "sqlite":
-                        tag = "" if args.embedder == "hashing" else f"-{args.embedder}"
-                        tag += "" if args.words == "pseudo" else f"-{args.words}"
+                        tag = "".join(f"-{t}" for t in tags)
                         url = f"sqlite:///{data / f'bench-{n}{tag}.db'}"
                     else:
                         url = pg_url
-                        tag = "" if args.embedder == "hashing" else f"_{args.embedder}"
-                        tag += "" if args.words == "pseudo" else f"_{args.words}"
+                        tag = "".join(f"_{t}" for t in tags)
                         schema = (f"bench_{n}{tag}" if args.keep
                                   else f"bench_{uuid.uuid4().hex[:8]}")
                     store = ws.open_store(url, schema=schema, embedder=_embedder(args.embedder))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime
 from typing import Any, Final, overload
@@ -90,10 +90,10 @@ class PendingQueryVector(Sequence[float]):
     ms off a 13.5-ms search at 100k frames, 3.3 ms at 1M; ``benchmarks/README.md``). A remote
     provider's query is still embedded first: its network wait must not hold the read
     transaction (:func:`~waggle_store.embeddings.base.embeds_beside_reads`). The vector lane
-    takes this object as its vector: where
-    its work runs off the connection (SQLite's index scan, on a worker thread) it waits there;
-    elsewhere it waits when the lane's statement binds it, after the keyword lane. A failed
-    embedding raises :class:`QueryNotEmbedded` wherever the vector is first read.
+    takes this object as its vector: where its work runs off the connection (SQLite's index
+    scan, on a worker thread) it waits there; elsewhere it waits when the lane's statement binds
+    it, after the keyword lane. A failed embedding raises :class:`QueryNotEmbedded` wherever the
+    vector is first read.
     """
 
     __slots__ = ("_future", "_vector")
@@ -128,7 +128,7 @@ class PendingQueryVector(Sequence[float]):
     def __getitem__(self, index: int | slice) -> float | list[float]:
         return self.resolve()[index]
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[float]:
         return iter(self.resolve())
 
 
