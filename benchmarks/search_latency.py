@@ -15,7 +15,10 @@ sessions) with the deterministic hashing embedder (384 dims) or ``--embedder loc
 * raw: the same query's lane statements (keyword lane with over-fetch 40; vector KNN k=40 with the
   mind filter and the manifest check, and ``set_config`` on Postgres), recorded from the library
   as its driver received them and replayed verbatim in one transaction on a DBAPI connection of
-  the same engine and driver (psycopg: the same prepare_threshold).
+  the same engine and driver (psycopg: the same prepare_threshold). Where the library reads per
+  statement (Postgres in autocommit) the raw side does too, and a statement the library ran on a
+  second connection beside the keyword lane (Postgres's vector lane) is replayed on a second
+  connection, on a worker thread, beside the others.
 
 SQLite's vector lane runs as the in-process index (``--sqlite-lane index``: change-log check,
 numpy scan, verification statement; the raw side replays the statements and repeats the bare
@@ -201,7 +204,13 @@ def _lane_statements(
     recorded: list[Any] = []
 
     def recording(executor: Any, sql: str, params: dict[str, Any]) -> list[Any]:
-        recorded.append(common.driver_statement(store.engine.dialect, sql, params))
+        statement = common.driver_statement(store.engine.dialect, sql, params)
+        if search_engine.LANE_THREADS.runs_this_thread():
+            # The library ran it on a second connection beside the keyword lane (Postgres):
+            # the raw side does the same (recorded as a ("beside", (sql, args)) step).
+            recorded.append(("beside", statement))
+        else:
+            recorded.append(statement)
         return real(executor, sql, params)
 
     # The SQLite index lane's scan is numpy, not SQL: the raw side repeats the bare matrix
@@ -235,7 +244,7 @@ def _lane_statements(
             mind.search(q, limit=LIMIT)
             # The library starts the scan before the keyword lane and overlaps them (it runs
             # on a worker thread); the raw side starts it first too.
-            statements[q] = sorted(recorded, key=lambda step: step[0] != "scan")
+            statements[q] = sorted(recorded, key=lambda step: step[0] not in ("scan", "beside"))
     finally:
         for module in modules:
             module.run_lane = real  # type: ignore[attr-defined]
@@ -247,27 +256,46 @@ def _lane_statements(
 def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[str], None]:
     """Replays a query's lane statements in one transaction on a DBAPI connection of the same
     engine (same driver; psycopg with the library's ``prepare_threshold``)."""
-    conn: Any = store.engine.raw_connection()
     sqlite = store.engine.dialect.name == "sqlite"
-    if not sqlite:
-        with store.engine.connect() as lib_conn:
-            conn.driver_connection.prepare_threshold = (
-                lib_conn.connection.driver_connection.prepare_threshold
-            )
-        # The recorded vectors are bound in binary, as the library binds them.
-        postgres_maint.dumps_binary_vectors(conn.driver_connection)
+    # Postgres: in autocommit where the library reads per statement (no BEGIN, no COMMIT).
+    autocommit = not sqlite and store.adapter.reads_per_statement(LIMIT * search_engine.OVERFETCH)
 
+    def connect() -> Any:
+        conn: Any = store.engine.raw_connection()
+        if not sqlite:
+            with store.engine.connect() as lib_conn:
+                conn.driver_connection.prepare_threshold = (
+                    lib_conn.connection.driver_connection.prepare_threshold
+                )
+            # The recorded vectors are bound in binary, as the library binds them.
+            postgres_maint.dumps_binary_vectors(conn.driver_connection)
+            conn.driver_connection.autocommit = autocommit
+        return conn
+
+    conn = connect()
+    second: list[Any] = []  # the connection of the statements run beside, made when first needed
     workers = ThreadPoolExecutor(max_workers=1)
+
+    def beside(sql: str, args: Any) -> None:
+        if not second:
+            second.append(connect())
+        cur = second[0].cursor()
+        cur.execute(sql, args)
+        cur.fetchall()
 
     def run(query: str) -> None:
         cur = conn.cursor()
         if sqlite:  # isolation_level=None: the library's begin hook does this
             cur.execute("BEGIN DEFERRED")
         scans: list[tuple[_BareScan, Any]] = []
+        besides: list[Any] = []
         for sql, args, *scan in statements[query]:
             if sql == "scan":  # overlapped with the statements, as the library does
                 bare = _BareScan(args, *scan)
                 scans.append((bare, workers.submit(bare.work)))
+                continue
+            if sql == "beside":  # on a second connection, as the library runs it
+                besides.append(workers.submit(beside, *args))
                 continue
             if sql == "wait":  # the statements after this one read the scan's result
                 for bare, pending in scans:
@@ -281,9 +309,11 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
         for bare, pending in scans:
             pending.result()
             bare.top()
+        for pending in besides:
+            pending.result()
         if sqlite:
             cur.execute("COMMIT")
-        else:
+        elif not autocommit:
             conn.commit()
 
     return run

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime
@@ -74,6 +75,11 @@ COUNT_THREAD: Final = WorkerPool("waggle-frame-counts", 1)
 #: Embeds the query of a search whose embedder runs in this process
 #: (:func:`~waggle_store.embeddings.base.embeds_beside_reads`) while the search reads.
 QUERY_THREAD: Final = WorkerPool("waggle-query-embed", 1)
+
+#: Run searches' vector lanes on connections of their own beside their keyword lanes, where a
+#: search's reads need no common transaction (:class:`_LaneBeside`). A few threads: searches of
+#: more threads than this at once take their lanes back and run them one after the other.
+LANE_THREADS: Final = WorkerPool("waggle-vector-lane", 4)
 
 
 class QueryNotEmbedded(Exception):
@@ -178,6 +184,58 @@ def _no_lane() -> None:
     return None
 
 
+class _LaneBeside:
+    """A search's vector lane run on a connection of its own, on :data:`LANE_THREADS`, while the
+    searching thread runs the keyword lane on its connection.
+
+    Why: on Postgres both lanes are statements the server runs (at 100k frames ~6 ms for the
+    keyword lane, ~4 for the vector lane), one after the other on one connection, while the
+    client waits and a second core idles; on two connections the server runs them side by side,
+    and the client's work on each lane's rows overlaps the other lane's statement
+    (``benchmarks/README.md``). Only where the reads need no common transaction (Postgres at READ
+    COMMITTED in autocommit, where every statement reads its own snapshot anyway:
+    ``reads_per_statement``) and the store owns its connections (not in a host's transaction).
+
+    Never a wait for a connection: if no worker has a connection for the lane by the time the
+    searching thread wants its hits (the pool exhausted, every worker busy), the searching
+    thread takes the lane back and runs it on its own connection, as without this class; a
+    worker that gets a connection afterwards hands it back unused. So a search holding one
+    pooled connection never waits for a second, and cannot deadlock a full pool.
+    """
+
+    def __init__(self, store: StoreContext, conn: Connection,
+                 run: Callable[[Connection], list[LaneHit] | None]) -> None:
+        self._store = store
+        self._conn = conn
+        self._run = run
+        self._lock = threading.Lock()
+        self._state = "waiting"  # then "running" (on a worker) or "taken" (by the search)
+        self._future: Future[list[LaneHit] | None] | None = None
+        try:
+            self._future = LANE_THREADS.submit(self._work)
+        except RuntimeError:  # the interpreter is shutting down: no new threads
+            self._state = "taken"
+
+    def _work(self) -> list[LaneHit] | None:
+        with self._store.read_connection(per_statement=True) as conn:
+            with self._lock:
+                if self._state == "taken":
+                    return None
+                self._state = "running"
+            return self._run(conn)
+
+    def result(self) -> list[LaneHit] | None:
+        """The lane's hits: from the worker's connection if it has begun there, else run now on
+        the search's own connection."""
+        with self._lock:
+            if self._state == "waiting":
+                self._state = "taken"
+            taken = self._state == "taken"
+        if taken or self._future is None:
+            return self._run(self._conn)
+        return self._future.result()
+
+
 @dataclasses.dataclass(frozen=True)
 class _Failed:
     """A lane that failed to start: :meth:`result` raises its error where the lane's result is
@@ -262,7 +320,14 @@ class HybridSearch:
             # in-process scan, on a worker thread) runs while the keyword lane uses the
             # connection. Its notes join ``degraded`` after the keyword lane's.
             vector_notes: list[str] = []
-            vector = self._vector_lane(conn, mind, plan, k, qvec, key, vector_notes)
+            if (per_statement and qvec is not None and plan.terms and "keyword" in plan.lanes
+                    and self._store.db.owns_connections):
+                # Statements that need no common transaction need no common connection: the
+                # vector lane runs beside the keyword lane (_LaneBeside).
+                vector = _LaneBeside(self._store, conn, lambda lane_conn: self._vector_lane(
+                    lane_conn, mind, plan, k, qvec, key, vector_notes)()).result
+            else:
+                vector = self._vector_lane(conn, mind, plan, k, qvec, key, vector_notes)
             if "keyword" in plan.lanes:
                 if plan.terms:
                     hits = self._keyword_lane(conn, plan, k, meta, query)
