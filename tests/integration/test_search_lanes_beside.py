@@ -149,6 +149,7 @@ def test_a_full_pool_never_makes_a_search_wait_for_a_second_connection(
     searching thread takes the lane back and runs it on its own connection, with the same page.
     The worker, once a connection is free, hands it back unused."""
     store = small_pool_store
+    assert _beside(store) == (store.engine.dialect.name == "postgresql")
     mind = _seed(store)
     expected = _pages(mind)
     watch = _Watch(store, monkeypatch)

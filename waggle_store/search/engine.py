@@ -3,11 +3,13 @@
 One algorithm for both dialects: every piece of SQL that differs lives in the adapter; this module
 embeds the query (outside any transaction: network calls never hold a database lock; an
 in-process model's embedding runs on a thread beside the keyword lane instead, see
-:class:`PendingQueryVector`), runs the lanes in one read transaction, fuses (:mod:`.fusion`),
+:class:`PendingQueryVector`), runs the lanes in one read transaction (or per statement, where
+the database reads each statement's own snapshot anyway), fuses (:mod:`.fusion`),
 ranks and explains (:mod:`.explain`). The vector lane is started before the keyword lane and
 finished after it (:meth:`~waggle_store.dialects.base.SearchAdapter.start_vector_search`), so an
 adapter whose lane has work off the connection (SQLite's in-memory scan) does it while the
-keyword lane runs.
+keyword lane runs; where the reads need no common transaction (Postgres), the vector lane runs
+on a connection of its own beside the keyword lane (:class:`_LaneBeside`).
 
 Degradation is explicit, never silent: a lane that cannot run (no embedder, no vector backend, no
 vectors for the embedder's model yet, no keyword terms) is left out of the fusion and named in

@@ -1,7 +1,7 @@
 """The host's engine and the waggle_store store on it.
 
-SQLite: the engine comes from ``waggle_store.create_engine`` (sqlite-vec loaded, foreign keys on,
-writes ``BEGIN IMMEDIATE``); nothing of it touches the host's own tables' names.
+SQLite: the engine comes from ``waggle_store.engine.create_engine`` (sqlite-vec loaded, foreign
+keys on, writes ``BEGIN IMMEDIATE``); nothing of it touches the host's own tables' names.
 PostgreSQL: the host's plain engine (its ``search_path`` keeps the host's schema first), with the
 ``schema_translate_map`` that puts waggle_store's models where the store keeps them.
 """
