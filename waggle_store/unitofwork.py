@@ -19,6 +19,7 @@ from typing import Any, Final, NoReturn
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import QueuePool
 
 from waggle_store.errors import (
     ConflictError,
@@ -54,6 +55,16 @@ class Database:
     def _require_open(self) -> None:
         if self.closed:
             raise WaggleStoreError("this store is closed")
+
+    def spare_connection(self) -> bool:
+        """Whether the pool could hand out one more connection within its size right now (a
+        ``QueuePool`` with fewer connections checked out than its ``pool_size``; another pool
+        class: False). A search takes a second connection only then (``search/engine.py:
+        _LaneBeside``): a pool kept at its size opens such a connection once and keeps it,
+        while an overflow connection is closed again when returned and a ``NullPool`` connects
+        on every checkout — a connection opened per search costs more than the lane."""
+        pool = self._read_engine.pool
+        return isinstance(pool, QueuePool) and pool.checkedout() < pool.size()
 
     @contextmanager
     def write(self) -> Iterator[Session]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from typing import Any
 
 import pytest
@@ -67,6 +66,20 @@ class _Watch:
 
         monkeypatch.setattr(adapter, "start_vector_search", start_vector)
         monkeypatch.setattr(adapter, "keyword_search", keyword)
+
+
+@pytest.fixture
+def lanes_beside(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every ``_LaneBeside`` a search makes (a vector lane sent to a lane thread)."""
+    made: list[object] = []
+
+    class Counted(search_engine._LaneBeside):
+        def __init__(self, *args: Any) -> None:
+            made.append(self)
+            super().__init__(*args)
+
+    monkeypatch.setattr(search_engine, "_LaneBeside", Counted)
+    return made
 
 
 def _dbapi(conn: sa.Connection) -> int:
@@ -127,14 +140,17 @@ def test_the_pages_are_those_of_one_lane_after_the_other(
     assert all(together.values())
 
 
+def _store_on(target: Target, **engine_options: Any) -> tuple[ws.Store, sa.Engine]:
+    """A store on an engine of waggle_store's own, made with ``engine_options``."""
+    config = StoreConfig.from_env(target.url, target.schema)
+    engine = create_engine(target.url, config=config, **engine_options)
+    return ws.open_store(engine, schema=target.schema, embedder="hashing"), engine
+
+
 @pytest.fixture
 def small_pool_store(target: Target) -> Iterator[ws.Store]:
-    """A store on an engine of waggle_store's own with a pool of two connections and no
-    overflow; its checkout gives up after 5 s."""
-    config = StoreConfig.from_env(target.url, target.schema)
-    engine = create_engine(target.url, config=config, pool_size=2, max_overflow=0,
-                           pool_timeout=5)
-    store = ws.open_store(engine, schema=target.schema, embedder="hashing")
+    """A store with a pool of two connections and no overflow; a checkout gives up after 5 s."""
+    store, engine = _store_on(target, pool_size=2, max_overflow=0, pool_timeout=5)
     try:
         yield store
     finally:
@@ -142,27 +158,70 @@ def small_pool_store(target: Target) -> Iterator[ws.Store]:
         engine.dispose()
 
 
-def test_a_full_pool_never_makes_a_search_wait_for_a_second_connection(
-    small_pool_store: ws.Store, monkeypatch: pytest.MonkeyPatch
+def test_a_search_takes_no_second_connection_from_a_pool_with_none_to_spare(
+    small_pool_store: ws.Store, monkeypatch: pytest.MonkeyPatch, lanes_beside: list[object]
 ) -> None:
-    """With every other pooled connection taken, the lane's worker cannot get one: the
-    searching thread takes the lane back and runs it on its own connection, with the same page.
-    The worker, once a connection is free, hands it back unused."""
+    """With the other pooled connection taken, the vector lane runs on the searching thread's
+    connection: the pool has no connection to spare (it would make the search wait)."""
     store = small_pool_store
     assert _beside(store) == (store.engine.dialect.name == "postgresql")
     mind = _seed(store)
     expected = _pages(mind)
     watch = _Watch(store, monkeypatch)
-    with ExitStack() as held:
-        held.enter_context(store.engine.connect())  # one of the two: the search takes the other
+    sent = len(lanes_beside)
+    assert (sent > 0) == _beside(store)  # with both connections free, the pool had one to spare
+    with store.engine.connect():  # one of the two: the search takes the other
         got = _pages(mind)
+    assert len(lanes_beside) == sent  # none sent to a lane thread
     assert got == expected
     assert len(watch.vector) == len(QUERIES)
     me = threading.current_thread().name
-    # Every lane ran on the searching thread and its connection, as the keyword lane did.
     assert watch.vector == watch.keyword
     assert all(thread == me for thread, _ in watch.vector)
-    # The pool is whole again: the workers that got a connection late handed it back.
+
+
+def test_a_pool_that_connects_on_every_checkout_gives_no_second_connection(
+    target: Target, monkeypatch: pytest.MonkeyPatch, lanes_beside: list[object]
+) -> None:
+    store, engine = _store_on(target, poolclass=sa.pool.NullPool)
+    try:
+        mind = _seed(store)
+        watch = _Watch(store, monkeypatch)
+        assert _pages(mind)["memory number 3"]
+        assert lanes_beside == []
+        assert len(watch.vector) == len(QUERIES)
+        assert watch.vector == watch.keyword
+    finally:
+        store.close()
+        engine.dispose()
+
+
+def test_the_searching_thread_takes_the_lane_back_when_no_worker_has_begun_it(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch,
+    lanes_beside: list[object]
+) -> None:
+    """Every lane thread busy: the lane's job waits in the queue, so the searching thread runs
+    it on its own connection (same pages); the job, run later, hands its connection back."""
+    store = store_factory()
+    mind = _seed(store)
+    expected = _pages(mind)
+    watch = _Watch(store, monkeypatch)
+    release = threading.Event()
+    busy = [search_engine.LANE_THREADS.submit(release.wait, WAIT_S)
+            for _ in range(search_engine.LANE_THREADS.max_workers)]
+    sent = len(lanes_beside)
+    try:
+        got = _pages(mind)
+    finally:
+        release.set()
+    # Sent to a lane thread where reads are per statement, and taken back.
+    assert len(lanes_beside) - sent == (len(QUERIES) if _beside(store) else 0)
+    assert all(job.result() for job in busy)
+    assert got == expected
+    assert watch.vector == watch.keyword
+    assert all(thread == threading.current_thread().name for thread, _ in watch.vector)
+    # The queued jobs ran once the threads were free, and gave their connections back.
     search_engine.LANE_THREADS.submit(lambda: None).result()
-    with store.engine.connect(), store.engine.connect():
-        pass
+    pool = store.engine.pool
+    assert isinstance(pool, sa.pool.QueuePool)
+    assert pool.checkedout() == 0

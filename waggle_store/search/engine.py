@@ -198,11 +198,14 @@ class _LaneBeside:
     COMMITTED in autocommit, where every statement reads its own snapshot anyway:
     ``reads_per_statement``) and the store owns its connections (not in a host's transaction).
 
-    Never a wait for a connection: if no worker has a connection for the lane by the time the
-    searching thread wants its hits (the pool exhausted, every worker busy), the searching
-    thread takes the lane back and runs it on its own connection, as without this class; a
-    worker that gets a connection afterwards hands it back unused. So a search holding one
-    pooled connection never waits for a second, and cannot deadlock a full pool.
+    Only when the pool has a connection to spare within its size
+    (``Database.spare_connection``): a connection opened for one search and closed after it (an
+    overflow connection, a ``NullPool``'s) costs more than the lane. And never a wait for one:
+    if no worker has a connection for the lane by the time the searching thread wants its hits
+    (another search took the spare one meanwhile, every worker busy), the searching thread
+    takes the lane back and runs it on its own connection, as without this class; a worker that
+    gets a connection afterwards hands it back unused. So a search holding one pooled
+    connection never waits for a second, and cannot deadlock a full pool.
     """
 
     def __init__(self, store: StoreContext, conn: Connection,
@@ -323,9 +326,10 @@ class HybridSearch:
             # connection. Its notes join ``degraded`` after the keyword lane's.
             vector_notes: list[str] = []
             if (per_statement and qvec is not None and plan.terms and "keyword" in plan.lanes
-                    and self._store.db.owns_connections):
+                    and self._store.db.owns_connections and self._store.db.spare_connection()):
                 # Statements that need no common transaction need no common connection: the
-                # vector lane runs beside the keyword lane (_LaneBeside).
+                # vector lane runs beside the keyword lane (_LaneBeside), on a connection the
+                # pool has to spare.
                 vector = _LaneBeside(self._store, conn, lambda lane_conn: self._vector_lane(
                     lane_conn, mind, plan, k, qvec, key, vector_notes)()).result
             else:
