@@ -254,8 +254,9 @@ def _lane_statements(
 
 
 def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[str], None]:
-    """Replays a query's lane statements in one transaction on a DBAPI connection of the same
-    engine (same driver; psycopg with the library's ``prepare_threshold``)."""
+    """Replays a query's lane statements in one transaction (in autocommit where the library
+    reads per statement) on a DBAPI connection of the same engine (same driver; psycopg with the
+    library's ``prepare_threshold``), and those the library ran beside them on a second one."""
     sqlite = store.engine.dialect.name == "sqlite"
     # Postgres: in autocommit where the library reads per statement (no BEGIN, no COMMIT).
     autocommit = not sqlite and store.adapter.reads_per_statement(LIMIT * search_engine.OVERFETCH)
