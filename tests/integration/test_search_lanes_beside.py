@@ -135,6 +135,9 @@ def test_the_pages_are_those_of_one_lane_after_the_other(
         def result(self) -> Any:
             return self._run(self._conn)
 
+        def cancel(self) -> None:
+            pass
+
     monkeypatch.setattr(search_engine, "_LaneBeside", OneAfterTheOther)
     assert _pages(mind) == together
     assert all(together.values())
@@ -225,3 +228,38 @@ def test_the_searching_thread_takes_the_lane_back_when_no_worker_has_begun_it(
     pool = store.engine.pool
     assert isinstance(pool, sa.pool.QueuePool)
     assert pool.checkedout() == 0
+
+
+def test_a_search_that_fails_before_its_vector_lane_leaves_no_lane_to_run(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch,
+    lanes_beside: list[object]
+) -> None:
+    """The keyword lane raises while the vector lane's job waits for a lane thread: the search
+    raises, and the job, run later, does not run the lane (nobody would read its hits)."""
+    store = store_factory()
+    mind = _seed(store)
+    watch = _Watch(store, monkeypatch)
+    real_keyword = store.adapter.keyword_search
+
+    def failing(conn: Any, **kwargs: Any) -> Any:
+        real_keyword(conn, **kwargs)
+        raise RuntimeError("the keyword lane broke")
+
+    monkeypatch.setattr(store.adapter, "keyword_search", failing)
+    release = threading.Event()
+    busy = [search_engine.LANE_THREADS.submit(release.wait, WAIT_S)
+            for _ in range(search_engine.LANE_THREADS.max_workers)]
+    try:
+        with pytest.raises(RuntimeError, match="the keyword lane broke"):
+            mind.search("memory number 3", limit=10)
+    finally:
+        release.set()
+    assert all(job.result() for job in busy)
+    assert len(lanes_beside) == (1 if _beside(store) else 0)
+    for lane in lanes_beside:  # the job has run
+        assert lane._future is not None  # type: ignore[attr-defined]
+        assert lane._future.result(timeout=WAIT_S) is None  # type: ignore[attr-defined]
+    # Where it runs beside, the lane never began; on SQLite it begins (its scan) on the searching
+    # thread before the keyword lane.
+    me = threading.current_thread().name
+    assert [thread for thread, _ in watch.vector] == ([] if _beside(store) else [me])

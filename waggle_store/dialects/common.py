@@ -11,7 +11,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from sqlalchemy import Connection, TextClause, bindparam, text
 from sqlalchemy import exc as sa_exc
@@ -216,20 +216,30 @@ def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[Any]:
         cursor.execute(statement, args)
         rows: list[Any] = cursor.fetchall()  # type: ignore[assignment]  # DBAPI: a list of rows
     except dialect.loaded_dbapi.Error as exc:
-        lost = dialect.is_disconnect(exc, dbapi_conn, cursor)
-        if lost:
-            conn.invalidate(exc)
-        raise sa_exc.DBAPIError.instance(
-            statement,
-            args,
-            exc,
-            dialect.loaded_dbapi.Error,
-            connection_invalidated=lost,
-            dialect=dialect,
-        ) from exc
+        raise_driver_error(conn, exc, statement, args, cursor)
     finally:
         cursor.close()
     return rows
+
+
+def raise_driver_error(conn: Connection, exc: Any, statement: str, args: Any,
+                       cursor: Any = None) -> NoReturn:
+    """Raise the driver's ``exc`` (its ``Error``, caught by the caller, from work on ``conn``'s
+    DBAPI connection outside SQLAlchemy's execution) as SQLAlchemy raises a statement's: a
+    ``DBAPIError`` subclass, and a lost connection invalidated (``connection_invalidated``), so
+    callers tell a lost connection from a failing statement as for any other."""
+    dialect = conn.dialect
+    lost = dialect.is_disconnect(exc, conn.connection.dbapi_connection, cursor)
+    if lost:
+        conn.invalidate(exc)
+    raise sa_exc.DBAPIError.instance(
+        statement,
+        args,
+        exc,
+        dialect.loaded_dbapi.Error,
+        connection_invalidated=lost,
+        dialect=dialect,
+    ) from exc
 
 
 def timed(sql: str) -> TextClause:

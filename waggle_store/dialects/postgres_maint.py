@@ -27,7 +27,7 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import T_FRAMES, Executor, VectorRow, vector_table_name
-from waggle_store.dialects.common import connection_of
+from waggle_store.dialects.common import connection_of, raise_driver_error
 from waggle_store.models.base import UTCDateTime
 from waggle_store.models.idioms import rowcount
 
@@ -68,10 +68,18 @@ _DUMPS_BINARY: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary(
 def vector_param(executor: Executor) -> Callable[[Sequence[float]], BinaryVector | str]:
     """How to bind a vector for ``CAST(:p AS vector)`` on ``executor``'s connection: binary where
     the connection knows pgvector's type (looked up once per connection), else as text."""
-    dbapi = connection_of(executor).connection.dbapi_connection
+    conn = connection_of(executor)
+    dbapi = conn.connection.dbapi_connection
     ready = _DUMPS_BINARY.get(dbapi)
     if ready is None:
-        ready = _DUMPS_BINARY[dbapi] = dumps_binary_vectors(dbapi)
+        try:
+            ready = dumps_binary_vectors(dbapi)
+        except conn.dialect.loaded_dbapi.Error as exc:
+            # The type's lookup is the connection's first query in a search's vector lane (on a
+            # connection of its own, beside the keyword lane): a connection found lost here is
+            # invalidated and said so, as by any statement, and the search runs once more.
+            raise_driver_error(conn, exc, "TypeInfo.fetch('vector')", None)
+        _DUMPS_BINARY[dbapi] = ready
     return BinaryVector if ready else vec_literal
 
 

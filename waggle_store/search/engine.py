@@ -229,6 +229,13 @@ class _LaneBeside:
                 self._state = "running"
             return self._run(conn)
 
+    def cancel(self) -> None:
+        """The search ended without the lane's hits (its keyword lane raised): a worker that has
+        not begun the lane will not."""
+        with self._lock:
+            if self._state == "waiting":
+                self._state = "taken"
+
     def result(self) -> list[LaneHit] | None:
         """The lane's hits: from the worker's connection if it has begun there, else run now on
         the search's own connection."""
@@ -325,23 +332,29 @@ class HybridSearch:
             # in-process scan, on a worker thread) runs while the keyword lane uses the
             # connection. Its notes join ``degraded`` after the keyword lane's.
             vector_notes: list[str] = []
+            beside: _LaneBeside | None = None
             if (per_statement and qvec is not None and plan.terms and "keyword" in plan.lanes
                     and self._store.db.owns_connections and self._store.db.spare_connection()):
                 # Statements that need no common transaction need no common connection: the
                 # vector lane runs beside the keyword lane (_LaneBeside), on a connection the
                 # pool has to spare.
-                vector = _LaneBeside(self._store, conn, lambda lane_conn: self._vector_lane(
-                    lane_conn, mind, plan, k, qvec, key, vector_notes)()).result
+                beside = _LaneBeside(self._store, conn, lambda lane_conn: self._vector_lane(
+                    lane_conn, mind, plan, k, qvec, key, vector_notes)())
+                vector = beside.result
             else:
                 vector = self._vector_lane(conn, mind, plan, k, qvec, key, vector_notes)
-            if "keyword" in plan.lanes:
-                if plan.terms:
-                    hits = self._keyword_lane(conn, plan, k, meta, query)
-                    if hits is not None:
-                        ran["keyword"] = hits
-                else:
-                    degraded.append("keyword lane off: no search terms in the query")
-            hits = vector()
+            try:
+                if "keyword" in plan.lanes:
+                    if plan.terms:
+                        hits = self._keyword_lane(conn, plan, k, meta, query)
+                        if hits is not None:
+                            ran["keyword"] = hits
+                    else:
+                        degraded.append("keyword lane off: no search terms in the query")
+                hits = vector()
+            finally:
+                if beside is not None:
+                    beside.cancel()
             degraded.extend(vector_notes)
             if hits is not None:
                 ran["vector"] = hits
