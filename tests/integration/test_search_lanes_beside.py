@@ -2,8 +2,9 @@
 autocommit), a search's vector lane runs on a connection of its own, on a ``LANE_THREADS``
 worker, beside the keyword lane (``search/engine.py: _LaneBeside``); elsewhere (SQLite, whose
 lanes read one snapshot) on the searching thread's connection. On both dialects: the same pages
-as one lane after the other; the two lanes really overlap where they may; a full pool never
-makes a search wait for a second connection (the searching thread takes the lane back)."""
+as one lane after the other; the two lanes really overlap where they may; a pool with no
+connection to spare gives no second one; a lane no worker has begun is taken back by the
+searching thread, or dropped if the search fails first."""
 
 from __future__ import annotations
 
