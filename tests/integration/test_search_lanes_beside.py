@@ -264,3 +264,22 @@ def test_a_search_that_fails_before_its_vector_lane_leaves_no_lane_to_run(
     # thread before the keyword lane.
     me = threading.current_thread().name
     assert [thread for thread, _ in watch.vector] == ([] if _beside(store) else [me])
+
+
+def test_a_search_sends_its_lane_beside_only_when_it_reads_alone(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch,
+    lanes_beside: list[object]
+) -> None:
+    """While another search of the process reads, the cores are busy with it: the vector lane
+    runs on the searching thread's connection, with the same pages."""
+    store = store_factory()
+    mind = _seed(store)
+    alone = _pages(mind)
+    sent = len(lanes_beside)
+    assert (sent > 0) == _beside(store)
+    watch = _Watch(store, monkeypatch)
+    with search_engine.READING:  # another search reading
+        assert _pages(mind) == alone
+    assert len(lanes_beside) == sent
+    assert watch.vector == watch.keyword
+    assert all(thread == threading.current_thread().name for thread, _ in watch.vector)

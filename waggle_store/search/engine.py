@@ -79,9 +79,10 @@ COUNT_THREAD: Final = WorkerPool("waggle-frame-counts", 1)
 QUERY_THREAD: Final = WorkerPool("waggle-query-embed", 1)
 
 #: Run searches' vector lanes on connections of their own beside their keyword lanes, where a
-#: search's reads need no common transaction (:class:`_LaneBeside`). A few threads: searches of
-#: more threads than this at once take their lanes back and run them one after the other.
-LANE_THREADS: Final = WorkerPool("waggle-vector-lane", 4)
+#: search's reads need no common transaction (:class:`_LaneBeside`). Two threads: only a search
+#: reading alone sends its lane here (:class:`_Reading`); the second serves the next search while
+#: the first still waits for a connection for a lane its search took back.
+LANE_THREADS: Final = WorkerPool("waggle-vector-lane", 2)
 
 
 class QueryNotEmbedded(Exception):
@@ -186,6 +187,35 @@ def _no_lane() -> None:
     return None
 
 
+class _Reading:
+    """The searches of this process that are reading now; entering counts one more and gives
+    how many others were reading.
+
+    Why: a second connection and thread per search pay off while cores are idle (one search at
+    a time: the server runs both lanes at once); when other searches are reading, the cores are
+    busy with them and the extra handoffs only cost CPU — measured on 2 vCPUs with four
+    searching threads, a vector lane always beside cut throughput by 5–16 %
+    (``benchmarks/README.md``). So only a search that reads alone sends its lane beside."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def __enter__(self) -> int:
+        with self._lock:
+            others = self._count
+            self._count += 1
+        return others
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._count -= 1
+
+
+#: See :class:`_Reading`.
+READING: Final = _Reading()
+
+
 class _LaneBeside:
     """A search's vector lane run on a connection of its own, on :data:`LANE_THREADS`, while the
     searching thread runs the keyword lane on its connection.
@@ -198,7 +228,8 @@ class _LaneBeside:
     COMMITTED in autocommit, where every statement reads its own snapshot anyway:
     ``reads_per_statement``) and the store owns its connections (not in a host's transaction).
 
-    Only when the pool has a connection to spare within its size
+    Only when no other search of the process is reading (:class:`_Reading`), and when the
+    pool has a connection to spare within its size
     (``Database.spare_connection``): a connection opened for one search and closed after it (an
     overflow connection, a ``NullPool``'s) costs more than the lane. And never a wait for one:
     if no worker has a connection for the lane by the time the searching thread wants its hits
@@ -326,18 +357,19 @@ class HybridSearch:
         """The lanes, their fusion and the graph distances, on one read connection; None when
         no lane found anything."""
         degraded: list[str] = meta["degraded"]
-        with self._store.read_connection(per_statement=per_statement) as conn:
+        with self._store.read_connection(per_statement=per_statement) as conn, READING as others:
             ran: dict[str, list[LaneHit]] = {}
             # The vector lane begins first: what it does off the connection (SQLite: the
             # in-process scan, on a worker thread) runs while the keyword lane uses the
             # connection. Its notes join ``degraded`` after the keyword lane's.
             vector_notes: list[str] = []
             beside: _LaneBeside | None = None
-            if (per_statement and qvec is not None and plan.terms and "keyword" in plan.lanes
-                    and self._store.db.owns_connections and self._store.db.spare_connection()):
+            if (per_statement and not others and qvec is not None and plan.terms
+                    and "keyword" in plan.lanes and self._store.db.owns_connections
+                    and self._store.db.spare_connection()):
                 # Statements that need no common transaction need no common connection: the
                 # vector lane runs beside the keyword lane (_LaneBeside), on a connection the
-                # pool has to spare.
+                # pool has to spare, while no other search reads (_Reading).
                 beside = _LaneBeside(self._store, conn, lambda lane_conn: self._vector_lane(
                     lane_conn, mind, plan, k, qvec, key, vector_notes)())
                 vector = beside.result
