@@ -8,6 +8,7 @@ searching thread, or dropped if the search fails first."""
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -283,3 +284,32 @@ def test_a_search_sends_its_lane_beside_only_when_it_reads_alone(
     assert len(lanes_beside) == sent
     assert watch.vector == watch.keyword
     assert all(thread == threading.current_thread().name for thread, _ in watch.vector)
+
+
+def _forked_search(url: str, schema: str | None, out: Any) -> None:
+    store = ws.open_store(url, schema=schema, embedder="hashing")
+    try:
+        out.put([r.frame.id for r in store.mind("m").search("memory number 3", limit=10)])
+    finally:
+        store.close()
+
+
+def test_a_forked_child_searches_whatever_the_parents_searches_were_doing(
+    store_factory: Callable[..., ws.Store], target: Target
+) -> None:
+    """A search of another thread held the count of reading searches (its lock) when the process
+    forked: the child, which has none of the parent's threads, starts from its own count."""
+    store = store_factory()
+    mind = _seed(store)
+    expected = [r.frame.id for r in mind.search("memory number 3", limit=10)]
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    with search_engine.READING._lock:  # as another thread's search entering or leaving
+        child = ctx.Process(target=_forked_search, args=(target.url, target.schema, out))
+        child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child's search hung")
+    assert child.exitcode == 0
+    assert out.get(timeout=5) == expected

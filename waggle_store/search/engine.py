@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -200,6 +201,11 @@ class _Reading:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._count = 0
+        os.register_at_fork(after_in_child=self._after_fork_in_child)
+
+    def _after_fork_in_child(self) -> None:
+        # The parent's other threads (their searches, a lock one of them held) did not come along.
+        self._lock, self._count = threading.Lock(), 0
 
     def __enter__(self) -> int:
         with self._lock:
@@ -228,15 +234,15 @@ class _LaneBeside:
     COMMITTED in autocommit, where every statement reads its own snapshot anyway:
     ``reads_per_statement``) and the store owns its connections (not in a host's transaction).
 
-    Only when no other search of the process is reading (:class:`_Reading`), and when the
-    pool has a connection to spare within its size
-    (``Database.spare_connection``): a connection opened for one search and closed after it (an
-    overflow connection, a ``NullPool``'s) costs more than the lane. And never a wait for one:
-    if no worker has a connection for the lane by the time the searching thread wants its hits
-    (another search took the spare one meanwhile, every worker busy), the searching thread
-    takes the lane back and runs it on its own connection, as without this class; a worker that
-    gets a connection afterwards hands it back unused. So a search holding one pooled
-    connection never waits for a second, and cannot deadlock a full pool.
+    Only while no other search of the process reads (:class:`_Reading`), and only when the pool
+    has a connection to spare within its size (``Database.spare_connection``): a connection
+    opened for one search and closed after it (an overflow connection, a ``NullPool``'s) costs
+    more than the lane. And never a wait for one: if no worker has a connection for the lane by
+    the time the searching thread wants its hits (another search took the spare one meanwhile,
+    the lane threads busy), the searching thread takes the lane back and runs it on its own
+    connection, as without this class; a worker that gets a connection afterwards hands it back
+    unused. So a search holding one pooled connection never waits for a second, and cannot
+    deadlock a full pool.
     """
 
     def __init__(self, store: StoreContext, conn: Connection,
