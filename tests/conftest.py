@@ -17,6 +17,7 @@ or, to look behind the API, the ``keyword_index`` probe below, the one place of 
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import uuid
 import warnings
@@ -54,6 +55,30 @@ class Target:
 
     def open(self, **kwargs: Any) -> ws.Store:
         return ws.open_store(self.url, schema=self.schema, **kwargs)
+
+
+def _search_in_child(target: Target, mind: str, query: str, out: Any) -> None:
+    store = target.open(embedder="hashing")
+    try:
+        out.put([r.frame.content for r in store.mind(mind).search(query, limit=10)])
+    finally:
+        store.close()
+
+
+def forked_search(target: Target, mind: str, query: str) -> list[str]:
+    """The contents ``mind.search(query, limit=10)`` finds in a forked child process, on a
+    store of its own at ``target``; the test fails if the child's search hangs or fails."""
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_search_in_child, args=(target, mind, query, out))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child's search hung")
+    assert child.exitcode == 0
+    contents: list[str] = out.get(timeout=5)
+    return contents
 
 
 def _start_container_pg() -> tuple[str, Callable[[], None]]:

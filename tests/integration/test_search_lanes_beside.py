@@ -8,7 +8,6 @@ searching thread, or dropped if the search fails first."""
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,7 +21,7 @@ from waggle_store.engine import create_engine
 from waggle_store.pipeline.embed import embed_frames
 from waggle_store.search import engine as search_engine
 
-from conftest import Target
+from conftest import Target, forked_search
 
 WAIT_S = 10.0
 QUERIES = ("memory number 3", "topic 5", "about topic", "number 41 topic 6")
@@ -286,14 +285,6 @@ def test_a_search_sends_its_lane_beside_only_when_it_reads_alone(
     assert all(thread == threading.current_thread().name for thread, _ in watch.vector)
 
 
-def _forked_search(url: str, schema: str | None, out: Any) -> None:
-    store = ws.open_store(url, schema=schema, embedder="hashing")
-    try:
-        out.put([r.frame.id for r in store.mind("m").search("memory number 3", limit=10)])
-    finally:
-        store.close()
-
-
 def test_a_forked_child_searches_whatever_the_parents_searches_were_doing(
     store_factory: Callable[..., ws.Store], target: Target
 ) -> None:
@@ -301,15 +292,6 @@ def test_a_forked_child_searches_whatever_the_parents_searches_were_doing(
     forked: the child, which has none of the parent's threads, starts from its own count."""
     store = store_factory()
     mind = _seed(store)
-    expected = [r.frame.id for r in mind.search("memory number 3", limit=10)]
-    ctx = multiprocessing.get_context("fork")
-    out = ctx.Queue()
+    expected = [r.frame.content for r in mind.search("memory number 3", limit=10)]
     with search_engine.READING._lock:  # as another thread's search entering or leaving
-        child = ctx.Process(target=_forked_search, args=(target.url, target.schema, out))
-        child.start()
-    child.join(60)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("the forked child's search hung")
-    assert child.exitcode == 0
-    assert out.get(timeout=5) == expected
+        assert forked_search(target, "m", "memory number 3") == expected

@@ -8,7 +8,6 @@ searches agree with one-at-a-time."""
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +19,7 @@ from waggle_store.dialects import sqlite_vecindex
 from waggle_store.dialects.sqlite import SQLiteAdapter
 from waggle_store.pipeline.embed import embed_frames
 
-from conftest import Target, only_sqlite
+from conftest import Target, forked_search, only_sqlite
 
 WAIT_S = 10.0
 
@@ -190,14 +189,6 @@ def test_concurrent_searches_agree_with_one_at_a_time(
     assert not failures, failures[:3]
 
 
-def _child(url: str, query: str, out: Any) -> None:
-    store = ws.open_store(url, embedder="hashing")
-    try:
-        out.put([r.frame.content for r in store.mind("m").search(query, limit=3)])
-    finally:
-        store.close()
-
-
 @only_sqlite
 def test_a_forked_child_scans_on_its_own_threads(
     store_factory: Callable[..., ws.Store], target: Target, worker_scans: None
@@ -207,16 +198,7 @@ def test_a_forked_child_scans_on_its_own_threads(
     _, mind = _seeded(store_factory)
     assert _page(mind, "memory number 5")  # the parent's pool exists now
     assert sqlite_vecindex.SCAN_THREADS._executor is not None
-    ctx = multiprocessing.get_context("fork")
-    out = ctx.Queue()
-    child = ctx.Process(target=_child, args=(target.url, "memory number 5", out))
-    child.start()
-    child.join(60)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("the forked child's search hung")
-    assert child.exitcode == 0
-    contents = out.get(timeout=5)
+    contents = forked_search(target, "m", "memory number 5")
     assert contents[0].startswith("memory number 5 ")
 
 
