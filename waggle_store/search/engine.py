@@ -266,21 +266,22 @@ class _LaneBeside:
                 self._state = "running"
             return self._run(conn)
 
-    def cancel(self) -> None:
-        """The search ended without the lane's hits (its keyword lane raised): a worker that has
-        not begun the lane will not."""
+    def _take(self) -> bool:
+        """The lane becomes the search's unless a worker has begun it; whether it is."""
         with self._lock:
             if self._state == "waiting":
                 self._state = "taken"
+            return self._state == "taken"
+
+    def cancel(self) -> None:
+        """The search ended without the lane's hits (its keyword lane raised): a worker that has
+        not begun the lane will not."""
+        self._take()
 
     def result(self) -> list[LaneHit] | None:
         """The lane's hits: from the worker's connection if it has begun there, else run now on
         the search's own connection."""
-        with self._lock:
-            if self._state == "waiting":
-                self._state = "taken"
-            taken = self._state == "taken"
-        if taken or self._future is None:
+        if self._take() or self._future is None:
             return self._run(self._conn)
         return self._future.result()
 
