@@ -121,13 +121,18 @@ def _vocabulary(rng: random.Random, size: int = 5000, words: str = "pseudo") -> 
     return sorted(drawn)
 
 
-def _texts(n: int, seed: int = 7, words: str = "pseudo") -> tuple[list[str], list[str]]:
+def _texts(n: int, seed: int = 7, words: str = "pseudo",
+           common: int | None = None) -> tuple[list[str], list[str]]:
+    """``n`` frames' texts and 400 queries of 2–4 terms of middling frequency (ranks 50–2,000);
+    ``common``: each query also holds the term of that frequency rank (``--common-word``)."""
     rng = random.Random(seed)
     vocab = _vocabulary(rng, words=words)
     weights = [1.0 / (rank + 1) for rank in range(len(vocab))]  # Zipf
     texts = [" ".join(rng.choices(vocab, weights, k=rng.randint(12, 25))) for _ in range(n)]
     mid = vocab[50:2000]
     queries = [" ".join(rng.sample(mid, rng.randint(2, 4))) for _ in range(400)]
+    if common is not None:
+        queries = [f"{vocab[common]} {q}" for q in queries]
     return texts, queries
 
 
@@ -433,8 +438,9 @@ def _after_a_pause(store: ws.Store) -> Callable[[], None]:
 
 
 def measure(store: ws.Store, mind: ws.Mind, n: int, count: int,
-            sporadic: bool = False, words: str = "pseudo") -> dict[str, float]:
-    _, queries = _texts(0, words=words)
+            sporadic: bool = False, words: str = "pseudo",
+            common: int | None = None) -> dict[str, float]:
+    _, queries = _texts(0, words=words, common=common)
     queries = queries[:count]
     for q in queries[:20]:  # warm caches, the frame count and psycopg's prepared plans
         mind.search(q, limit=LIMIT)
@@ -504,6 +510,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the frames' words: Zipf-distributed pseudo-words (default; ~60 word pieces a "
         "frame for MiniLM) or real English words from the bundled model's vocabulary (one word "
         "piece each, ~4x cheaper to embed; files/schemas tagged -real/_real)",
+    )
+    parser.add_argument(
+        "--common-word", type=int, metavar="RANK",
+        help="add to every query the term of this frequency rank (0: the most frequent, in "
+        "~87%% of the frames; 5: ~29%%; 20: ~9%%; the default queries' terms are in 0.1-4%%), "
+        "as a speaker's name or a word the mind says all the time is in many questions",
     )
     parser.add_argument(
         "--sqlite-lane", nargs="+", choices=("index", "vec0"), default=["index", "vec0"],
@@ -576,7 +588,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 print(f"# {n}: coarse-pass build and calibration "
                                       f"{built_codes:.2f} s after the first search", flush=True)
                             r = measure(store, mind, n, args.queries, args.sporadic,
-                                        args.words)
+                                        args.words, args.common_word)
                             recall = (recall_vs_vec0(store, mind, words=args.words)
                                       if lane == "index" else 1.0)
                             scan = _scan_pass(store) if lane == "index" else lane

@@ -46,7 +46,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from waggle_store.dialects.base import T_FRAMES, Executor, LaneFilter
@@ -57,6 +57,9 @@ from waggle_store.dialects.context_index import CONTEXT_WEIGHT
 FRAME_COUNT_EXACT_BELOW: Final = 5000
 #: How long a count of a larger set of minds is reused.
 FRAME_COUNT_TTL: Final = 60.0
+#: A query term this many frames of the searched minds hold is *common* (:class:`TermCounts`):
+#: below it, reading the frames that hold it costs the lane no more than a millisecond or two.
+COMMON_TERM_FRAMES: Final = 1000
 
 #: PostgreSQL's ``english`` stop words (``tsearch_data/english.stop``, the Snowball list),
 #: which ``to_tsvector``/``plainto_tsquery`` drop before stemming.
@@ -181,12 +184,92 @@ class FrameCounts:
         return f"{greatest}(:n, count(*))", False
 
 
-def ranked_page_sql(score: str, filters: str, frame_columns: str) -> str:
+class TermCounts:
+    """The ``df`` of each *common* query term (one that at least :data:`COMMON_TERM_FRAMES`
+    frames of the searched minds hold) as the last keyword statement that counted it found,
+    reused for :data:`FRAME_COUNT_TTL` seconds (an adapter keeps one).
+
+    Why: a query holding such a term (a speaker's name, in half a conversation's frames; a word
+    the mind says all the time) made the lane read every frame holding it, to count its ``df``
+    and score those frames: at 100k frames a word in 87 % of them cost 330–360 ms against ~12
+    for the same query without it, on both dialects (``benchmarks/README.md``). With its ``df``
+    known, the lane runs as MaxScore does: its candidates are the frames holding any *other*
+    term, and the common terms only add their weight to those. A frame holding only common
+    terms scores at most the sum of their weights (``ub``); if the page so ranked is full and
+    its last score is above ``ub`` (:func:`page_holds`), no such frame could be on it, and the
+    page is the one the whole lane gives (the same frames, scores and order). Else the
+    statement runs again over every frame holding any term. A cached ``df`` is never taken below
+    the candidates holding the term, and goes stale as ``N`` does (frames added or forgotten
+    meanwhile move a common term's weight by a hair).
+
+    No lock, as :class:`FrameCounts`."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[tuple[int, ...], str], tuple[int, float]] = {}
+
+    def common(self, mind_ids: Sequence[int], terms: Sequence[str]) -> dict[int, int]:
+        """The position and cached ``df`` of each of ``terms`` known to be common; none when
+        every term is (no other term to find candidates by)."""
+        key, now = tuple(mind_ids), time.monotonic()
+        found: dict[int, int] = {}
+        for i, term in enumerate(terms):
+            known = self._known.get((key, term))
+            if known is not None and now - known[1] < FRAME_COUNT_TTL:
+                found[i] = known[0]
+        return found if len(found) < len(terms) else {}
+
+    def counted(self, mind_ids: Sequence[int], terms: Sequence[str], dfs: Sequence[int],
+                common: Mapping[int, int]) -> None:
+        """A statement counted ``dfs``: remember the common terms among those it counted in
+        full (not the ``common`` ones it took from here, counted among the candidates only)."""
+        key, now = tuple(mind_ids), time.monotonic()
+        if len(self._known) > 4096:  # a few names and words per mind; never grow without bound
+            self._known.clear()
+        for i, (term, df) in enumerate(zip(terms, dfs, strict=True)):
+            if i in common:
+                continue
+            if df >= COMMON_TERM_FRAMES:
+                self._known[(key, term)] = (df, now)
+            else:
+                self._known.pop((key, term), None)
+
+
+def ranked_page_sql(score: str, filters: str, frame_columns: str, terms: int) -> str:
     """The lane's last step on both dialects: candidates ``c`` scored with the idf row ``w``,
     filtered, sorted by score, then length, then id, the page's frames read after the LIMIT (the
-    sort carries ids, not contents); each row ends with ``N``."""
+    sort carries ids, not contents); each row ends with ``w``'s ``N``, the ``df`` of each of the
+    ``terms`` and ``ub`` (see :func:`lane_tail`)."""
+    tail = ", ".join(["n", *(f"d{i}" for i in range(terms)), "ub"])
     return (
-        f"SELECT h.id, h.score, {frame_columns}, h.n FROM (SELECT c.id, {score} AS score, "
-        f"c.len, w.n FROM c, w WHERE {filters} ORDER BY score DESC, c.len, c.id LIMIT :limit) h "
+        f"SELECT h.id, h.score, {frame_columns}, {_prefixed('h', tail)} FROM (SELECT c.id, "
+        f"{score} AS score, c.len, {_prefixed('w', tail)} FROM c, w WHERE {filters} "
+        f"ORDER BY score DESC, c.len, c.id LIMIT :limit) h "
         f"JOIN {T_FRAMES} f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id"
     )
+
+
+def _prefixed(alias: str, columns: str) -> str:
+    return ", ".join(f"{alias}.{c}" for c in columns.split(", "))
+
+
+def weights_sql(counted: str, terms: int, common: Mapping[int, int]) -> str:
+    """The idf row ``w`` from the row ``s`` of ``counted`` (``n`` and ``d0``…: ``N`` and each
+    term's ``df``): ``n``, each term's weight ``w<i>`` and ``df`` ``d<i>``, and ``ub``, the most a
+    frame holding none of the other terms can score: the sum of the ``common`` terms' weights
+    (0.0 without any; see :class:`TermCounts`)."""
+    idf = ", ".join(f"{idf_sql('s.n', f's.d{i}')} AS w{i}" for i in range(terms))
+    dfs = ", ".join(f"s.d{i}" for i in range(terms))
+    ub = " + ".join(f"x.w{i}" for i in sorted(common)) or "0.0"
+    return (f"SELECT x.*, {ub} AS ub FROM (SELECT s.n, {idf}, {dfs} FROM ({counted}) s) x")
+
+
+def lane_tail(row: Sequence[Any], terms: int) -> tuple[int, list[int], float]:
+    """``N``, the terms' ``df`` and ``ub`` that end a row of :func:`ranked_page_sql`."""
+    return int(row[-2 - terms]), [int(d) for d in row[-1 - terms:-1]], float(row[-1])
+
+
+def page_holds(rows: Sequence[Any], limit: int) -> bool:
+    """Whether a page ranked among the frames holding a term other than the common ones is the
+    page of all the frames that hold any term: it is full and its last score is above ``ub``,
+    which no frame holding only common terms can exceed (:class:`TermCounts`)."""
+    return len(rows) >= limit and float(rows[limit - 1][1]) > float(rows[0][-1])

@@ -23,7 +23,7 @@ The vector tables' DDL and row maintenance live in :mod:`waggle_store.dialects.p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from sqlalchemy import ColumnElement, any_, bindparam, text
@@ -61,7 +61,15 @@ from waggle_store.dialects.common import (
 )
 from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.info import engine_info
-from waggle_store.dialects.keyword_rank import FrameCounts, idf_sql, ranked_page_sql, score_sql
+from waggle_store.dialects.keyword_rank import (
+    FrameCounts,
+    TermCounts,
+    lane_tail,
+    page_holds,
+    ranked_page_sql,
+    score_sql,
+    weights_sql,
+)
 from waggle_store.dialects.postgres_engine import HNSW_EF_SEARCH
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
 from waggle_store.dialects.postgres_maint import vector_param
@@ -124,6 +132,8 @@ class PostgresAdapter:
         self._vector_tables = VectorTables()
         #: Minds searched -> frames counted (idf's N): see :mod:`keyword_rank`.
         self.frame_counts = FrameCounts()
+        #: Minds searched and a common term -> the frames holding it: see :mod:`keyword_rank`.
+        self.term_counts = TermCounts()
 
     def release_caches(self) -> None:
         pass  # a few counters and flags: nothing worth freeing
@@ -201,6 +211,26 @@ class PostgresAdapter:
         values = tsquery_terms(terms)
         if not values or not where.mind_ids:
             return []
+        common = self.term_counts.common(where.mind_ids, values)
+        rows, counting = self._keyword_rows(session, values, where, limit, expired_count,
+                                            common)
+        if common and not page_holds(rows, limit):
+            common = {}
+            rows, counting = self._keyword_rows(session, values, where, limit, expired_count,
+                                                common)
+        if rows:
+            n, dfs, _ = lane_tail(rows[0], len(values))
+            if counting:
+                self.frame_counts.counted(where.mind_ids, n)
+            self.term_counts.counted(where.mind_ids, values, dfs, common)
+        return frame_hits(session, rows)
+
+    def _keyword_rows(self, session: Executor, values: Sequence[str], where: LaneFilter,
+                      limit: int, expired_count: bool, common: Mapping[int, int]
+                      ) -> tuple[list[Any], bool]:
+        """The lane's statement (see :meth:`keyword_search`): its rows and whether it counted
+        ``N``. Its candidates are the frames holding a term not in ``common`` (terms known to be
+        common, with their ``df``: :class:`~waggle_store.dialects.keyword_rank.TermCounts`)."""
         params: dict[str, Any] = {"limit": int(limit)}
         n = range(len(values))
         for i, value in enumerate(values):
@@ -214,13 +244,18 @@ class PostgresAdapter:
             f"CASE WHEN f.content_tsv @@ q.q{i} THEN 2 WHEN f.context_tsv @@ q.q{i} THEN 1 "
             f"ELSE 0 END AS m{i}" for i in n
         )
-        counts = ", ".join(f"count(*) FILTER (WHERE m{i} > 0) AS d{i}" for i in n)
-        idf = ", ".join(f"{idf_sql('s.n', f's.d{i}')} AS w{i}" for i in n)
+        counts = []
+        for i in n:
+            count = f"count(*) FILTER (WHERE m{i} > 0)"
+            if i in common:  # counted among the candidates only: its known df, at least that
+                params[f"df{i}"] = common[i]
+                count = f"GREATEST(:df{i}, {count})"
+            counts.append(f"{count} AS d{i}")
         total, counting = self.frame_counts.total_sql(where.mind_ids, minds, params,
                                                       "GREATEST", expired=expired_count)
         score = score_sql([f"w.w{i}" for i in n], [f"c.m{i} = 2" for i in n],
                           [f"c.m{i} > 0" for i in n])
-        anyq = " || ".join(f"q.q{i}" for i in n)
+        anyq = " || ".join(f"q.q{i}" for i in n if i not in common)
         # MATERIALIZED: q is evaluated once and feeds the GIN scan; w is one row, computed once
         # (inlined, the planner re-ran the aggregate for every candidate).
         # The page's frames are read after the LIMIT, so the sort carries ids, not contents.
@@ -231,14 +266,14 @@ class PostgresAdapter:
             f"{TEXT_BYTES} AS len, {matched} "
             f"FROM {T_FRAMES} f, q "
             f"WHERE (f.content_tsv @@ ({anyq}) OR f.context_tsv @@ ({anyq})) AND {minds}), "
-            f"w AS MATERIALIZED (SELECT s.n, {idf} FROM (SELECT {total}::float8 AS n, {counts} "
-            "FROM c) s) "
-            + ranked_page_sql(score, filters, frame_select()),
+            f"w AS MATERIALIZED ("
+            + weights_sql(f"SELECT {total}::float8 AS n, {', '.join(counts)} FROM c",
+                          len(values), common)
+            + ") "
+            + ranked_page_sql(score, filters, frame_select(), len(values)),
             params,
         )
-        if rows and counting:
-            self.frame_counts.counted(where.mind_ids, int(rows[0][-1]))
-        return frame_hits(session, rows)
+        return rows, counting
 
     def like_search(
         self, session: Executor, *, patterns: Sequence[str], where: LaneFilter, limit: int
