@@ -15,6 +15,7 @@ import pytest
 import waggle_store as ws
 from waggle_store.dialects import keyword_rank
 from waggle_store.pipeline.embed import embed_frames
+from waggle_store.search import engine as search_engine
 
 COMMON = "kestrel"  # in every frame, as a speaker's name
 #: Words of each frame besides the common one: "harbour" in 14 frames, "lantern" in 3.
@@ -69,11 +70,12 @@ def common_from_40(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(keyword_rank, "COMMON_TERM_FRAMES", 40)
 
 
-def _reference(mind: ws.Mind, monkeypatch: pytest.MonkeyPatch, query: str,
+def _reference(store: ws.Store, mind: ws.Mind, monkeypatch: pytest.MonkeyPatch, query: str,
                **options: Any) -> list[tuple[int, float, float, float, str]]:
-    """The page of the whole lane: no term is common, nothing cached."""
+    """The page of the whole lane: no term known, none becoming common."""
     with monkeypatch.context() as patch:
         patch.setattr(keyword_rank, "COMMON_TERM_FRAMES", 10**9)
+        patch.setattr(store.adapter, "term_counts", keyword_rank.TermCounts())
         return _page(mind, query, **options)
 
 
@@ -85,7 +87,7 @@ def test_a_known_common_term_finds_no_candidates_and_the_page_is_the_whole_lanes
     if options:
         options = {"gop_id": mind.sessions.ensure("morning").gop_id}
     query = f"{COMMON} {MANY}"
-    expected = _reference(mind, monkeypatch, query, **options)
+    expected = _reference(store, mind, monkeypatch, query, **options)
     assert expected
     assert all(MANY in content for *_, content in expected)
     statements = _Statements(store, monkeypatch)
@@ -98,7 +100,7 @@ def test_a_page_that_could_miss_a_frame_of_the_common_term_alone_runs_the_whole_
         store: ws.Store, monkeypatch: pytest.MonkeyPatch, common_from_40: None) -> None:
     mind = _seed(store)
     query = f"{COMMON} {FEW}"
-    expected = _reference(mind, monkeypatch, query)
+    expected = _reference(store, mind, monkeypatch, query)
     # Three frames hold "lantern" (and three more in their context): the page of five needs
     # frames that hold only "kestrel".
     assert any(FEW not in content for *_, content in expected)
@@ -108,16 +110,52 @@ def test_a_page_that_could_miss_a_frame_of_the_common_term_alone_runs_the_whole_
     assert statements.runs == [{}, {0: 48}, {}]  # pruned, did not hold, whole lane again
 
 
-def test_nothing_is_pruned_when_every_term_is_common_or_the_count_has_expired(
+def test_nothing_is_pruned_when_every_term_is_common(
         store: ws.Store, monkeypatch: pytest.MonkeyPatch, common_from_40: None) -> None:
     mind = _seed(store)
     statements = _Statements(store, monkeypatch)
-    expected = _page(mind, f"{COMMON} {MANY}")
-    _page(mind, COMMON)  # no other term to find candidates by
     _page(mind, COMMON)
-    monkeypatch.setattr(keyword_rank, "FRAME_COUNT_TTL", 0.0)  # every known df expired
-    assert _page(mind, f"{COMMON} {MANY}") == expected
-    assert statements.runs == [{}, {}, {}, {}]
+    _page(mind, COMMON)  # "kestrel" known, but no other term to find candidates by
+    assert statements.runs == [{}, {}]
+
+
+def _count_thread_idle() -> None:
+    search_engine.COUNT_THREAD.submit(lambda: None).result(timeout=30)
+
+
+def test_an_expired_count_is_used_and_counted_again_off_the_search(
+        store: ws.Store, monkeypatch: pytest.MonkeyPatch, common_from_40: None) -> None:
+    """As the frame count: a search more than a minute after the count still prunes with it
+    and has the term's frames counted again on the count thread; the next search uses the new
+    count, and its page is the whole lane's again."""
+    mind = _seed(store)
+    query = f"{COMMON} {MANY}"
+    _page(mind, query)  # counts "kestrel": 48 frames
+    gop = mind.sessions.ensure("morning").gop_id
+    mind.frames.create_i(gop, f"{COMMON}: item48 colour0")
+    mind.frames.create_i(gop, f"{COMMON}: item49 colour1")
+    monkeypatch.setattr(keyword_rank, "FRAME_COUNT_TTL", 0.0)  # every known count expired
+    statements = _Statements(store, monkeypatch)
+    _page(mind, query)  # the expired 48, and a recount
+    _count_thread_idle()
+    expected = _reference(store, mind, monkeypatch, query)
+    assert _page(mind, query) == expected
+    assert statements.runs == [{0: 48}, {}, {0: 50}]
+
+
+def test_in_a_hosts_transaction_an_expired_count_is_not_used(
+        store: ws.Store, monkeypatch: pytest.MonkeyPatch, common_from_40: None) -> None:
+    """A store joined to a host's transaction has no connection of its own to recount on: an
+    expired count is counted by the statement, as the frame count is."""
+    mind = _seed(store)
+    query = f"{COMMON} {MANY}"
+    _page(mind, query)
+    monkeypatch.setattr(keyword_rank, "FRAME_COUNT_TTL", 0.0)
+    statements = _Statements(store, monkeypatch)
+    with store.engine.connect() as host:
+        host.begin()
+        assert _page(store.within(host).mind(mind.name), query)
+    assert statements.runs == [{}]
 
 
 def test_a_hybrid_search_with_a_common_term_returns_the_whole_lanes_page(
@@ -130,8 +168,24 @@ def test_a_hybrid_search_with_a_common_term_returns_the_whole_lanes_page(
 
     with monkeypatch.context() as patch:
         patch.setattr(keyword_rank, "COMMON_TERM_FRAMES", 10**9)
+        patch.setattr(store.adapter, "term_counts", keyword_rank.TermCounts())
         expected = page()
     statements = _Statements(store, monkeypatch)
     assert page() == expected
     assert page() == expected
     assert statements.runs[1] == {0: 48}
+
+
+def test_a_recount_counts_the_frames_the_lane_counts(
+        store: ws.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``count_term_frames`` (the recount) and the lane's statement agree on each term's ``df``:
+    frames holding it in their own words or only in their context."""
+    mind = _seed(store)
+    monkeypatch.setattr(keyword_rank, "COMMON_TERM_FRAMES", 1)  # remember every term's count
+    _page(mind, f"{COMMON} {MANY} {FEW} colour3 item7")
+    known = dict(store.adapter.term_counts._known)
+    assert len(known) == 5
+    with store.read_connection() as conn:
+        recounted = {key: store.adapter.count_term_frames(conn, *key) for key in known}
+    assert recounted == {key: df for key, (df, _) in known.items()}
+    assert sorted(recounted.values()) == [2, 6, 18, 28, 48]

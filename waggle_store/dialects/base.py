@@ -28,7 +28,7 @@ from sqlalchemy.types import TypeEngine
 from waggle_store.models.base import table_name
 
 if TYPE_CHECKING:  # keyword_rank builds on this module
-    from waggle_store.dialects.keyword_rank import FrameCounts
+    from waggle_store.dialects.keyword_rank import FrameCounts, TermCounts
 
 #: What the read-side methods run on: searches use a bare Core connection (cheaper per search than
 #: an ORM Session); maintenance runs inside a write Session.
@@ -199,6 +199,8 @@ class SearchAdapter(Protocol):
     #: The cached frame counts of the keyword lane's idf (``N``), which a store that owns its
     #: connections recounts off the searches' way (:mod:`~waggle_store.dialects.keyword_rank`).
     frame_counts: FrameCounts
+    #: The cached ``df`` of common query terms, recounted the same way (:meth:`count_term_frames`).
+    term_counts: TermCounts
 
     def keyword_search(
         self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int,
@@ -207,6 +209,11 @@ class SearchAdapter(Protocol):
         """Best first. ``terms`` come from :func:`waggle_store.search.query.keyword_terms`.
         ``expired_count``: ``N`` may be an expired count of :attr:`frame_counts` (the caller
         has it recounted) instead of a count in the statement."""
+        ...
+
+    def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
+        """How many frames of the minds hold ``term`` (as :attr:`term_counts` keys it), the
+        ``df`` :meth:`keyword_search` counts."""
         ...
 
     def like_search(

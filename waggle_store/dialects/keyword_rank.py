@@ -39,6 +39,12 @@ frames matching a term. A store that owns its connections goes on using an expir
 it recounted on a thread of its own (:meth:`FrameCounts.due`, ``search/engine.py``): an agent
 searches now and then, and every search more than a minute after the last would otherwise pay
 the count (3.4 ms of a SQLite search at 100k frames, ~5 ms of a Postgres one).
+
+A *common* term's ``df`` (one that at least :data:`COMMON_TERM_FRAMES` frames hold: a speaker's
+name, a word the mind says all the time) is reused the same way (:class:`TermCounts`), and with
+it known the lane reads only the frames holding the query's other terms, then checks that no
+frame holding only common terms could be on its page (else it reads them all): a query's cost
+follows its rarer terms, not the most common one.
 """
 
 from __future__ import annotations
@@ -186,8 +192,10 @@ class FrameCounts:
 
 class TermCounts:
     """The ``df`` of each *common* query term (one that at least :data:`COMMON_TERM_FRAMES`
-    frames of the searched minds hold) as the last keyword statement that counted it found,
-    reused for :data:`FRAME_COUNT_TTL` seconds (an adapter keeps one).
+    frames of the searched minds hold) as the last statement that counted it found, reused for
+    :data:`FRAME_COUNT_TTL` seconds — or, where the caller recounts off the search's way
+    (:meth:`due`), for as long as that takes, as :class:`FrameCounts` does for ``N`` (an adapter
+    keeps one).
 
     Why: a query holding such a term (a speaker's name, in half a conversation's frames; a word
     the mind says all the time) made the lane read every frame holding it, to count its ``df``
@@ -198,7 +206,7 @@ class TermCounts:
     terms scores at most the sum of their weights (``ub``); if the page so ranked is full and
     its last score is above ``ub`` (:func:`page_holds`), no such frame could be on it, and the
     page is the one the whole lane gives (the same frames, scores and order). Else the
-    statement runs again over every frame holding any term. A cached ``df`` is never taken below
+    statement runs again over every frame holding any term. A known ``df`` is never taken below
     the candidates holding the term, and goes stale as ``N`` does (frames added or forgotten
     meanwhile move a common term's weight by a hair).
 
@@ -206,32 +214,74 @@ class TermCounts:
 
     def __init__(self) -> None:
         self._known: dict[tuple[tuple[int, ...], str], tuple[int, float]] = {}
+        #: Expired counts a statement used, for :meth:`due` to hand out for recounting.
+        self._stale: set[tuple[tuple[int, ...], str]] = set()
+        #: Counts being recounted: by which process and since when (as in :class:`FrameCounts`).
+        self._recounting: dict[tuple[tuple[int, ...], str], tuple[int, float]] = {}
 
-    def common(self, mind_ids: Sequence[int], terms: Sequence[str]) -> dict[int, int]:
-        """The position and cached ``df`` of each of ``terms`` known to be common; none when
+    def common(self, mind_ids: Sequence[int], terms: Sequence[str], *,
+               expired: bool = False) -> dict[int, int]:
+        """The position and known ``df`` of each of ``terms`` known to be common — fresh, or
+        any known one with ``expired`` (then it is due for a recount: :meth:`due`); none when
         every term is (no other term to find candidates by)."""
         key, now = tuple(mind_ids), time.monotonic()
         found: dict[int, int] = {}
+        stale: list[tuple[tuple[int, ...], str]] = []
         for i, term in enumerate(terms):
             known = self._known.get((key, term))
-            if known is not None and now - known[1] < FRAME_COUNT_TTL:
-                found[i] = known[0]
-        return found if len(found) < len(terms) else {}
+            if known is None:
+                continue
+            if now - known[1] >= FRAME_COUNT_TTL:
+                if not expired:
+                    continue
+                stale.append((key, term))
+            found[i] = known[0]
+        if len(found) == len(terms):
+            return {}
+        self._stale.update(stale)
+        return found
 
     def counted(self, mind_ids: Sequence[int], terms: Sequence[str], dfs: Sequence[int],
                 common: Mapping[int, int]) -> None:
         """A statement counted ``dfs``: remember the common terms among those it counted in
         full (not the ``common`` ones it took from here, counted among the candidates only)."""
-        key, now = tuple(mind_ids), time.monotonic()
-        if len(self._known) > 4096:  # a few names and words per mind; never grow without bound
-            self._known.clear()
         for i, (term, df) in enumerate(zip(terms, dfs, strict=True)):
-            if i in common:
+            if i not in common:
+                self.recounted(mind_ids, term, df)
+
+    def due(self) -> list[tuple[tuple[int, ...], str]]:
+        """The (minds, term) counts that statements used expired and nobody recounts; the
+        caller claims them and must end each with :meth:`recounted` (or :meth:`forget`)."""
+        claimed = []
+        now = time.monotonic()
+        while self._stale:
+            try:
+                item = self._stale.pop()
+            except KeyError:  # another thread took the last one
+                break
+            claim = self._recounting.get(item)
+            if claim is not None and claim[0] == os.getpid() and now - claim[1] < FRAME_COUNT_TTL:
                 continue
-            if df >= COMMON_TERM_FRAMES:
-                self._known[(key, term)] = (df, now)
-            else:
-                self._known.pop((key, term), None)
+            self._recounting[item] = (os.getpid(), now)
+            claimed.append(item)
+        return claimed
+
+    def recounted(self, mind_ids: Sequence[int], term: str, df: int) -> None:
+        """``df`` frames of the minds hold ``term``: remember it if the term is common."""
+        key = (tuple(mind_ids), term)
+        self._recounting.pop(key, None)
+        if df >= COMMON_TERM_FRAMES:
+            if len(self._known) > 4096:  # a few names and words per mind; never grow unbounded
+                self._known.clear()
+            self._known[key] = (df, time.monotonic())
+        else:
+            self._known.pop(key, None)
+
+    def forget(self, mind_ids: Sequence[int], term: str) -> None:
+        """Drop a count (its recount failed): the next statement counts the term in full."""
+        key = (tuple(mind_ids), term)
+        self._known.pop(key, None)
+        self._recounting.pop(key, None)
 
 
 def ranked_page_sql(score: str, filters: str, frame_columns: str, terms: int) -> str:

@@ -207,11 +207,16 @@ class PostgresAdapter:
         a common term next to one matching the rare ones a small weight. ``ts_rank_cd``, which
         ranked here first, had no term rarity: a speaker's name, in half the frames of a
         conversation, counted as much as the question's rare word (``benchmarks/README.md``).
+
+        A query term known to be common (``term_counts``) finds no candidates: ``c`` is then the
+        frames holding another term, the common term's ``df`` its known count, and the page is
+        kept only if no frame holding only common terms could be on it (``page_holds``); else
+        the statement runs again over every frame holding any term (:mod:`keyword_rank`).
         """
         values = tsquery_terms(terms)
         if not values or not where.mind_ids:
             return []
-        common = self.term_counts.common(where.mind_ids, values)
+        common = self.term_counts.common(where.mind_ids, values, expired=expired_count)
         rows, counting = self._keyword_rows(session, values, where, limit, expired_count,
                                             common)
         if common and not page_holds(rows, limit):
@@ -224,6 +229,20 @@ class PostgresAdapter:
                 self.frame_counts.counted(where.mind_ids, n)
             self.term_counts.counted(where.mind_ids, values, dfs, common)
         return frame_hits(session, rows)
+
+    def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
+        """The frames of the minds holding ``term`` (a value of :func:`tsquery_terms`) in their
+        own words or context: the ``df`` the keyword statement counts."""
+        params: dict[str, Any] = {"t": term}
+        minds = frame_filters(LaneFilter(tuple(mind_ids)), params)
+        rows = run_lane(
+            session,
+            f"WITH q AS MATERIALIZED (SELECT plainto_tsquery('english', :t) AS q) "
+            f"SELECT count(*) FROM {T_FRAMES} f, q "
+            f"WHERE (f.content_tsv @@ q.q OR f.context_tsv @@ q.q) AND {minds}",
+            params,
+        )
+        return int(rows[0][0])
 
     def _keyword_rows(self, session: Executor, values: Sequence[str], where: LaneFilter,
                       limit: int, expired_count: bool, common: Mapping[int, int]

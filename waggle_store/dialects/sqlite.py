@@ -176,11 +176,12 @@ class SQLiteAdapter:
         and the tie order (length of content plus context, then id) are the Postgres lane's, so
         an exported mind ranks alike on both dialects. FTS5's BM25F (``bm25(fts, 1.0, 0.5)``),
         which ranked here before, is compared with this on the LoCoMo development set in
-        ``benchmarks/README.md``."""
+        ``benchmarks/README.md``. A query term known to be common (``term_counts``) is asked of
+        the other terms' frames only, as on Postgres (:mod:`keyword_rank`)."""
         phrases = fts5_phrases(terms)
         if not phrases or not where.mind_ids:
             return []
-        common = self.term_counts.common(where.mind_ids, phrases)
+        common = self.term_counts.common(where.mind_ids, phrases, expired=expired_count)
         rows, counting = self._keyword_rows(session, phrases, where, limit, expired_count,
                                             common)
         if common and not page_holds(rows, limit):
@@ -193,6 +194,19 @@ class SQLiteAdapter:
                 self.frame_counts.counted(where.mind_ids, n)
             self.term_counts.counted(where.mind_ids, phrases, dfs, common)
         return frame_hits(session, rows)
+
+    def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
+        """The frames of the minds holding ``term`` (a phrase of :func:`fts5_phrases`) in either
+        column: the ``df`` the keyword statement counts."""
+        params: dict[str, Any] = {"t": term}
+        minds = frame_filters(LaneFilter(tuple(mind_ids)), params)
+        rows = run_lane(
+            session,
+            f"SELECT count(*) FROM {T_FRAMES} f WHERE f.id IN "
+            f"(SELECT rowid FROM {T_FTS} WHERE {T_FTS} MATCH :t) AND {minds}",
+            params,
+        )
+        return int(rows[0][0])
 
     def _keyword_rows(self, session: Executor, phrases: Sequence[str], where: LaneFilter,
                       limit: int, expired_count: bool, common: Mapping[int, int]

@@ -559,14 +559,42 @@ class HybridSearch:
 
     def _recount_if_due(self, mind_ids: Sequence[int]) -> None:
         """Have the minds' frames counted on :data:`COUNT_THREAD` if the keyword lane used an
-        expired count of them: the next searches use the new count."""
+        expired count of them, and the frames holding each common term it used an expired
+        count of (``term_counts``): the next searches use the new counts."""
         counts = self._store.adapter.frame_counts
-        if not counts.due(mind_ids):
-            return
+        if counts.due(mind_ids):
+            try:
+                COUNT_THREAD.submit(self._recount, tuple(mind_ids))
+            except RuntimeError:  # the interpreter is shutting down: no new threads
+                counts.forget(mind_ids)
+        terms = self._store.adapter.term_counts.due()
+        if terms:
+            try:
+                COUNT_THREAD.submit(self._recount_terms, terms)
+            except RuntimeError:
+                for minds, term in terms:
+                    self._store.adapter.term_counts.forget(minds, term)
+
+    def _recount_terms(self, terms: list[tuple[tuple[int, ...], str]]) -> None:
+        """On :data:`COUNT_THREAD`: count the frames holding each (minds, term), as
+        :meth:`_recount` counts frames; a count that fails is dropped (the next search with the
+        term reads every frame holding it, and counts it)."""
+        counts = self._store.adapter.term_counts
+        left = list(terms)
         try:
-            COUNT_THREAD.submit(self._recount, tuple(mind_ids))
-        except RuntimeError:  # the interpreter is shutting down: no new threads
-            counts.forget(mind_ids)
+            with self._store.read_connection() as conn:
+                while left:
+                    minds, term = left[0]
+                    counts.recounted(minds, term,
+                                     self._store.adapter.count_term_frames(conn, minds, term))
+                    left.pop(0)
+        except Exception as exc:  # noqa: BLE001 - a worker thread: there is no caller to raise to
+            for minds, term in left:
+                counts.forget(minds, term)
+            closed = self._store.db.closed
+            log.log(logging.DEBUG if closed else logging.WARNING,
+                    "counting the frames holding %r failed (the next search counts them): %s",
+                    [term for _, term in left], exc)
 
     def _recount(self, mind_ids: tuple[int, ...]) -> None:
         """On :data:`COUNT_THREAD`: count the minds' frames on a connection of the store's own. A
