@@ -182,10 +182,20 @@ def test_a_recount_counts_the_frames_the_lane_counts(
     frames holding it in their own words or only in their context."""
     mind = _seed(store)
     monkeypatch.setattr(keyword_rank, "COMMON_TERM_FRAMES", 1)  # remember every term's count
+    monkeypatch.setattr(keyword_rank, "COMMON_TERM_SHARE", 0.0)
     _page(mind, f"{COMMON} {MANY} {FEW} colour3 item7")
     known = dict(store.adapter.term_counts._known)
     assert len(known) == 5
     with store.read_connection() as conn:
         recounted = {key: store.adapter.count_term_frames(conn, *key) for key in known}
-    assert recounted == {key: df for key, (df, _) in known.items()}
+    assert recounted == {key: df for key, (df, _, _) in known.items()}
     assert sorted(recounted.values()) == [2, 6, 18, 28, 48]
+
+
+def test_a_term_under_a_quarter_of_the_frames_is_not_common(
+        store: ws.Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    mind = _seed(store)
+    monkeypatch.setattr(keyword_rank, "COMMON_TERM_FRAMES", 1)
+    _page(mind, f"{COMMON} {MANY} {FEW} colour3 item7")  # 48, 28, 6, 18 and 2 of 48 frames
+    known = store.adapter.term_counts._known
+    assert sorted(df for df, _, _ in known.values()) == [18, 28, 48]

@@ -40,8 +40,9 @@ it recounted on a thread of its own (:meth:`FrameCounts.due`, ``search/engine.py
 searches now and then, and every search more than a minute after the last would otherwise pay
 the count (3.4 ms of a SQLite search at 100k frames, ~5 ms of a Postgres one).
 
-A *common* term's ``df`` (one that at least :data:`COMMON_TERM_FRAMES` frames hold: a speaker's
-name, a word the mind says all the time) is reused the same way (:class:`TermCounts`), and with
+A *common* term's ``df`` (one that a quarter of the frames and at least
+:data:`COMMON_TERM_FRAMES` hold: a speaker's name, a word the mind says all the time) is reused
+the same way (:class:`TermCounts`), and with
 it known the lane reads only the frames holding the query's other terms, then checks that no
 frame holding only common terms could be on its page (else it reads them all): a query's cost
 follows its rarer terms, not the most common one.
@@ -63,9 +64,16 @@ from waggle_store.dialects.context_index import CONTEXT_WEIGHT
 FRAME_COUNT_EXACT_BELOW: Final = 5000
 #: How long a count of a larger set of minds is reused.
 FRAME_COUNT_TTL: Final = 60.0
-#: A query term this many frames of the searched minds hold is *common* (:class:`TermCounts`):
-#: below it, reading the frames that hold it costs the lane no more than a millisecond or two.
+#: A query term at least this many frames of the searched minds hold, and at least
+#: :data:`COMMON_TERM_SHARE` of them, is *common* (:class:`TermCounts`). Fewer frames: reading
+#: them costs the lane a millisecond or two. A smaller share: the term weighs more than
+#: ``ln 4`` (its idf), and the page found without its frames is less often kept — measured at
+#: 100k frames with terms from 1 % of the frames on, most queries of three such terms read
+#: their frames twice (``benchmarks/README.md``). A quarter or more (a speaker's name, a word
+#: said all the time) weighs less than half of any term under 1 in 15 frames: a frame that holds
+#: such a rarer term, even only in its context, outscores every frame that holds none.
 COMMON_TERM_FRAMES: Final = 1000
+COMMON_TERM_SHARE: Final = 0.25
 
 #: PostgreSQL's ``english`` stop words (``tsearch_data/english.stop``, the Snowball list),
 #: which ``to_tsvector``/``plainto_tsquery`` drop before stemming.
@@ -192,7 +200,8 @@ class FrameCounts:
 
 class TermCounts:
     """The ``df`` of each *common* query term (one that at least :data:`COMMON_TERM_FRAMES`
-    frames of the searched minds hold) as the last statement that counted it found, reused for
+    frames of the searched minds hold, and :data:`COMMON_TERM_SHARE` of them) as the last
+    statement that counted it found, reused for
     :data:`FRAME_COUNT_TTL` seconds — or, where the caller recounts off the search's way
     (:meth:`due`), for as long as that takes, as :class:`FrameCounts` does for ``N`` (an adapter
     keeps one).
@@ -213,7 +222,8 @@ class TermCounts:
     No lock, as :class:`FrameCounts`."""
 
     def __init__(self) -> None:
-        self._known: dict[tuple[tuple[int, ...], str], tuple[int, float]] = {}
+        #: (minds, term) -> (df, N when counted, when).
+        self._known: dict[tuple[tuple[int, ...], str], tuple[int, int, float]] = {}
         #: Expired counts a statement used, for :meth:`due` to hand out for recounting.
         self._stale: set[tuple[tuple[int, ...], str]] = set()
         #: Counts being recounted: by which process and since when (as in :class:`FrameCounts`).
@@ -231,7 +241,7 @@ class TermCounts:
             known = self._known.get((key, term))
             if known is None:
                 continue
-            if now - known[1] >= FRAME_COUNT_TTL:
+            if now - known[2] >= FRAME_COUNT_TTL:
                 if not expired:
                     continue
                 stale.append((key, term))
@@ -242,12 +252,13 @@ class TermCounts:
         return found
 
     def counted(self, mind_ids: Sequence[int], terms: Sequence[str], dfs: Sequence[int],
-                common: Mapping[int, int]) -> None:
-        """A statement counted ``dfs``: remember the common terms among those it counted in
-        full (not the ``common`` ones it took from here, counted among the candidates only)."""
+                common: Mapping[int, int], n: int) -> None:
+        """A statement counted ``dfs`` of ``n`` frames: remember the common terms among those it
+        counted in full (not the ``common`` ones it took from here, counted among the candidates
+        only)."""
         for i, (term, df) in enumerate(zip(terms, dfs, strict=True)):
             if i not in common:
-                self.recounted(mind_ids, term, df)
+                self.recounted(mind_ids, term, df, n)
 
     def due(self) -> list[tuple[tuple[int, ...], str]]:
         """The (minds, term) counts that statements used expired and nobody recounts; the
@@ -266,14 +277,19 @@ class TermCounts:
             claimed.append(item)
         return claimed
 
-    def recounted(self, mind_ids: Sequence[int], term: str, df: int) -> None:
-        """``df`` frames of the minds hold ``term``: remember it if the term is common."""
+    def recounted(self, mind_ids: Sequence[int], term: str, df: int,
+                  n: int | None = None) -> None:
+        """``df`` of ``n`` frames of the minds hold ``term`` (``n`` None: as many as when it was
+        last counted): remember it if the term is common."""
         key = (tuple(mind_ids), term)
         self._recounting.pop(key, None)
-        if df >= COMMON_TERM_FRAMES:
+        if n is None:
+            known = self._known.get(key)
+            n = known[1] if known is not None else df
+        if df >= max(COMMON_TERM_FRAMES, COMMON_TERM_SHARE * n):
             if len(self._known) > 4096:  # a few names and words per mind; never grow unbounded
                 self._known.clear()
-            self._known[key] = (df, time.monotonic())
+            self._known[key] = (df, n, time.monotonic())
         else:
             self._known.pop(key, None)
 

@@ -227,7 +227,7 @@ class PostgresAdapter:
             n, dfs, _ = lane_tail(rows[0], len(values))
             if counting:
                 self.frame_counts.counted(where.mind_ids, n)
-            self.term_counts.counted(where.mind_ids, values, dfs, common)
+            self.term_counts.counted(where.mind_ids, values, dfs, common, n)
         return frame_hits(session, rows)
 
     def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
