@@ -42,10 +42,9 @@ the count (3.4 ms of a SQLite search at 100k frames, ~5 ms of a Postgres one).
 
 A *common* term's ``df`` (one that a quarter of the frames and at least
 :data:`COMMON_TERM_FRAMES` hold: a speaker's name, a word the mind says all the time) is reused
-the same way (:class:`TermCounts`), and with
-it known the lane reads only the frames holding the query's other terms, then checks that no
-frame holding only common terms could be on its page (else it reads them all): a query's cost
-follows its rarer terms, not the most common one.
+the same way (:class:`TermCounts`), and with it known the lane reads only the frames holding the
+query's other terms, then checks that no frame holding only common terms could be on its page
+(else it reads them all): a query's cost follows its rarer terms, not the most common one.
 """
 
 from __future__ import annotations
@@ -53,7 +52,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from waggle_store.dialects.base import T_FRAMES, Executor, LaneFilter
@@ -201,10 +200,9 @@ class FrameCounts:
 class TermCounts:
     """The ``df`` of each *common* query term (one that at least :data:`COMMON_TERM_FRAMES`
     frames of the searched minds hold, and :data:`COMMON_TERM_SHARE` of them) as the last
-    statement that counted it found, reused for
-    :data:`FRAME_COUNT_TTL` seconds — or, where the caller recounts off the search's way
-    (:meth:`due`), for as long as that takes, as :class:`FrameCounts` does for ``N`` (an adapter
-    keeps one).
+    statement that counted it found, reused for :data:`FRAME_COUNT_TTL` seconds — or, where the
+    caller recounts off the search's way (:meth:`due`), for as long as that takes, as
+    :class:`FrameCounts` does for ``N`` (an adapter keeps one).
 
     Why: a query holding such a term (a speaker's name, in half a conversation's frames; a word
     the mind says all the time) made the lane read every frame holding it, to count its ``df``
@@ -332,6 +330,27 @@ def weights_sql(counted: str, terms: int, common: Mapping[int, int]) -> str:
 def lane_tail(row: Sequence[Any], terms: int) -> tuple[int, list[int], float]:
     """``N``, the terms' ``df`` and ``ub`` that end a row of :func:`ranked_page_sql`."""
     return int(row[-2 - terms]), [int(d) for d in row[-1 - terms:-1]], float(row[-1])
+
+
+def keyword_rows(statement: Callable[[Mapping[int, int]], tuple[list[Any], bool]],
+                 frame_counts: FrameCounts, term_counts: TermCounts, mind_ids: Sequence[int],
+                 terms: Sequence[str], limit: int, *, expired: bool = False) -> list[Any]:
+    """The keyword lane's rows on both dialects: ``statement(common)`` runs the adapter's
+    statement with the known common terms (position -> ``df``; empty: every term finds
+    candidates) and says whether it counted ``N``; a pruned page that does not hold
+    (:func:`page_holds`) is ranked again by the whole lane. The counts the statement made are
+    remembered (``expired``: known counts may be used expired; see :class:`TermCounts`)."""
+    common = term_counts.common(mind_ids, terms, expired=expired)
+    rows, counting = statement(common)
+    if common and not page_holds(rows, limit):
+        common = {}
+        rows, counting = statement(common)
+    if rows:
+        n, dfs, _ = lane_tail(rows[0], len(terms))
+        if counting:
+            frame_counts.counted(mind_ids, n)
+        term_counts.counted(mind_ids, terms, dfs, common, n)
+    return rows
 
 
 def page_holds(rows: Sequence[Any], limit: int) -> bool:

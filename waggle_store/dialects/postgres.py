@@ -64,8 +64,7 @@ from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.keyword_rank import (
     FrameCounts,
     TermCounts,
-    lane_tail,
-    page_holds,
+    keyword_rows,
     ranked_page_sql,
     score_sql,
     weights_sql,
@@ -216,18 +215,11 @@ class PostgresAdapter:
         values = tsquery_terms(terms)
         if not values or not where.mind_ids:
             return []
-        common = self.term_counts.common(where.mind_ids, values, expired=expired_count)
-        rows, counting = self._keyword_rows(session, values, where, limit, expired_count,
-                                            common)
-        if common and not page_holds(rows, limit):
-            common = {}
-            rows, counting = self._keyword_rows(session, values, where, limit, expired_count,
-                                                common)
-        if rows:
-            n, dfs, _ = lane_tail(rows[0], len(values))
-            if counting:
-                self.frame_counts.counted(where.mind_ids, n)
-            self.term_counts.counted(where.mind_ids, values, dfs, common, n)
+        rows = keyword_rows(
+            lambda common: self._keyword_rows(session, values, where, limit, expired_count,
+                                              common),
+            self.frame_counts, self.term_counts, where.mind_ids, values, limit,
+            expired=expired_count)
         return frame_hits(session, rows)
 
     def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:

@@ -60,9 +60,8 @@ from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.keyword_rank import (
     FrameCounts,
     TermCounts,
-    lane_tail,
+    keyword_rows,
     only_stop_words,
-    page_holds,
     ranked_page_sql,
     score_sql,
     weights_sql,
@@ -181,18 +180,11 @@ class SQLiteAdapter:
         phrases = fts5_phrases(terms)
         if not phrases or not where.mind_ids:
             return []
-        common = self.term_counts.common(where.mind_ids, phrases, expired=expired_count)
-        rows, counting = self._keyword_rows(session, phrases, where, limit, expired_count,
-                                            common)
-        if common and not page_holds(rows, limit):
-            common = {}
-            rows, counting = self._keyword_rows(session, phrases, where, limit, expired_count,
-                                                common)
-        if rows:
-            n, dfs, _ = lane_tail(rows[0], len(phrases))
-            if counting:
-                self.frame_counts.counted(where.mind_ids, n)
-            self.term_counts.counted(where.mind_ids, phrases, dfs, common, n)
+        rows = keyword_rows(
+            lambda common: self._keyword_rows(session, phrases, where, limit, expired_count,
+                                              common),
+            self.frame_counts, self.term_counts, where.mind_ids, phrases, limit,
+            expired=expired_count)
         return frame_hits(session, rows)
 
     def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
