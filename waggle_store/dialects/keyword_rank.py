@@ -125,6 +125,18 @@ def _count_sql(minds: str) -> str:
     return f"SELECT count(*) FROM {T_FRAMES} f WHERE {minds}"
 
 
+def count_frames(executor: Executor, mind_ids: Sequence[int], holding: str = "",
+                 term: str = "") -> int:
+    """The frames of the minds, or (``holding``: the dialect's condition on ``f`` that a frame
+    holds the term bound as ``:t``) those holding ``term``."""
+    params: dict[str, Any] = {"t": term} if holding else {}
+    minds = frame_filters(LaneFilter(tuple(mind_ids)), params)
+    if holding:
+        minds = f"{holding} AND {minds}"
+    rows = run_lane(executor, _count_sql(minds), params)
+    return int(rows[0][0])
+
+
 class FrameCounts:
     """The last count of each set of searched minds' frames at or above
     :data:`FRAME_COUNT_EXACT_BELOW`, reused for :data:`FRAME_COUNT_TTL` seconds (an adapter
@@ -172,10 +184,7 @@ class FrameCounts:
 
     def recount(self, executor: Executor, mind_ids: Sequence[int]) -> None:
         """Count the minds' frames on ``executor`` (the statement's own count, alone)."""
-        params: dict[str, Any] = {}
-        minds = frame_filters(LaneFilter(tuple(mind_ids)), params)
-        rows = run_lane(executor, _count_sql(minds), params)
-        self.counted(mind_ids, int(rows[0][0]))
+        self.counted(mind_ids, count_frames(executor, mind_ids))
 
     def forget(self, mind_ids: Sequence[int]) -> None:
         """Drop the minds' count (a recount failed): the next search counts in its statement."""

@@ -64,6 +64,7 @@ from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.keyword_rank import (
     FrameCounts,
     TermCounts,
+    count_frames,
     keyword_rows,
     ranked_page_sql,
     score_sql,
@@ -225,16 +226,8 @@ class PostgresAdapter:
     def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
         """The frames of the minds holding ``term`` (a value of :func:`tsquery_terms`) in their
         own words or context: the ``df`` the keyword statement counts."""
-        params: dict[str, Any] = {"t": term}
-        minds = frame_filters(LaneFilter(tuple(mind_ids)), params)
-        rows = run_lane(
-            session,
-            f"WITH q AS MATERIALIZED (SELECT plainto_tsquery('english', :t) AS q) "
-            f"SELECT count(*) FROM {T_FRAMES} f, q "
-            f"WHERE (f.content_tsv @@ q.q OR f.context_tsv @@ q.q) AND {minds}",
-            params,
-        )
-        return int(rows[0][0])
+        return count_frames(session, mind_ids, "(f.content_tsv @@ plainto_tsquery('english', :t) "
+                            "OR f.context_tsv @@ plainto_tsquery('english', :t))", term)
 
     def _keyword_rows(self, session: Executor, values: Sequence[str], where: LaneFilter,
                       limit: int, expired_count: bool, common: Mapping[int, int]

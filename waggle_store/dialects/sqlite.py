@@ -60,6 +60,7 @@ from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.keyword_rank import (
     FrameCounts,
     TermCounts,
+    count_frames,
     keyword_rows,
     only_stop_words,
     ranked_page_sql,
@@ -190,15 +191,8 @@ class SQLiteAdapter:
     def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
         """The frames of the minds holding ``term`` (a phrase of :func:`fts5_phrases`) in either
         column: the ``df`` the keyword statement counts."""
-        params: dict[str, Any] = {"t": term}
-        minds = frame_filters(LaneFilter(tuple(mind_ids)), params)
-        rows = run_lane(
-            session,
-            f"SELECT count(*) FROM {T_FRAMES} f WHERE f.id IN "
-            f"(SELECT rowid FROM {T_FTS} WHERE {T_FTS} MATCH :t) AND {minds}",
-            params,
-        )
-        return int(rows[0][0])
+        return count_frames(session, mind_ids,
+                            f"f.id IN (SELECT rowid FROM {T_FTS} WHERE {T_FTS} MATCH :t)", term)
 
     def _keyword_rows(self, session: Executor, phrases: Sequence[str], where: LaneFilter,
                       limit: int, expired_count: bool, common: Mapping[int, int]
