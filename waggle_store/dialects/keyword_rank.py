@@ -40,7 +40,7 @@ it recounted on a thread of its own (:meth:`FrameCounts.due`, ``search/engine.py
 searches now and then, and every search more than a minute after the last would otherwise pay
 the count (3.4 ms of a SQLite search at 100k frames, ~5 ms of a Postgres one).
 
-A *common* term's ``df`` (one that a quarter of the frames and at least
+A *common* term's ``df`` (one that a sixteenth of the frames and at least
 :data:`COMMON_TERM_FRAMES` hold: a speaker's name, a word the mind says all the time) is reused
 the same way (:class:`TermCounts`), and with it known the lane reads only the frames holding the
 query's other terms, then checks that no frame holding only common terms could be on its page
@@ -65,14 +65,16 @@ FRAME_COUNT_EXACT_BELOW: Final = 5000
 FRAME_COUNT_TTL: Final = 60.0
 #: A query term at least this many frames of the searched minds hold, and at least
 #: :data:`COMMON_TERM_SHARE` of them, is *common* (:class:`TermCounts`). Fewer frames: reading
-#: them costs the lane a millisecond or two. A smaller share: the term weighs more than
-#: ``ln 4`` (its idf), and the page found without its frames is less often kept — measured at
-#: 100k frames with terms from 1 % of the frames on, most queries of three such terms read
-#: their frames twice (``benchmarks/README.md``). A quarter or more (a speaker's name, a word
-#: said all the time) weighs less than half of any term under 1 in 15 frames: a frame that holds
-#: such a rarer term, even only in its context, outscores every frame that holds none.
+#: them costs the lane a millisecond or two. The share: a common term's weight (its idf) must
+#: stay below what the frames holding the query's rarer terms score, or the page found without
+#: its frames is not kept and the lane runs twice. A term in a sixteenth of the frames or more
+#: weighs at most ``ln 16`` ≈ 2.8, under what a frame holding a term of fewer than 1 in 250
+#: frames scores (≥ 5.5). Measured at 100k frames: with no share (1,000 frames alone) the
+#: default queries' terms of 1–4 % became common and most three-term queries ran twice; with a
+#: sixteenth, a word in 9 % of the frames went from 52–57 ms to 10–12 ms and no query of 100
+#: ran twice (``benchmarks/README.md``).
 COMMON_TERM_FRAMES: Final = 1000
-COMMON_TERM_SHARE: Final = 0.25
+COMMON_TERM_SHARE: Final = 1 / 16
 
 #: PostgreSQL's ``english`` stop words (``tsearch_data/english.stop``, the Snowball list),
 #: which ``to_tsvector``/``plainto_tsquery`` drop before stemming.
