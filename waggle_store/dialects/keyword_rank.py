@@ -53,11 +53,13 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from waggle_store.dialects.base import T_FRAMES, Executor, LaneFilter
 from waggle_store.dialects.common import frame_filters, run_lane
 from waggle_store.dialects.context_index import CONTEXT_WEIGHT
+
+_K = TypeVar("_K")
 
 #: Below this many frames in the searched minds, every keyword statement counts them (idf's N).
 FRAME_COUNT_EXACT_BELOW: Final = 5000
@@ -139,6 +141,17 @@ def count_frames(executor: Executor, mind_ids: Sequence[int], holding: str = "",
     return int(rows[0][0])
 
 
+def _claim(recounting: dict[_K, tuple[int, float]], key: _K, now: float) -> bool:
+    """Claim the recount of ``key`` unless this process claimed it less than
+    :data:`FRAME_COUNT_TTL` ago (a recount that never ended does not block the next; a forked
+    child has not the parent's threads, so the parent's claims are not its own)."""
+    claim = recounting.get(key)
+    if claim is not None and claim[0] == os.getpid() and now - claim[1] < FRAME_COUNT_TTL:
+        return False
+    recounting[key] = (os.getpid(), now)
+    return True
+
+
 class FrameCounts:
     """The last count of each set of searched minds' frames at or above
     :data:`FRAME_COUNT_EXACT_BELOW`, reused for :data:`FRAME_COUNT_TTL` seconds (an adapter
@@ -178,11 +191,7 @@ class FrameCounts:
         known = self._known.get(key)
         if known is None or now - known[1] < FRAME_COUNT_TTL:
             return False
-        claim = self._recounting.get(key)
-        if claim is not None and claim[0] == os.getpid() and now - claim[1] < FRAME_COUNT_TTL:
-            return False
-        self._recounting[key] = (os.getpid(), now)
-        return True
+        return _claim(self._recounting, key, now)
 
     def recount(self, executor: Executor, mind_ids: Sequence[int]) -> None:
         """Count the minds' frames on ``executor`` (the statement's own count, alone)."""
@@ -279,11 +288,8 @@ class TermCounts:
                 item = self._stale.pop()
             except KeyError:  # another thread took the last one
                 break
-            claim = self._recounting.get(item)
-            if claim is not None and claim[0] == os.getpid() and now - claim[1] < FRAME_COUNT_TTL:
-                continue
-            self._recounting[item] = (os.getpid(), now)
-            claimed.append(item)
+            if _claim(self._recounting, item, now):
+                claimed.append(item)
         return claimed
 
     def recounted(self, mind_ids: Sequence[int], term: str, df: int,

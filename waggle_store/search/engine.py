@@ -563,53 +563,52 @@ class HybridSearch:
         count of (``term_counts``): the next searches use the new counts."""
         counts = self._store.adapter.frame_counts
         if counts.due(mind_ids):
-            try:
-                COUNT_THREAD.submit(self._recount, tuple(mind_ids))
-            except RuntimeError:  # the interpreter is shutting down: no new threads
-                counts.forget(mind_ids)
+            self._count_off_search(
+                lambda conn: counts.recount(conn, mind_ids), lambda: counts.forget(mind_ids),
+                f"recounting the frames of minds {list(mind_ids)}")
         terms = self._store.adapter.term_counts.due()
         if terms:
-            try:
-                COUNT_THREAD.submit(self._recount_terms, terms)
-            except RuntimeError:
-                for minds, term in terms:
-                    self._store.adapter.term_counts.forget(minds, term)
+            self._count_off_search(*self._term_recount(terms))
 
-    def _recount_terms(self, terms: list[tuple[tuple[int, ...], str]]) -> None:
-        """On :data:`COUNT_THREAD`: count the frames holding each (minds, term), as
-        :meth:`_recount` counts frames; a count that fails is dropped (the next search with the
-        term reads every frame holding it, and counts it)."""
-        counts = self._store.adapter.term_counts
-        left = list(terms)
-        try:
-            with self._store.read_connection() as conn:
-                while left:
-                    minds, term = left[0]
-                    counts.recounted(minds, term,
-                                     self._store.adapter.count_term_frames(conn, minds, term))
-                    left.pop(0)
-        except Exception as exc:  # noqa: BLE001 - a worker thread: there is no caller to raise to
+    def _term_recount(self, terms: list[tuple[tuple[int, ...], str]]
+                      ) -> tuple[Callable[[Connection], None], Callable[[], None], str]:
+        """:meth:`_count_off_search`'s parts for the claimed (minds, term) counts: each term's
+        frames counted in turn; a failure drops the counts not yet made."""
+        counts, left = self._store.adapter.term_counts, list(terms)
+
+        def count(conn: Connection) -> None:
+            while left:
+                minds, term = left[0]
+                counts.recounted(minds, term,
+                                 self._store.adapter.count_term_frames(conn, minds, term))
+                left.pop(0)
+
+        def forget() -> None:
             for minds, term in left:
                 counts.forget(minds, term)
-            closed = self._store.db.closed
-            log.log(logging.DEBUG if closed else logging.WARNING,
-                    "counting the frames holding %r failed (the next search counts them): %s",
-                    [term for _, term in left], exc)
 
-    def _recount(self, mind_ids: tuple[int, ...]) -> None:
-        """On :data:`COUNT_THREAD`: count the minds' frames on a connection of the store's own. A
-        failure (the store closed meanwhile, the database gone) drops the count, so the next
-        search counts in its statement again, as without this thread."""
-        counts = self._store.adapter.frame_counts
+        return count, forget, f"counting the frames holding {[term for _, term in terms]!r}"
+
+    def _count_off_search(self, count: Callable[[Connection], None], forget: Callable[[], None],
+                          what: str) -> None:
+        """``count`` on :data:`COUNT_THREAD`, on a connection of the store's own. A failure
+        (the store closed meanwhile, the database gone), or no thread to run it on (the
+        interpreter shutting down), calls ``forget``: the next search counts in its statement
+        again, as without this thread."""
+
+        def run() -> None:
+            try:
+                with self._store.read_connection() as conn:
+                    count(conn)
+            except Exception as exc:  # noqa: BLE001 - a worker thread: no caller to raise to
+                forget()
+                log.log(logging.DEBUG if self._store.db.closed else logging.WARNING,
+                        "%s failed (the next search counts them): %s", what, exc)
+
         try:
-            with self._store.read_connection() as conn:
-                counts.recount(conn, mind_ids)
-        except Exception as exc:  # noqa: BLE001 - a worker thread: there is no caller to raise to
-            counts.forget(mind_ids)
-            closed = self._store.db.closed
-            log.log(logging.DEBUG if closed else logging.WARNING,
-                    "recounting the frames of minds %s failed (the next search counts them): %s",
-                    list(mind_ids), exc)
+            COUNT_THREAD.submit(run)
+        except RuntimeError:  # the interpreter is shutting down: no new threads
+            forget()
 
     def forget(self, mind_id: int) -> None:
         """Drop the cached model of a mind (after this process switched it)."""
