@@ -355,7 +355,8 @@ class HybridSearch:
         return rank_results(ran=ran, fusion=fusion, distances=distances, profile=plan.profile,
                             limit=plan.limit, now=utcnow(), keyword_backend=meta["keyword_backend"],
                             degraded=lane_degraded, query=query,
-                            keyword="keyword" in plan.lanes, terms=plan.terms)
+                            keyword="keyword" in plan.lanes, terms=plan.terms,
+                            periods=plan.periods)
 
     def _read(self, mind: MindContext, plan: SearchPlan, k: int, qvec: Sequence[float] | None,
               key: ModelKey | None, meta: dict[str, Any], query: str, names: list[str],

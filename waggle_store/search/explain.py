@@ -16,6 +16,7 @@ from waggle_store.dialects.base import LaneHit
 from waggle_store.records import Frame, SearchResult, from_values
 from waggle_store.search.fusion import Fusion
 from waggle_store.search.match import match_score, match_terms
+from waggle_store.search.periods import Period
 from waggle_store.search.scoring import relevance_scorer
 
 __all__ = ["rank_results"]
@@ -26,18 +27,27 @@ _IMPORTANCE, _ACCESS_COUNT, _LAST_ACCESSED = (
     _FIELDS.index("importance"), _FIELDS.index("access_count"), _FIELDS.index("last_accessed")
 )
 _CONTENT: Final = _FIELDS.index("content")
+_CREATED_AT: Final = _FIELDS.index("created_at")
 
 
 def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
                  distances: Mapping[int, int], profile: str, limit: int, now: datetime,
                  keyword_backend: str | None, degraded: Sequence[str], query: str = "",
-                 keyword: bool = False, terms: Sequence[str] | None = None
-                 ) -> list[SearchResult]:
+                 keyword: bool = False, terms: Sequence[str] | None = None,
+                 periods: Sequence[Period] = ()) -> list[SearchResult]:
     """``final = rrf × relevance``, best first, the top ``limit`` with their explain and match
     score (``query``'s terms count when ``keyword``: the keyword lane was asked for; ``terms``:
     its keyword terms when the caller has them, see :func:`~.match.match_terms`). ``fusion``
     weighs each lane by :data:`~.fusion.LANE_CONFIDENCE`, as the search does: a frame's weight
-    in the vector lane is its vector confidence, which the match score reads."""
+    in the vector lane is its vector confidence, which the match score reads.
+
+    ``periods``: the dates the query names (:func:`~.periods.named_periods`). A frame created
+    within one of them, and found with some evidence (``final > 0``), ranks before every frame
+    that is not; each group keeps the order above. The query said when: a frame of that day that
+    matches some of its words is likelier the one asked for than a better match of another day,
+    which neither lane can tell (a frame's words do not carry its date). Nothing is dropped:
+    frames of other days follow.
+    """
     frames = {h.frame_id: h.frame for lane_hits in ran.values() for h in lane_hits}
     relevance_of = relevance_scorer(profile, now)
     scored: list[tuple[float, int, float]] = []
@@ -48,6 +58,11 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
         scored.append((fused_score * relevance, frame_id, relevance))
     # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
     scored.sort(key=lambda item: item[0], reverse=True)
+    within: set[int] = set()
+    if periods:
+        within = {frame_id for final, frame_id, _ in scored if final > 0.0 and any(
+            period.holds(frames[frame_id][_CREATED_AT]) for period in periods)}
+        scored.sort(key=lambda item: item[1] in within, reverse=True)  # stable: order kept
     folded = match_terms(query, keyword=keyword, terms=terms)
     results: list[SearchResult] = []
     for final, frame_id, relevance in scored[:limit]:
@@ -78,6 +93,9 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
             "match": match,
             "profile": profile,
             "graph_distance": distance,
+            # The dates the query names, and whether the frame was created within one of them.
+            "periods": [period.text for period in periods],
+            "in_period": frame_id in within,
             "subscores": parts,
             "degraded": list(degraded),
         }

@@ -13,10 +13,11 @@ from typing import Any, Final
 
 from waggle_store.dialects.base import LaneFilter
 from waggle_store.errors import InvalidInputError
+from waggle_store.search.periods import Period, named_periods
 from waggle_store.search.query import keyword_terms
 from waggle_store.search.scoring import get_profile
 from waggle_store.textinput import check_identifier
-from waggle_store.timeutil import optional_utc
+from waggle_store.timeutil import optional_utc, utcnow
 
 __all__ = ["LANES", "MAX_LIMIT", "SearchPlan", "plan_search", "query_names"]
 
@@ -37,6 +38,8 @@ class SearchPlan:
     profile: str
     context: dict[int, int] | None
     lanes: frozenset[str]
+    #: The dates the query names ("on May 3, 2024", "last week"), relative ones as of planning.
+    periods: list[Period]
 
 
 def plan_search(mind_id: int, query: Any, limit: Any, gop_id: Any, profile: Any, since: Any,
@@ -61,6 +64,7 @@ def plan_search(mind_id: int, query: Any, limit: Any, gop_id: Any, profile: Any,
         profile=chosen,
         context=_context(context),
         lanes=_lanes(lanes),
+        periods=named_periods(query, utcnow()),
     )
 
 

@@ -1,0 +1,84 @@
+"""A query that names a date ranks the frames created within it first (search/periods.py,
+search/explain.py: ``rank_results``), on both dialects: nothing dropped, frames without evidence
+not lifted, the order within each group kept."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+import waggle_store as ws
+
+ASKED = "What painting of a sunset over the lake did Melanie show"
+
+
+def _seed(store: ws.Store) -> dict[str, int]:
+    mind = store.mind("periods")
+    frames = {
+        # The best match of the query's words, on another day.
+        "best": ("Melanie: my painting of a sunset over the lake", datetime(2023, 8, 1, 15, 0)),
+        # A weaker match, on the day the query names.
+        "that day": ("Melanie: look at this painting", datetime(2023, 10, 13, 18, 30)),
+        # Nothing of the query but its stop words (the hashing embedder reads them), on that day.
+        "unrelated": ("Caroline: what did the kayaks do over there", datetime(2023, 10, 13, 19, 0)),
+        "other": ("Melanie: a sunset walk", datetime(2022, 10, 2, 9, 0)),
+    }
+    # A session each: no frame is the context of another (the keyword lane indexes the turn
+    # before a frame with it).
+    ids = {name: mind.frames.create_i(mind.sessions.ensure(name).gop_id, text,
+                                      created_at=when.replace(tzinfo=UTC)).id
+           for name, (text, when) in frames.items()}
+    store.reconcile()
+    return ids
+
+
+def _order(store: ws.Store, query: str, **options: object) -> list[ws.SearchResult]:
+    return store.mind("periods").search(query, limit=10, **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("lanes", [["keyword"], None], ids=["keyword", "hybrid"])
+def test_a_frame_of_the_named_day_ranks_first_and_nothing_is_dropped(
+        store: ws.Store, lanes: list[str] | None) -> None:
+    ids = _seed(store)
+    undated = [r.frame.id for r in _order(store, ASKED + "?", lanes=lanes)]
+    assert undated[0] == ids["best"]
+    dated = _order(store, ASKED + " on October 13, 2023?", lanes=lanes)
+    got = [r.frame.id for r in dated]
+    assert got[0] == ids["that day"]
+    assert set(got) >= set(undated) - {ids["unrelated"]}  # the others follow, none dropped
+    # Apart from the frame of that day, the order is the undated query's.
+    assert [i for i in got[1:] if i in undated] == [i for i in undated if i != ids["that day"]
+                                                    and i in got[1:]]
+    first = dated[0].explain
+    assert first["periods"] == ["October 13, 2023"]
+    assert first["in_period"] is True
+    assert all(r.explain["in_period"] is False for r in dated[1:])
+
+
+def test_a_frame_of_that_day_without_evidence_is_not_lifted(store: ws.Store) -> None:
+    ids = _seed(store)
+    results = _order(store, ASKED + " on October 13, 2023?")
+    by_id = {r.frame.id: r for r in results}
+    # The vector lane's candidates are every frame here; this one's similarity is below the
+    # lane's median, so it has no evidence from any lane.
+    unrelated = by_id[ids["unrelated"]]
+    assert unrelated.final_score == 0.0
+    assert unrelated.explain["in_period"] is False
+    assert results.index(unrelated) > results.index(by_id[ids["best"]])
+
+
+def test_a_month_without_a_year_is_that_month_of_any_year(store: ws.Store) -> None:
+    ids = _seed(store)
+    got = [r.frame.id for r in _order(store, ASKED + " in October?", lanes=["keyword"])]
+    # Both October frames with evidence come first, in their undated order, then the August one.
+    assert got[:2] == [ids["that day"], ids["other"]] or got[:2] == [ids["other"],
+                                                                     ids["that day"]]
+    assert got.index(ids["best"]) == 2
+
+
+def test_a_query_naming_a_date_no_frame_has_keeps_its_order(store: ws.Store) -> None:
+    _seed(store)
+    undated = [r.frame.id for r in _order(store, ASKED + "?")]
+    assert [r.frame.id for r in _order(store, ASKED + " on May 3, 2021?")] == undated
+    assert [r.frame.id for r in _order(store, ASKED + " last week?")] == undated
