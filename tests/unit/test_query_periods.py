@@ -78,6 +78,24 @@ def test_relative_dates_are_resolved_against_now() -> None:
         (2026, 12, 31)]
 
 
+@pytest.mark.parametrize(("query", "expected"), [
+    ("what did we discuss 3 days ago", (2026, 11, 29, None)),
+    ("A day ago", (2026, 12, 1, None)),
+    ("two weeks ago", (None, None, None, date(2026, 11, 16))),
+    ("a month ago", (2026, 11, None, None)),
+    ("13 months ago", (2025, 11, None, None)),
+    ("2 years ago", (2024, None, None, None)),
+    ("what did I say on Friday", (2026, 11, 27, None)),
+    ("on Wednesday", (2026, 12, 2, None)),       # today is a Wednesday
+    ("last Wednesday", (2026, 11, 25, None)),    # the one before today
+    ("last monday", (2026, 11, 30, None)),
+])
+def test_days_weeks_months_ago_and_weekdays(
+        query: str, expected: tuple[int | None, int | None, int | None, date | None]) -> None:
+    (period,) = named_periods(query, NOW)
+    assert (period.year, period.month, period.day, period.week) == expected
+
+
 def test_a_period_holds_the_times_within_it_in_utc() -> None:
     (day,) = named_periods("on October 13, 2023", NOW)
     assert day.holds(datetime(2023, 10, 13, 0, 0, tzinfo=UTC))

@@ -16,10 +16,12 @@ except that "May" must be capitalised when it has no day or year: "what may I do
 * a month: ``October 2023``; ``in October`` / ``during October`` (any year's October);
 * a year: ``in 2023`` / ``during 2023`` (a bare number is not taken for a year);
 * relative to ``now``: ``today``, ``yesterday``, ``this week`` / ``last week`` (ISO weeks,
-  Monday first), ``this month`` / ``last month``, ``this year`` / ``last year``.
+  Monday first), ``this month`` / ``last month``, ``this year`` / ``last year``; ``3 days ago``
+  (that day), ``two weeks ago`` (that week), ``a month ago`` (that month), ``2 years ago``;
+  ``on Friday`` (the latest Friday, today included) and ``last Friday`` (the one before today).
 
-Calendar dates are read in UTC, the zone every time of the store is in. Anything else ("three
-days ago", "next Friday", "the summer") is not read: a date the parser misreads would reorder a
+Calendar dates are read in UTC, the zone every time of the store is in. Anything else ("next
+Friday", "the summer", "recently") is not read: a date the parser misreads would reorder a
 search, and one it ignores only leaves the order as it was.
 
 **Why not dateparser** (PyPI): its ``search_dates`` takes "may" in "What may I do?" for May,
@@ -70,6 +72,10 @@ _MONTH: Final = r"(?P<month>" + "|".join(
            key=len, reverse=True)) + r")"
 _DAY: Final = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _YEAR: Final = r"(?P<year>\d{4})"
+#: Numbers in words, for "two weeks ago".
+_COUNTS: Final[dict[str, int]] = {"a": 1, "an": 1} | {word: n for n, word in enumerate(
+    ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+     "twelve"], start=1)}
 #: Most specific first: a span taken by one pattern is not read again by a later one.
 _PATTERNS: Final = [re.compile(p, re.IGNORECASE) for p in (
     rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b",
@@ -81,13 +87,18 @@ _PATTERNS: Final = [re.compile(p, re.IGNORECASE) for p in (
     rf"\b(?:in|during)\s+{_MONTH}\b",
     r"\b(?:in|during)\s+(?P<year>\d{4})\b",
     r"\b(?P<relative>today|yesterday|(?:this|last)\s+(?:week|month|year))\b",
+    r"\b(?P<count>\d{1,3}|" + "|".join(_COUNTS)
+    + r")\s+(?P<unit>day|week|month|year)s?\s+ago\b",
+    r"\b(?P<which>last|on)\s+(?P<weekday>" + "|".join(
+        name.lower() for name in calendar.day_name) + r")\b",
 )]
 #: A query longer than this is only read this far (a date is named near its question).
 _MAX_QUERY: Final = 2_000
 #: What every pattern above needs (a month's first three letters, a year's four digits, a
 #: relative word): one scan that most queries fail, so they cost 3 µs instead of the patterns' 30.
 _ANY: Final = re.compile(
-    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|today|yesterday|this|last|\d{4})",
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|today|yesterday|this|last|ago|\d{4}"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday)",
     re.IGNORECASE)
 
 
@@ -118,21 +129,31 @@ def named_periods(query: str, now: datetime) -> list[Period]:
 def _period(match: re.Match[str], now: datetime) -> Period | None:
     groups = match.groupdict()
     said = match.group(0)
-    relative = groups.get("relative")
-    if relative is not None:
-        return _relative(said, " ".join(relative.lower().split()), now.astimezone(UTC).date())
-    month_name = groups.get("month")
+    today = now.astimezone(UTC).date()
+    if groups.get("relative") is not None:
+        return _relative(said, " ".join(groups["relative"].lower().split()), today)
+    if groups.get("unit") is not None:
+        count = groups["count"].lower()
+        return _ago(said, _COUNTS[count] if count in _COUNTS else int(count),
+                    groups["unit"].lower(), today)
+    if groups.get("weekday") is not None:
+        return _weekday(said, groups["which"].lower(), groups["weekday"].lower(), today)
+    return _calendar(said, groups)
+
+
+def _calendar(said: str, groups: dict[str, str | None]) -> Period | None:
+    month_name, num_month = groups.get("month"), groups.get("num_month")
+    year_text, day_text = groups.get("year"), groups.get("day")
+    month: int | None = None
     if month_name is not None:
-        month: int | None = _MONTHS[month_name.lower().rstrip(".")]
-        if month_name.lower().startswith("may") and not month_name[0].isupper() \
-                and groups.get("day") is None and groups.get("year") is None:
+        month = _MONTHS[month_name.lower().rstrip(".")]
+        if month_name.lower().rstrip(".") == "may" and not month_name[0].isupper() \
+                and day_text is None and year_text is None:
             return None  # "in may" without a day or a year: most likely the verb
-    elif groups.get("num_month") is not None:
-        month = int(groups["num_month"])
-    else:
-        month = None
-    year = int(groups["year"]) if groups.get("year") is not None else None
-    day = int(groups["day"]) if groups.get("day") is not None else None
+    elif num_month is not None:
+        month = int(num_month)
+    year = int(year_text) if year_text is not None else None
+    day = int(day_text) if day_text is not None else None
     if not _on_calendar(year, month, day):
         return None
     return Period(said, year=year, month=month, day=day)
@@ -149,6 +170,32 @@ def _on_calendar(year: int | None, month: int | None, day: int | None) -> bool:
         return False
     # Without a year a day is on the calendar if some year has it (February 29).
     return 1 <= day <= calendar.monthrange(year if year is not None else 2000, month)[1]
+
+
+_WEEKDAYS: Final = {name.lower(): number for number, name in enumerate(calendar.day_name)}
+
+
+def _ago(said: str, count: int, unit: str, today: date) -> Period:
+    """"3 days ago" is that day; "2 weeks ago" that ISO week; "a month ago" that calendar month;
+    "2 years ago" that year."""
+    if unit == "day":
+        day = today - timedelta(days=count)
+        return Period(said, year=day.year, month=day.month, day=day.day)
+    if unit == "week":
+        return Period(said, week=today - timedelta(days=today.weekday() + 7 * count))
+    if unit == "month":
+        months = today.year * 12 + today.month - 1 - count
+        return Period(said, year=months // 12, month=months % 12 + 1)
+    return Period(said, year=today.year - count)
+
+
+def _weekday(said: str, which: str, weekday: str, today: date) -> Period:
+    """The latest such day: on or before today for "on Friday", before it for "last Friday"."""
+    back = (today.weekday() - _WEEKDAYS[weekday]) % 7
+    if back == 0 and which == "last":
+        back = 7
+    day = today - timedelta(days=back)
+    return Period(said, year=day.year, month=day.month, day=day.day)
 
 
 def _relative(said: str, which: str, today: date) -> Period:
