@@ -18,7 +18,8 @@ except that "May" must be capitalised when it has no day or year: "what may I do
 * relative to ``now``: ``today``, ``yesterday``, ``this week`` / ``last week`` (ISO weeks,
   Monday first), ``this month`` / ``last month``, ``this year`` / ``last year``; ``3 days ago``
   (that day), ``two weeks ago`` (that week), ``a month ago`` (that month), ``2 years ago``;
-  ``on Friday`` (the latest Friday, today included) and ``last Friday`` (the one before today).
+  ``last Friday`` (the latest Friday before today). Not "on Friday": it names the coming
+  Friday as often as the last one.
 
 Calendar dates are read in UTC, the zone every time of the store is in. Anything else ("next
 Friday", "the summer", "recently") is not read: a date the parser misreads would reorder a
@@ -89,7 +90,7 @@ _PATTERNS: Final = [re.compile(p, re.IGNORECASE) for p in (
     r"\b(?P<relative>today|yesterday|(?:this|last)\s+(?:week|month|year))\b",
     r"\b(?P<count>\d{1,3}|" + "|".join(_COUNTS)
     + r")\s+(?P<unit>day|week|month|year)s?\s+ago\b",
-    r"\b(?P<which>last|on)\s+(?P<weekday>" + "|".join(
+    r"\blast\s+(?P<weekday>" + "|".join(
         name.lower() for name in calendar.day_name) + r")\b",
 )]
 #: A query longer than this is only read this far (a date is named near its question).
@@ -97,8 +98,7 @@ _MAX_QUERY: Final = 2_000
 #: What every pattern above needs (a month's first three letters, a year's four digits, a
 #: relative word): one scan that most queries fail, so they cost 3 µs instead of the patterns' 30.
 _ANY: Final = re.compile(
-    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|today|yesterday|this|last|ago|\d{4}"
-    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday)",
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|today|yesterday|this|last|ago|\d{4})",
     re.IGNORECASE)
 
 
@@ -137,7 +137,7 @@ def _period(match: re.Match[str], now: datetime) -> Period | None:
         return _ago(said, _COUNTS[count] if count in _COUNTS else int(count),
                     groups["unit"].lower(), today)
     if groups.get("weekday") is not None:
-        return _weekday(said, groups["which"].lower(), groups["weekday"].lower(), today)
+        return _weekday(said, groups["weekday"].lower(), today)
     return _calendar(said, groups)
 
 
@@ -189,11 +189,9 @@ def _ago(said: str, count: int, unit: str, today: date) -> Period:
     return Period(said, year=today.year - count)
 
 
-def _weekday(said: str, which: str, weekday: str, today: date) -> Period:
-    """The latest such day: on or before today for "on Friday", before it for "last Friday"."""
-    back = (today.weekday() - _WEEKDAYS[weekday]) % 7
-    if back == 0 and which == "last":
-        back = 7
+def _weekday(said: str, weekday: str, today: date) -> Period:
+    """"last Friday": the latest Friday before today (a week ago on a Friday)."""
+    back = (today.weekday() - _WEEKDAYS[weekday]) % 7 or 7
     day = today - timedelta(days=back)
     return Period(said, year=day.year, month=day.month, day=day.day)
 
