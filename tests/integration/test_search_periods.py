@@ -82,3 +82,31 @@ def test_a_query_naming_a_date_no_frame_has_keeps_its_order(store: ws.Store) -> 
     undated = [r.frame.id for r in _order(store, ASKED + "?")]
     assert [r.frame.id for r in _order(store, ASKED + " on May 3, 2021?")] == undated
     assert [r.frame.id for r in _order(store, ASKED + " last week?")] == undated
+
+
+def test_a_frame_whose_words_name_the_date_counts_as_of_it(store: ws.Store) -> None:
+    """A date in a question may be the date of what a frame tells, not of when it was written;
+    only calendar dates of a frame's words count (its "yesterday" is not read)."""
+    mind = store.mind("told")
+    frames = {
+        # Written in February about March 3.
+        "plan": ("Ada: the budget review is on March 3, 2024", datetime(2024, 2, 20, 9, 0)),
+        # Written on March 3 of another year, a weaker match.
+        "that day": ("Ada: budget notes", datetime(2023, 3, 3, 9, 0)),
+        # The best match, neither written on nor naming March 3.
+        "best": ("Ada: the budget review board met", datetime(2024, 1, 9, 9, 0)),
+        # Written the day after, about "yesterday": not read.
+        "after": ("Ada: yesterday's budget review went well", datetime(2024, 3, 4, 9, 0)),
+    }
+    ids = {name: mind.frames.create_i(mind.sessions.ensure(name).gop_id, text,
+                                      created_at=when.replace(tzinfo=UTC)).id
+           for name, (text, when) in frames.items()}
+    results = mind.search("budget review board on March 3", limit=10, lanes=["keyword"])
+    got = [r.frame.id for r in results]
+    assert got == [ids["plan"], ids["that day"], ids["best"], ids["after"]]
+    assert [r.explain["in_period"] for r in results] == [True, True, False, False]
+    # Without the date the best match is first, and "plan" before "that day" as above.
+    undated = [r.frame.id for r in mind.search("budget review board", limit=10,
+                                                   lanes=["keyword"])]
+    assert undated[0] == ids["best"]
+    assert undated.index(ids["plan"]) < undated.index(ids["that day"])

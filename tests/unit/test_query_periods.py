@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from waggle_store.search.periods import Period, named_periods
+from waggle_store.search.periods import Period, calendar_periods, named_periods
 
 #: A Wednesday.
 NOW = datetime(2026, 12, 2, 11, 0, tzinfo=UTC)
@@ -117,3 +117,35 @@ def test_a_period_holds_the_times_within_it_in_utc() -> None:
 def test_a_long_query_is_read_in_bounded_time() -> None:
     query = "on October 13, 2023 " + "x" * 1_000_000 + " in June"
     assert _fields(query) == [(2023, 10, 13)]  # read up to its first 2,000 characters
+
+
+@pytest.mark.parametrize(("outer", "inner", "expected"), [
+    ("in October 2023", "on October 13, 2023", True),
+    ("on October 13, 2023", "in October 2023", False),
+    ("on October 13, 2023", "on October 13, 2023", True),
+    ("on October 13, 2023", "on October 14, 2023", False),
+    ("in 2023", "on October 13, 2023", True),
+    ("in 2023", "in 2024", False),
+    ("in June", "on June 5, 2023", True),        # any year's June holds a day of June 2023
+    ("in June", "in 2023", False),               # not the whole year
+    ("in June", "on June 5", True),              # two patterns without a year
+    ("on June 5", "in June", False),
+    ("in June", "on March 3", False),
+    ("in 2024", "on March 3", False),            # a day of any year is in no single year
+    ("in November 2026", "last week", True),     # November 23–29, 2026
+    ("in December", "this week", False),         # November 30 – December 6
+    ("this week", "today", True),
+    ("last week", "this week", False),
+])
+def test_a_period_contains_another_when_every_day_of_it_lies_within(
+        outer: str, inner: str, expected: bool) -> None:
+    (a,) = named_periods(outer, NOW)
+    (b,) = named_periods(inner, NOW)
+    assert a.contains(b) is expected
+
+
+def test_calendar_periods_reads_no_relative_date() -> None:
+    text = "Yesterday was wild; last week too; the show is on May 3, 2024, not in June"
+    assert [(p.year, p.month, p.day) for p in calendar_periods(text)] == [
+        (2024, 5, 3), (None, 6, None)]
+    assert calendar_periods("we met 3 days ago, last Friday, this year") == []

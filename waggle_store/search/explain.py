@@ -16,7 +16,7 @@ from waggle_store.dialects.base import LaneHit
 from waggle_store.records import Frame, SearchResult, from_values
 from waggle_store.search.fusion import Fusion
 from waggle_store.search.match import match_score, match_terms
-from waggle_store.search.periods import Period
+from waggle_store.search.periods import Period, calendar_periods
 from waggle_store.search.scoring import relevance_scorer
 
 __all__ = ["rank_results"]
@@ -41,12 +41,16 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
     weighs each lane by :data:`~.fusion.LANE_CONFIDENCE`, as the search does: a frame's weight
     in the vector lane is its vector confidence, which the match score reads.
 
-    ``periods``: the dates the query names (:func:`~.periods.named_periods`). A frame created
-    within one of them, and found with some evidence (``final > 0``), ranks before every frame
-    that is not; each group keeps the order above. The query said when: a frame of that day that
-    matches some of its words is likelier the one asked for than a better match of another day,
-    which neither lane can tell (a frame's words do not carry its date). Nothing is dropped:
-    frames of other days follow.
+    ``periods``: the dates the query names (:func:`~.periods.named_periods`). A frame *of* one
+    of them — created within it, or whose own words name a calendar date within it (a span it
+    names, as "June 2023", must lie wholly within; not its "yesterday": see
+    :func:`~.periods.calendar_periods`) — and found with some evidence (``final > 0``) ranks
+    before every frame that is not; each group keeps the order above. The query said when: a
+    frame of that day that matches some of its words is likelier the one asked for than a better
+    match of another day, which neither lane can tell (a frame's words do not carry its date).
+    Its own words count too, as a date in a question may be the date of what a frame tells
+    ("What is planned for March 3?" asks for the frame written in February that says "the review
+    is on March 3"). Nothing is dropped: frames of other days follow.
     """
     frames = {h.frame_id: h.frame for lane_hits in ran.values() for h in lane_hits}
     relevance_of = relevance_scorer(profile, now)
@@ -60,8 +64,8 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
     scored.sort(key=lambda item: item[0], reverse=True)
     within: set[int] = set()
     if periods:
-        within = {frame_id for final, frame_id, _ in scored if final > 0.0 and any(
-            period.holds(frames[frame_id][_CREATED_AT]) for period in periods)}
+        within = {frame_id for final, frame_id, _ in scored
+                  if final > 0.0 and _of_periods(frames[frame_id], periods)}
         scored.sort(key=lambda item: item[1] in within, reverse=True)  # stable: order kept
     folded = match_terms(query, keyword=keyword, terms=terms)
     results: list[SearchResult] = []
@@ -102,3 +106,13 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
         results.append(from_values(SearchResult, (from_values(Frame, frame), rrf, relevance, final,
                                                   explain, match)))
     return results
+
+
+def _of_periods(frame: Sequence[Any], periods: Sequence[Period]) -> bool:
+    """Whether the frame was created within one of ``periods`` or its words name a date within
+    one (see :func:`rank_results`)."""
+    created: datetime = frame[_CREATED_AT]
+    if any(period.holds(created) for period in periods):
+        return True
+    told = calendar_periods(frame[_CONTENT])
+    return any(period.contains(mention) for period in periods for mention in told)

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Final
 
-__all__ = ["Period", "named_periods"]
+__all__ = ["Period", "calendar_periods", "named_periods"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +57,40 @@ class Period:
 
     def holds(self, when: datetime) -> bool:
         """Whether ``when`` (aware; compared in UTC) lies within the period."""
-        when = when.astimezone(UTC)
+        return self._has(when.astimezone(UTC).date())
+
+    def contains(self, other: Period) -> bool:
+        """Whether every day of ``other`` lies within this period ("in June" contains "June 5,
+        2023" and "June 5", not "2023"; a period without a year is in no period with one)."""
+        mine, theirs = self._days(), other._days()
+        if theirs is None:  # any year's: within another pattern at most, field by field
+            return mine is None and all(a is None or a == b for a, b in (
+                (self.month, other.month), (self.day, other.day)))
+        if mine is not None:
+            return mine[0] <= theirs[0] and theirs[1] <= mine[1]
+        first, end = theirs  # (a year at most)
+        return all(self._has(first + timedelta(days=n)) for n in range((end - first).days))
+
+    def _has(self, day: date) -> bool:
         if self.week is not None:
-            return 0 <= (when.date() - self.week).days < 7
-        return ((self.year is None or when.year == self.year)
-                and (self.month is None or when.month == self.month)
-                and (self.day is None or when.day == self.day))
+            return 0 <= (day - self.week).days < 7
+        return ((self.year is None or day.year == self.year)
+                and (self.month is None or day.month == self.month)
+                and (self.day is None or day.day == self.day))
+
+    def _days(self) -> tuple[date, date] | None:
+        """The period's first day and the day after its last; None without a year (any year)."""
+        if self.week is not None:
+            return self.week, self.week + timedelta(days=7)
+        if self.year is None:
+            return None
+        if self.month is None:
+            return date(self.year, 1, 1), date(self.year + 1, 1, 1)
+        if self.day is None:
+            last = calendar.monthrange(self.year, self.month)[1]
+            return date(self.year, self.month, 1), date(self.year, self.month, last) + timedelta(1)
+        return date(self.year, self.month, self.day), date(self.year, self.month, self.day) \
+            + timedelta(1)
 
 
 _MONTHS: Final = {
@@ -78,7 +106,7 @@ _COUNTS: Final[dict[str, int]] = {"a": 1, "an": 1} | {word: n for n, word in enu
     ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
      "twelve"], start=1)}
 #: Most specific first: a span taken by one pattern is not read again by a later one.
-_PATTERNS: Final = [re.compile(p, re.IGNORECASE) for p in (
+_CALENDAR: Final = [re.compile(p, re.IGNORECASE) for p in (
     rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b",
     rf"\b(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b",
     r"\b(?P<year>\d{4})-(?P<num_month>\d{2})-(?P<day>\d{2})\b",
@@ -87,13 +115,16 @@ _PATTERNS: Final = [re.compile(p, re.IGNORECASE) for p in (
     rf"\b{_MONTH},?\s+{_YEAR}\b",
     rf"\b(?:in|during)\s+{_MONTH}\b",
     r"\b(?:in|during)\s+(?P<year>\d{4})\b",
+)]
+#: The dates relative to ``now``.
+_RELATIVE: Final = [re.compile(p, re.IGNORECASE) for p in (
     r"\b(?P<relative>today|yesterday|(?:this|last)\s+(?:week|month|year))\b",
     r"\b(?P<count>\d{1,3}|" + "|".join(_COUNTS)
     + r")\s+(?P<unit>day|week|month|year)s?\s+ago\b",
     r"\blast\s+(?P<weekday>" + "|".join(
         name.lower() for name in calendar.day_name) + r")\b",
 )]
-#: A query longer than this is only read this far (a date is named near its question).
+#: A text longer than this is only read this far (a query names its date near its question).
 _MAX_QUERY: Final = 2_000
 #: What every pattern above needs (a month's first three letters, a year's four digits, a
 #: relative word): one scan that most queries fail, so they cost 3 µs instead of the patterns' 30.
@@ -108,12 +139,23 @@ def named_periods(query: str, now: datetime) -> list[Period]:
     ``now`` (aware) resolves "today", "last week" and the like. A date that is not on the
     calendar (February 30) is not a period.
     """
-    text = query[:_MAX_QUERY]
+    return _read(query, [*_CALENDAR, *_RELATIVE], now)
+
+
+def calendar_periods(text: str) -> list[Period]:
+    """The periods ``text`` names by the calendar ("March 3, 2024", "in June"): not its
+    relative dates, which only the writer's "now" resolves (a frame's "last year" is the year
+    before it was written, and a replayed conversation's dates are not today's)."""
+    return _read(text, _CALENDAR, None)
+
+
+def _read(text: str, patterns: list[re.Pattern[str]], now: datetime | None) -> list[Period]:
+    text = text[:_MAX_QUERY]
     if _ANY.search(text) is None:
         return []
     taken: list[tuple[int, int]] = []
     periods: list[Period] = []
-    for pattern in _PATTERNS:
+    for pattern in patterns:
         for match in pattern.finditer(text):
             start, end = match.span()
             if any(start < t_end and t_start < end for t_start, t_end in taken):
@@ -126,9 +168,11 @@ def named_periods(query: str, now: datetime) -> list[Period]:
     return periods
 
 
-def _period(match: re.Match[str], now: datetime) -> Period | None:
+def _period(match: re.Match[str], now: datetime | None) -> Period | None:
     groups = match.groupdict()
     said = match.group(0)
+    if now is None or not any(groups.get(g) for g in ("relative", "unit", "weekday")):
+        return _calendar(said, groups)
     today = now.astimezone(UTC).date()
     if groups.get("relative") is not None:
         return _relative(said, " ".join(groups["relative"].lower().split()), today)
@@ -136,9 +180,7 @@ def _period(match: re.Match[str], now: datetime) -> Period | None:
         count = groups["count"].lower()
         return _ago(said, _COUNTS[count] if count in _COUNTS else int(count),
                     groups["unit"].lower(), today)
-    if groups.get("weekday") is not None:
-        return _weekday(said, groups["weekday"].lower(), today)
-    return _calendar(said, groups)
+    return _weekday(said, groups["weekday"].lower(), today)
 
 
 def _calendar(said: str, groups: dict[str, str | None]) -> Period | None:
@@ -160,7 +202,7 @@ def _calendar(said: str, groups: dict[str, str | None]) -> Period | None:
 
 
 def _on_calendar(year: int | None, month: int | None, day: int | None) -> bool:
-    if year is not None and not 1 <= year <= 9999:
+    if year is not None and not 1 <= year <= 9998:  # (its last day has a next one)
         return False
     if month is not None and not 1 <= month <= 12:
         return False
