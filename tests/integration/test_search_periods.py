@@ -1,6 +1,7 @@
-"""A query that names a date ranks the frames created within it first (search/periods.py,
-search/explain.py: ``rank_results``), on both dialects: nothing dropped, frames without evidence
-not lifted, the order within each group kept."""
+"""A query that names a date ranks the frames of it first — created within it, or naming a
+calendar date within it (search/periods.py, search/explain.py: ``rank_results``) — on both
+dialects: nothing dropped, frames without evidence not lifted, the order within each group
+kept."""
 
 from __future__ import annotations
 
@@ -13,9 +14,16 @@ import waggle_store as ws
 ASKED = "What painting of a sunset over the lake did Melanie show"
 
 
+def _create(mind: ws.Mind, frames: dict[str, tuple[str, datetime]]) -> dict[str, int]:
+    """Each frame (name -> content, naive UTC time) in a session of its own: no frame is the
+    context of another (the keyword lane indexes the turn before a frame with it)."""
+    return {name: mind.frames.create_i(mind.sessions.ensure(name).gop_id, text,
+                                       created_at=when.replace(tzinfo=UTC)).id
+            for name, (text, when) in frames.items()}
+
+
 def _seed(store: ws.Store) -> dict[str, int]:
-    mind = store.mind("periods")
-    frames = {
+    ids = _create(store.mind("periods"), {
         # The best match of the query's words, on another day.
         "best": ("Melanie: my painting of a sunset over the lake", datetime(2023, 8, 1, 15, 0)),
         # A weaker match, on the day the query names.
@@ -23,12 +31,7 @@ def _seed(store: ws.Store) -> dict[str, int]:
         # Nothing of the query but its stop words (the hashing embedder reads them), on that day.
         "unrelated": ("Caroline: what did the kayaks do over there", datetime(2023, 10, 13, 19, 0)),
         "other": ("Melanie: a sunset walk", datetime(2022, 10, 2, 9, 0)),
-    }
-    # A session each: no frame is the context of another (the keyword lane indexes the turn
-    # before a frame with it).
-    ids = {name: mind.frames.create_i(mind.sessions.ensure(name).gop_id, text,
-                                      created_at=when.replace(tzinfo=UTC)).id
-           for name, (text, when) in frames.items()}
+    })
     store.reconcile()
     return ids
 
@@ -88,7 +91,7 @@ def test_a_frame_whose_words_name_the_date_counts_as_of_it(store: ws.Store) -> N
     """A date in a question may be the date of what a frame tells, not of when it was written;
     only calendar dates of a frame's words count (its "yesterday" is not read)."""
     mind = store.mind("told")
-    frames = {
+    ids = _create(mind, {
         # Written in February about March 3.
         "plan": ("Ada: the budget review is on March 3, 2024", datetime(2024, 2, 20, 9, 0)),
         # Written on March 3 of another year, a weaker match.
@@ -97,10 +100,7 @@ def test_a_frame_whose_words_name_the_date_counts_as_of_it(store: ws.Store) -> N
         "best": ("Ada: the budget review board met", datetime(2024, 1, 9, 9, 0)),
         # Written the day after, about "yesterday": not read.
         "after": ("Ada: yesterday's budget review went well", datetime(2024, 3, 4, 9, 0)),
-    }
-    ids = {name: mind.frames.create_i(mind.sessions.ensure(name).gop_id, text,
-                                      created_at=when.replace(tzinfo=UTC)).id
-           for name, (text, when) in frames.items()}
+    })
     results = mind.search("budget review board on March 3", limit=10, lanes=["keyword"])
     got = [r.frame.id for r in results]
     assert got == [ids["plan"], ids["that day"], ids["best"], ids["after"]]
