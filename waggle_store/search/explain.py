@@ -97,7 +97,7 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
             "match": match,
             "profile": profile,
             "graph_distance": distance,
-            # The dates the query names, and whether the frame was created within one of them.
+            # The dates the query names, and whether the frame is of one of them (_of_periods).
             "periods": [period.text for period in periods],
             "in_period": frame_id in within,
             "subscores": parts,

@@ -5,8 +5,8 @@ A question to a memory often says *when*: "What painting did Melanie show on Oct
 date (it is the frame's ``created_at``), so the keyword lane matches "October" only in frames that
 mention the month, and an embedding of "October 13, 2023" is near nothing in particular. This
 module finds such dates in the query text; :func:`~.explain.rank_results` ranks the found frames
-created within one of them first (see there). It never narrows a search: ``since``/``until``
-are the filters.
+of one of them first: created within it, or naming a calendar date within it in their own words
+(see there). It never narrows a search: ``since``/``until`` are the filters.
 
 **What is read** (English; month names in full or as three-letter abbreviations, any case,
 except that "May" must be capitalised when it has no day or year: "what may I do" is a verb):
@@ -125,7 +125,7 @@ _RELATIVE: Final = [re.compile(p, re.IGNORECASE) for p in (
         name.lower() for name in calendar.day_name) + r")\b",
 )]
 #: A text longer than this is only read this far (a query names its date near its question).
-_MAX_QUERY: Final = 2_000
+_MAX_TEXT: Final = 2_000
 #: What every pattern above needs (a month's first three letters, a year's four digits, a
 #: relative word): one scan that most queries fail, so they cost 3 µs instead of the patterns' 30.
 _ANY: Final = re.compile(
@@ -150,7 +150,7 @@ def calendar_periods(text: str) -> list[Period]:
 
 
 def _read(text: str, patterns: list[re.Pattern[str]], now: datetime | None) -> list[Period]:
-    text = text[:_MAX_QUERY]
+    text = text[:_MAX_TEXT]
     if _ANY.search(text) is None:
         return []
     taken: list[tuple[int, int]] = []
