@@ -68,6 +68,7 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
                   if final > 0.0 and _of_periods(frames[frame_id], periods)}
         scored.sort(key=lambda item: item[1] in within, reverse=True)  # stable: order kept
     folded = match_terms(query, keyword=keyword, terms=terms)
+    named = [period.text for period in periods]
     results: list[SearchResult] = []
     for final, frame_id, relevance in scored[:limit]:
         rrf_raw, lanes = fusion.lanes(frame_id)
@@ -98,7 +99,7 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
             "profile": profile,
             "graph_distance": distance,
             # The dates the query names, and whether the frame is of one of them (_of_periods).
-            "periods": [period.text for period in periods],
+            "periods": list(named),
             "in_period": frame_id in within,
             "subscores": parts,
             "degraded": list(degraded),
