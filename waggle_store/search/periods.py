@@ -89,8 +89,8 @@ class Period:
         if self.day is None:
             last = calendar.monthrange(self.year, self.month)[1]
             return date(self.year, self.month, 1), date(self.year, self.month, last) + timedelta(1)
-        return date(self.year, self.month, self.day), date(self.year, self.month, self.day) \
-            + timedelta(1)
+        day = date(self.year, self.month, self.day)
+        return day, day + timedelta(1)
 
 
 _MONTHS: Final = {
@@ -153,19 +153,17 @@ def _read(text: str, patterns: list[re.Pattern[str]], now: datetime | None) -> l
     text = text[:_MAX_TEXT]
     if _ANY.search(text) is None:
         return []
-    taken: list[tuple[int, int]] = []
-    periods: list[Period] = []
+    found: list[tuple[int, int, Period]] = []  # (start, end, period) of each date read
     for pattern in patterns:
         for match in pattern.finditer(text):
             start, end = match.span()
-            if any(start < t_end and t_start < end for t_start, t_end in taken):
+            if any(start < t_end and t_start < end for t_start, t_end, _ in found):
                 continue
             period = _period(match, now)
             if period is not None:
-                taken.append((start, end))
-                periods.append(period)
-    periods.sort(key=lambda p: text.find(p.text))
-    return periods
+                found.append((start, end, period))
+    found.sort(key=lambda item: item[0])
+    return [period for _, _, period in found]
 
 
 def _period(match: re.Match[str], now: datetime | None) -> Period | None:
@@ -188,9 +186,10 @@ def _calendar(said: str, groups: dict[str, str | None]) -> Period | None:
     year_text, day_text = groups.get("year"), groups.get("day")
     month: int | None = None
     if month_name is not None:
-        month = _MONTHS[month_name.lower().rstrip(".")]
-        if month_name.lower().rstrip(".") == "may" and not month_name[0].isupper() \
-                and day_text is None and year_text is None:
+        name = month_name.lower().rstrip(".")
+        month = _MONTHS[name]
+        if name == "may" and not month_name[0].isupper() and day_text is None \
+                and year_text is None:
             return None  # "in may" without a day or a year: most likely the verb
     elif num_month is not None:
         month = int(num_month)
