@@ -129,14 +129,22 @@ def clear_contexts(store: ws.Store) -> None:
 def evaluate(
     store: ws.Store, data: list[dict[str, Any]], *, stale_context: bool = False
 ) -> dict[str, dict[str, Any]]:
-    per_lane: dict[str, dict[str, Any]] = {
-        name: {"recall": defaultdict(list), "hit10": [], "mrr": [], "cat": defaultdict(list)}
-        for name in LANE_SETS
-    }
+    """Load every sample (one mind each), embed with ``store.reconcile()``, then :func:`score`."""
     loaded = [(sample, *load_sample(store, sample)) for sample in data]
     if stale_context:
         clear_contexts(store)
     store.reconcile()
+    return score(loaded)
+
+
+def score(
+    loaded: Sequence[tuple[dict[str, Any], ws.Mind, dict[int, set[str]]]],
+) -> dict[str, dict[str, Any]]:
+    """Ask every category 1-4 question of each loaded sample per lane set; the summary."""
+    per_lane: dict[str, dict[str, Any]] = {
+        name: {"recall": defaultdict(list), "hit10": [], "mrr": [], "cat": defaultdict(list)}
+        for name in LANE_SETS
+    }
     for sample, mind, frame_dias in loaded:
         known = set().union(*frame_dias.values())
         for qa in sample["qa"]:

@@ -1,0 +1,150 @@
+"""What vectors of a frame's *parts* would do to LoCoMo recall, measured before building them.
+
+    HF_HUB_OFFLINE=1 python benchmarks/locomo_part_vectors.py PATH [--combine max mean]
+                                                                  [--min-words 0 12]
+
+A frame has one vector, of its whole content. A long turn that touches several topics ("Yes! I
+went there last week with my kids. Also, my sister just moved to Denver, and I finally finished
+the painting.") has an embedding near none of them, and the vector lane misses it for a question
+about any one. This script measures the remedy without building it: the store is built as
+``locomo_recall.py`` builds it (SQLite, all-MiniLM-L6-v2, ``store.reconcile()``); then the
+adapter's vector lane is wrapped so that each frame's distance becomes that of its whole vector
+*combined* with its best part's — a part being a sentence of the turn (split after ``.``, ``!``,
+``?``; sentences of fewer than ``--min-words`` words joined to the next), prefixed by the
+speaker as the turn is — ``max`` (the nearer of the two) or ``mean`` (their average); a turn of
+one part keeps its own distance. The parts are embedded once, in memory, by the same model; the
+stored vectors, the keyword lane, the fusion and everything else are the library's. ``base``
+(no parts) is run first: its rows must equal ``locomo_recall.py``'s MiniLM rows.
+
+Prints recall@{1,5,10,20,50} and MRR for keyword, vector and hybrid searches per variant, and
+how many part vectors each variant embedded (the embedding calls and vector rows the feature
+would add).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import locomo_recall
+import numpy as np
+
+import waggle_store as ws
+from waggle_store.dialects.base import DeferredLane, LaneHit, PendingLane
+from waggle_store.embeddings import LocalEmbedder
+from waggle_store.search.explain import _CONTENT
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SPEAKER = re.compile(r"(\w+): (.*)", re.DOTALL)
+
+
+def parts_of(content: str, min_words: int) -> list[str]:
+    """The turn's sentences (short ones joined to the next), each prefixed by its speaker; []
+    for a turn of one part."""
+    found = _SPEAKER.fullmatch(content)
+    speaker, body = (found.group(1), found.group(2)) if found else ("", content)
+    parts: list[str] = []
+    pending = ""
+    for sentence in _SENTENCE_END.split(body):
+        pending = f"{pending} {sentence}".strip()
+        if len(pending.split()) >= min_words:
+            parts.append(pending)
+            pending = ""
+    if pending:
+        if parts and len(pending.split()) < min_words:
+            parts[-1] = f"{parts[-1]} {pending}"
+        else:
+            parts.append(pending)
+    if len(parts) <= 1:
+        return []
+    return [f"{speaker}: {part}" if speaker else part for part in parts]
+
+
+class PartLane:
+    """Wraps ``store.adapter.start_vector_search``: each frame's distance combined with its best
+    part's (the adapter is asked for every frame of the mind, then the top ``limit`` kept)."""
+
+    def __init__(self, store: ws.Store, embedder: LocalEmbedder) -> None:
+        self.embedder = embedder
+        self.adapter = store.adapter
+        self.start = store.adapter.start_vector_search
+        self.combine = "base"
+        self.min_words = 0
+        self.parts: dict[tuple[int, int], Any] = {}
+
+    def vectors(self, frame_id: int, content: str) -> Any:
+        key = (frame_id, self.min_words)
+        if key not in self.parts:
+            texts = parts_of(content, self.min_words)
+            self.parts[key] = (np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
+                               if texts else None)
+        return self.parts[key]
+
+    def __call__(self, session: Any, *, model_id: int, vector: Sequence[float], where: Any,
+                 limit: int) -> PendingLane:
+        if self.combine == "base":
+            return self.start(session, model_id=model_id, vector=vector, where=where, limit=limit)
+        everything = self.start(session, model_id=model_id, vector=vector, where=where,
+                                limit=1_000_000)
+        query = np.asarray(list(vector), dtype=np.float32)
+
+        def finish() -> list[LaneHit]:
+            hits = []
+            for hit in everything.result():
+                whole = 1.0 - hit.score
+                parts = self.vectors(hit.frame_id, hit.frame[_CONTENT])
+                similarity = whole
+                if parts is not None:
+                    best = float((parts @ query).max())
+                    similarity = max(whole, best) if self.combine == "max" else (whole + best) / 2
+                hits.append(LaneHit(hit.frame_id, round(1.0 - similarity, 5), hit.frame,
+                                    hit.mentions))
+            hits.sort(key=lambda h: (h.score, h.frame_id))
+            return hits[:limit]
+
+        return DeferredLane(finish)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("path", type=Path)
+    parser.add_argument("--combine", nargs="+", choices=("max", "mean"), default=["max", "mean"])
+    parser.add_argument("--min-words", nargs="+", type=int, default=[0])
+    args = parser.parse_args(argv)
+    data = json.loads(args.path.read_text())
+    embedder = LocalEmbedder()
+    variants = [("base", 0)] + [(c, w) for w in args.min_words for c in args.combine]
+    with tempfile.TemporaryDirectory() as tmp, \
+            ws.open_store(f"sqlite:///{tmp}/parts.db", embedder=embedder) as store:
+        lane = PartLane(store, embedder)
+        store.adapter.start_vector_search = lane  # type: ignore[method-assign]
+        loaded = [(sample, *locomo_recall.load_sample(store, sample)) for sample in data]
+        store.reconcile()
+        frames = sum(len(dias) for _, _, dias in loaded)
+        print(f"{frames} frames; R@1 R@5 R@10 R@20 R@50 | MRR")
+        for combine, min_words in variants:
+            lane.combine, lane.min_words = combine, min_words
+            summary = locomo_recall.score(loaded)
+            label = combine if combine == "base" else f"{combine}, parts of >= {min_words} words"
+            for name, row in summary.items():
+                cells = " ".join(f"{row[f'recall@{k}']:.3f}" for k in locomo_recall.KS)
+                print(f"{label:30} {name:8} {cells} | {row['mrr']:.3f}")
+            if combine != "base":
+                count = sum(len(vectors) for (_, words), vectors in lane.parts.items()
+                            if words == min_words and vectors is not None)
+                print(f"{label:30} part vectors: {count}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
