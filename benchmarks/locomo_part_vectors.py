@@ -1,13 +1,14 @@
 """What vectors of a frame's *parts* would do to LoCoMo recall, measured before building them.
 
     HF_HUB_OFFLINE=1 python benchmarks/locomo_part_vectors.py PATH [--combine max mean]
-                                                                  [--min-words 0 12]
+                                                  [--min-words 0 8] [--embedder local|hashing]
 
 A frame has one vector, of its whole content. A long turn that touches several topics ("Yes! I
 went there last week with my kids. Also, my sister just moved to Denver, and I finally finished
 the painting.") has an embedding near none of them, and the vector lane misses it for a question
 about any one. This script measures the remedy without building it: the store is built as
-``locomo_recall.py`` builds it (SQLite, all-MiniLM-L6-v2, ``store.reconcile()``); then the
+``locomo_recall.py`` builds it (SQLite, all-MiniLM-L6-v2 or ``--embedder hashing``,
+``store.reconcile()``); then the
 adapter's vector lane is wrapped so that each frame's distance becomes that of its whole vector
 *combined* with its best part's — a part being a sentence of the turn (split after ``.``, ``!``,
 ``?``; sentences of fewer than ``--min-words`` words joined to the next), prefixed by the
@@ -40,7 +41,7 @@ import numpy as np
 
 import waggle_store as ws
 from waggle_store.dialects.base import DeferredLane, LaneHit, PendingLane
-from waggle_store.embeddings import LocalEmbedder
+from waggle_store.embeddings import HashingEmbedder, LocalEmbedder
 from waggle_store.search.explain import _CONTENT
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -73,7 +74,7 @@ class PartLane:
     """Wraps ``store.adapter.start_vector_search``: each frame's distance combined with its best
     part's (the adapter is asked for every frame of the mind, then the top ``limit`` kept)."""
 
-    def __init__(self, store: ws.Store, embedder: LocalEmbedder) -> None:
+    def __init__(self, store: ws.Store, embedder: Any) -> None:
         self.embedder = embedder
         self.adapter = store.adapter
         self.start = store.adapter.start_vector_search
@@ -120,9 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("path", type=Path)
     parser.add_argument("--combine", nargs="+", choices=("max", "mean"), default=["max", "mean"])
     parser.add_argument("--min-words", nargs="+", type=int, default=[0])
+    parser.add_argument("--embedder", choices=("local", "hashing"), default="local")
     args = parser.parse_args(argv)
     data = json.loads(args.path.read_text())
-    embedder = LocalEmbedder()
+    embedder: Any = LocalEmbedder() if args.embedder == "local" else HashingEmbedder()
     variants = [("base", 0)] + [(c, w) for w in args.min_words for c in args.combine]
     with tempfile.TemporaryDirectory() as tmp, \
             ws.open_store(f"sqlite:///{tmp}/parts.db", embedder=embedder) as store:
