@@ -1,25 +1,31 @@
 """What vectors of a frame's *parts* would do to LoCoMo recall, measured before building them.
 
-    HF_HUB_OFFLINE=1 python benchmarks/locomo_part_vectors.py PATH [--combine max mean]
-                                                  [--min-words 0 8] [--embedder local|hashing]
+    HF_HUB_OFFLINE=1 python benchmarks/locomo_part_vectors.py PATH [--combine max mean centroid]
+                    [--min-words 0 8] [--embedder local|hashing] [--no-speaker]
 
 A frame has one vector, of its whole content. A long turn that touches several topics ("Yes! I
 went there last week with my kids. Also, my sister just moved to Denver, and I finally finished
 the painting.") has an embedding near none of them, and the vector lane misses it for a question
-about any one. This script measures the remedy without building it: the store is built as
+about any one. This script measures remedies without building them: the store is built as
 ``locomo_recall.py`` builds it (SQLite, all-MiniLM-L6-v2 or ``--embedder hashing``,
-``store.reconcile()``); then the
-adapter's vector lane is wrapped so that each frame's distance becomes that of its whole vector
-*combined* with its best part's — a part being a sentence of the turn (split after ``.``, ``!``,
-``?``; sentences of fewer than ``--min-words`` words joined to the next), prefixed by the
-speaker as the turn is — ``max`` (the nearer of the two) or ``mean`` (their average); a turn of
-one part keeps its own distance. The parts are embedded once, in memory, by the same model; the
-stored vectors, the keyword lane, the fusion and everything else are the library's. ``base``
-(no parts) is run first: its rows must equal ``locomo_recall.py``'s MiniLM rows.
+``store.reconcile()``); then the adapter's vector lane is wrapped so that each frame's distance
+is computed from its *parts* — a part being a sentence of the turn (split after ``.``, ``!``,
+``?``; sentences of fewer than ``--min-words`` words joined to the next), prefixed by the turn's
+speaker label ("Caroline: ") as the turn is, or, with ``--no-speaker``, the plain split (only
+the first part names the speaker, as any text split into sentences would):
+
+* ``max``: the nearer of the whole vector and the nearest part (a vector per part, the best
+  standing for the frame);
+* ``mean``: the average of those two distances;
+* ``centroid``: the frame's one vector replaced by the normalised mean of its parts' (what the
+  schema of today could store).
+
+A turn of one part keeps its own distance. The parts are embedded once, in memory, by the same
+model; the stored vectors, the keyword lane, the fusion and everything else are the library's.
+``base`` (no parts) is run first: its rows must equal ``locomo_recall.py``'s.
 
 Prints recall@{1,5,10,20,50} and MRR for keyword, vector and hybrid searches per variant, and
-how many part vectors each variant embedded (the embedding calls and vector rows the feature
-would add).
+how many part vectors each variant embedded (the embedding calls and vector rows it would add).
 """
 
 from __future__ import annotations
@@ -48,11 +54,11 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _SPEAKER = re.compile(r"(\w+): (.*)", re.DOTALL)
 
 
-def parts_of(content: str, min_words: int) -> list[str]:
-    """The turn's sentences (short ones joined to the next), each prefixed by its speaker; []
-    for a turn of one part."""
-    found = _SPEAKER.fullmatch(content)
-    speaker, body = (found.group(1), found.group(2)) if found else ("", content)
+def parts_of(content: str, min_words: int, speaker: bool = True) -> list[str]:
+    """The turn's sentences (short ones joined to the next), each prefixed by its speaker (the
+    turn's leading ``Name: ``) unless not ``speaker``; [] for a turn of one part."""
+    found = _SPEAKER.fullmatch(content) if speaker else None
+    label, body = (found.group(1), found.group(2)) if found else ("", content)
     parts: list[str] = []
     pending = ""
     for sentence in _SENTENCE_END.split(body):
@@ -67,7 +73,7 @@ def parts_of(content: str, min_words: int) -> list[str]:
             parts.append(pending)
     if len(parts) <= 1:
         return []
-    return [f"{speaker}: {part}" if speaker else part for part in parts]
+    return [f"{label}: {part}" if label else part for part in parts]
 
 
 class PartLane:
@@ -80,12 +86,13 @@ class PartLane:
         self.start = store.adapter.start_vector_search
         self.combine = "base"
         self.min_words = 0
+        self.speaker = True
         self.parts: dict[tuple[int, int], Any] = {}
 
     def vectors(self, frame_id: int, content: str) -> Any:
         key = (frame_id, self.min_words)
         if key not in self.parts:
-            texts = parts_of(content, self.min_words)
+            texts = parts_of(content, self.min_words, self.speaker)
             self.parts[key] = (np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
                                if texts else None)
         return self.parts[key]
@@ -106,7 +113,12 @@ class PartLane:
                 similarity = whole
                 if parts is not None:
                     best = float((parts @ query).max())
-                    similarity = max(whole, best) if self.combine == "max" else (whole + best) / 2
+                    if self.combine == "centroid":
+                        mean = parts.mean(axis=0)
+                        similarity = float(mean @ query) / float(np.linalg.norm(mean))
+                    else:
+                        similarity = (max(whole, best) if self.combine == "max"
+                                      else (whole + best) / 2)
                 hits.append(LaneHit(hit.frame_id, round(1.0 - similarity, 5), hit.frame,
                                     hit.mentions))
             hits.sort(key=lambda h: (h.score, h.frame_id))
@@ -119,9 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", type=Path)
-    parser.add_argument("--combine", nargs="+", choices=("max", "mean"), default=["max", "mean"])
+    parser.add_argument("--combine", nargs="+", choices=("max", "mean", "centroid"),
+                        default=["max", "mean"])
     parser.add_argument("--min-words", nargs="+", type=int, default=[0])
     parser.add_argument("--embedder", choices=("local", "hashing"), default="local")
+    parser.add_argument("--no-speaker", action="store_true",
+                        help="split the turn as plain text (only the first part names the speaker)")
     args = parser.parse_args(argv)
     data = json.loads(args.path.read_text())
     embedder: Any = LocalEmbedder() if args.embedder == "local" else HashingEmbedder()
@@ -129,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp, \
             ws.open_store(f"sqlite:///{tmp}/parts.db", embedder=embedder) as store:
         lane = PartLane(store, embedder)
+        lane.speaker = not args.no_speaker
         store.adapter.start_vector_search = lane  # type: ignore[method-assign]
         loaded = [(sample, *locomo_recall.load_sample(store, sample)) for sample in data]
         store.reconcile()
