@@ -31,6 +31,7 @@ how many part vectors each variant embedded (the embedding calls and vector rows
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -48,7 +49,10 @@ import numpy as np
 import waggle_store as ws
 from waggle_store.dialects.base import DeferredLane, LaneHit, PendingLane
 from waggle_store.embeddings import HashingEmbedder, LocalEmbedder
-from waggle_store.search.explain import _CONTENT
+from waggle_store.records import Frame
+
+#: Where a hit's frame columns (in :class:`Frame` order) hold the content.
+_CONTENT = [field.name for field in dataclasses.fields(Frame)].index("content")
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _SPEAKER = re.compile(r"(\w+): (.*)", re.DOTALL)
@@ -77,12 +81,12 @@ def parts_of(content: str, min_words: int, speaker: bool = True) -> list[str]:
 
 
 class PartLane:
-    """Wraps ``store.adapter.start_vector_search``: each frame's distance combined with its best
-    part's (the adapter is asked for every frame of the mind, then the top ``limit`` kept)."""
+    """Wraps ``store.adapter.start_vector_search``: each frame's distance computed from its parts
+    as ``combine`` says (the adapter is asked for every frame of the mind, then the top ``limit``
+    kept)."""
 
     def __init__(self, store: ws.Store, embedder: Any) -> None:
         self.embedder = embedder
-        self.adapter = store.adapter
         self.start = store.adapter.start_vector_search
         self.combine = "base"
         self.min_words = 0
@@ -111,14 +115,12 @@ class PartLane:
                 whole = 1.0 - hit.score
                 parts = self.vectors(hit.frame_id, hit.frame[_CONTENT])
                 similarity = whole
-                if parts is not None:
+                if parts is not None and self.combine == "centroid":
+                    mean = parts.mean(axis=0)
+                    similarity = float(mean @ query) / float(np.linalg.norm(mean))
+                elif parts is not None:
                     best = float((parts @ query).max())
-                    if self.combine == "centroid":
-                        mean = parts.mean(axis=0)
-                        similarity = float(mean @ query) / float(np.linalg.norm(mean))
-                    else:
-                        similarity = (max(whole, best) if self.combine == "max"
-                                      else (whole + best) / 2)
+                    similarity = max(whole, best) if self.combine == "max" else (whole + best) / 2
                 hits.append(LaneHit(hit.frame_id, round(1.0 - similarity, 5), hit.frame,
                                     hit.mentions))
             hits.sort(key=lambda h: (h.score, h.frame_id))
