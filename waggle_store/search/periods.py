@@ -216,12 +216,16 @@ def _on_calendar(year: int | None, month: int | None, day: int | None) -> bool:
 _WEEKDAYS: Final = {name.lower(): number for number, name in enumerate(calendar.day_name)}
 
 
+def _day(said: str, day: date) -> Period:
+    """The period of one calendar day."""
+    return Period(said, year=day.year, month=day.month, day=day.day)
+
+
 def _ago(said: str, count: int, unit: str, today: date) -> Period:
     """"3 days ago" is that day; "2 weeks ago" that ISO week; "a month ago" that calendar month;
     "2 years ago" that year."""
     if unit == "day":
-        day = today - timedelta(days=count)
-        return Period(said, year=day.year, month=day.month, day=day.day)
+        return _day(said, today - timedelta(days=count))
     if unit == "week":
         return Period(said, week=today - timedelta(days=today.weekday() + 7 * count))
     if unit == "month":
@@ -233,16 +237,12 @@ def _ago(said: str, count: int, unit: str, today: date) -> Period:
 def _weekday(said: str, weekday: str, today: date) -> Period:
     """"last Friday": the latest Friday before today (a week ago on a Friday)."""
     back = (today.weekday() - _WEEKDAYS[weekday]) % 7 or 7
-    day = today - timedelta(days=back)
-    return Period(said, year=day.year, month=day.month, day=day.day)
+    return _day(said, today - timedelta(days=back))
 
 
 def _relative(said: str, which: str, today: date) -> Period:
-    if which == "today":
-        return Period(said, year=today.year, month=today.month, day=today.day)
-    if which == "yesterday":
-        day = today - timedelta(days=1)
-        return Period(said, year=day.year, month=day.month, day=day.day)
+    if which in ("today", "yesterday"):
+        return _day(said, today - timedelta(days=1 if which == "yesterday" else 0))
     last = which.startswith("last")
     if which.endswith("week"):
         monday = today - timedelta(days=today.weekday() + (7 if last else 0))
