@@ -99,21 +99,26 @@ def test_vectors_are_validated(store: ws.Store, mind: ws.Mind) -> None:
         # One transaction per bad vector, rolled back by the error: nothing of it may remain.
         with pytest.raises(error), store.write() as s:  # noqa: PT012
             model_id = register_model(s, store.adapter, ModelKey("test", "v", 4))
-            store_vectors(s, store.adapter, model_id, [(frame.id, chash, vector)])  # type: ignore[list-item]
+            store_vectors(s, store.adapter, model_id,
+                          [(frame.id, chash, vector)],  # type: ignore[list-item]
+                          text_form="whole")
     with store.write() as s:
         model_id = register_model(s, store.adapter, ModelKey("test", "v", 4))
         assert (
-            store_vectors(s, store.adapter, model_id, [(frame.id, chash, [3.0, 0.0, 4.0, 0.0])])
+            store_vectors(s, store.adapter, model_id, [(frame.id, chash, [3.0, 0.0, 4.0, 0.0])],
+                          text_form="whole")
             == 1
         )
         # Storing again replaces (vec0 has no upsert; the seed crashed here, reference §23.3).
         assert (
-            store_vectors(s, store.adapter, model_id, [(frame.id, chash, [0.0, 1.0, 0.0, 0.0])])
+            store_vectors(s, store.adapter, model_id, [(frame.id, chash, [0.0, 1.0, 0.0, 0.0])],
+                          text_form="whole")
             == 1
         )
         # A stale hash (content changed since embedding) is skipped, never stored as current.
         assert (
-            store_vectors(s, store.adapter, model_id, [(frame.id, "0" * 64, [1.0, 0, 0, 0])]) == 0
+            store_vectors(s, store.adapter, model_id, [(frame.id, "0" * 64, [1.0, 0, 0, 0])],
+                          text_form="whole") == 0
         )
     assert _count(store, model_id) == 1
     assert _manifest(store, frame.id).status == "ready"

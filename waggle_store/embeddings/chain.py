@@ -40,6 +40,7 @@ from waggle_store.embeddings.registry import (
     provider_spec,
 )
 from waggle_store.embeddings.retry import RetryPolicy
+from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.errors import EmbeddingProviderError, InvalidInputError, TierError
 from waggle_store.records import EmbedderStatus
@@ -158,6 +159,11 @@ class EmbeddingChain:
     def embeds_beside_reads(self) -> bool:
         """The active provider's (:func:`~waggle_store.embeddings.base.embeds_beside_reads`)."""
         return embeds_beside_reads(self.resolve())
+
+    @property
+    def text_form(self) -> str:
+        """The active provider's (:func:`~waggle_store.embeddings.sentences.text_form_of`)."""
+        return text_form_of(self.resolve())
 
     @property
     def model(self) -> str:

@@ -30,6 +30,9 @@ class HashingEmbedder:
 
     provider = "hashing"
     model = "blake2b-signed-words-v1"
+    #: Its vector is a bag of the text's words: the mean of its sentences' bags says nothing
+    #: the whole bag does not (:mod:`waggle_store.embeddings.sentences`), so texts stay whole.
+    text_form = "whole"
 
     def __init__(self, dimensions: int = 384) -> None:
         if not isinstance(dimensions, int) or isinstance(dimensions, bool) or dimensions < 2:

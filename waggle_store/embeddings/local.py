@@ -19,6 +19,7 @@ from typing import Any, Final, NamedTuple, TypeVar
 
 from waggle_store.embeddings.base import make_model_id, validate_vector
 from waggle_store.embeddings.registry import known_dimensions
+from waggle_store.embeddings.sentences import TEXT_FORMS, embed_by_sentences
 from waggle_store.errors import EmbeddingProviderError, InvalidInputError, InvalidVectorError
 from waggle_store.workers import WorkerPool
 
@@ -104,6 +105,13 @@ class LocalEmbedder:
     as ``encode()`` on one benchmark machine, 0.92-0.94x on another (``benchmarks/README.md``;
     ``query_runtime="torch"`` keeps ``encode()``). After the load, :attr:`runtime` says which
     runtime texts take.
+
+    ``text_form``: how a document (a memory) becomes its one vector. ``"sentences"`` (default):
+    the normalised mean of its sentences' embeddings, each carrying the text's leading speaker
+    label ("Caroline: "), a one-sentence text as it is
+    (:mod:`waggle_store.embeddings.sentences` says why; it lifts the vector lane's recall on
+    conversations). ``"whole"``: one embedding of the whole text. A query is always embedded
+    whole. Stored vectors of the other form are re-embedded by ``store.reconcile()``.
     """
 
     provider = "local"
@@ -118,10 +126,15 @@ class LocalEmbedder:
         device: str | None = None,
         batch_size: int = 32,
         query_runtime: str = "auto",
+        text_form: str = "sentences",
     ) -> None:
         if query_runtime not in QUERY_RUNTIMES:
             raise InvalidInputError(
                 f"query_runtime must be one of {', '.join(QUERY_RUNTIMES)}, got {query_runtime!r}")
+        if text_form not in TEXT_FORMS:
+            raise InvalidInputError(
+                f"text_form must be one of {', '.join(TEXT_FORMS)}, got {text_form!r}")
+        self.text_form = text_form
         self.model = model
         self.device = device
         self.batch_size = batch_size
@@ -170,10 +183,13 @@ class LocalEmbedder:
         batch = list(texts)
         if not batch:
             return []
+        if self.text_form == "sentences":
+            return _on_model_thread(lambda: embed_by_sentences(batch, self._encode))
         return _on_model_thread(lambda: self._encode(batch))
 
     def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
+        """The whole query's embedding (a question is not split into sentences)."""
+        return _on_model_thread(lambda: self._encode([text]))[0]
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
         model = self._load()

@@ -17,6 +17,7 @@ from typing import Any
 
 from waggle_store.embeddings.base import Embedder
 from waggle_store.embeddings.quota import is_billable, release, reserve
+from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.unitofwork import Database
 
@@ -81,6 +82,11 @@ class MeteredEmbedder:
     @property
     def model_id(self) -> str:
         return self.inner.model_id
+
+    @property
+    def text_form(self) -> str:
+        """The inner embedder's: the meter counts documents, however each is embedded."""
+        return text_form_of(self.inner)
 
     def _billable(self) -> bool:
         return is_billable(self.inner)

@@ -60,6 +60,10 @@ class FrameEmbeddingRow(Base):
     status: Mapped[str] = mapped_column(String(10), default="pending")
     error: Mapped[str | None] = mapped_column(Text, default=None)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: How the ready vector was made from the content (``embeddings.sentences.TEXT_FORMS``):
+    #: reconcile re-embeds a vector of a form the store's embedder no longer makes. Rows
+    #: written before migration 0007 were all "whole".
+    text_form: Mapped[str] = mapped_column(String(16), default="whole", server_default="whole")
 
 
 class EmbeddingUsage(Base):

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from waggle_store.context import MindContext
+from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.models import FrameEmbeddingRow, FrameRow
 from waggle_store.repositories.mind_models import MindModelRepository, mismatch_reason
 from waggle_store.repositories.vectors import mark_pending, model_key, model_key_of, store_vectors
@@ -49,20 +50,22 @@ def write_vectors(session: Session, mind: MindContext, vectors: dict[int, list[f
     rows = {r.id: r for r in session.scalars(select(FrameRow).where(FrameRow.id.in_(vectors)))}
     manifests = {m.frame_id: m for m in session.scalars(
         select(FrameEmbeddingRow).where(FrameEmbeddingRow.frame_id.in_(vectors)))}
+    form = text_form_of(mind.embedder)
     ready: set[int] = set()
     todo: list[tuple[int, str, list[float]]] = []
     missing: list[int] = []
     for frame_id, vector in vectors.items():
         row, manifest = rows[frame_id], manifests.get(frame_id)
         if (model_id is not None and manifest is not None and manifest.status == "ready"
-                and manifest.model_id == model_id and manifest.content_hash == row.content_hash):
+                and manifest.model_id == model_id and manifest.content_hash == row.content_hash
+                and manifest.text_form == form):
             ready.add(frame_id)  # a dedup hit whose vector is current: nothing to write
         elif vector is not None and model_id is not None:
             todo.append((frame_id, row.content_hash, vector))
         else:
             missing.append(frame_id)
     if todo and model_id is not None:
-        store_vectors(session, mind.adapter, model_id, todo)
+        store_vectors(session, mind.adapter, model_id, todo, text_form=form)
         ready.update(frame_id for frame_id, _, _ in todo)
     if missing and embed_error:
         mark_pending(session, missing, embed_error)

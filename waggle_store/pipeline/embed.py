@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from waggle_store.context import StoreContext
 from waggle_store.embeddings.base import validate_vector
+from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.models import FrameRow, MindRow
 from waggle_store.repositories.mind_models import (
@@ -73,6 +74,7 @@ def embed_frames(store: StoreContext, frame_ids: Sequence[int], *,
         if not store.adapter.vector_backend_available(session):
             return EmbedReport(0, 0)
     key = model_key(embedder)  # may resolve an "auto" embedder: outside any transaction
+    form = text_form_of(embedder)
     embedded = failed = 0
     error: str | None = None
     for start in range(0, len(ids), max(1, batch_size)):
@@ -117,7 +119,7 @@ def embed_frames(store: StoreContext, frame_ids: Sequence[int], *,
                 mark_pending(session, fids, why)
             lost_ids = {fid for fids in lost.values() for fid in fids}
             embedded += store_vectors(session, store.adapter, model_id,
-                                      [g for g in good if g[0] not in lost_ids])
+                                      [g for g in good if g[0] not in lost_ids], text_form=form)
             for fid, why in bad.items():
                 mark_pending(session, [fid], why, status="failed", model_id=model_id)
         if bad:

@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session
 from waggle_store.context import MindContext
 from waggle_store.dialects.base import VectorRow
 from waggle_store.embeddings.base import validate_vector
+from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow
 from waggle_store.models.knowledge import EntityMentionRow, EntityRow
 from waggle_store.pipeline.cognify_vectors import write_vectors
@@ -280,6 +281,7 @@ def write_chunk(session: Session, mind: MindContext, gop_id: str, items: Sequenc
         first.setdefault(frame_id, position)
     embedded = vectors is not None and model_id is not None
     error = embed_error[:2000] if embed_error else None
+    form = text_form_of(mind.embedder)
     manifests: list[dict[str, Any]] = []
     new_vectors: list[tuple[int, str, datetime, list[float]]] = []
     for frame_id in new_list:
@@ -287,7 +289,8 @@ def write_chunk(session: Session, mind: MindContext, gop_id: str, items: Sequenc
         manifests.append({"frame_id": frame_id, "model_id": model_id if embedded else None,
                           "content_hash": hashes[position],
                           "status": "ready" if embedded else "pending",
-                          "error": None if embedded else error, "updated_at": now})
+                          "error": None if embedded else error, "updated_at": now,
+                          "text_form": form})
         if vectors is not None and embedded:
             created = items[position].created_at or now
             new_vectors.append((frame_id, hashes[position], created, vectors[position]))

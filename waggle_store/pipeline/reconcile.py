@@ -6,8 +6,9 @@ What drifts and how it is repaired:
   restore, or an older writer can leave frames unindexed or stale, and delete paths that bypass
   the triggers leave orphans. Postgres indexes a generated column, which cannot drift (0).
 * vectors: a frame whose manifest is not ``ready`` for the active model (pending after an embedder
-  outage, failed, written by a different model, content changed since it was embedded), or whose
-  vector row is gone, is embedded again, in batches of :data:`EMBED_BATCH_SIZE`, each embedded
+  outage, failed, written by a different model, content changed since it was embedded, or made
+  in a text form the embedder no longer makes: ``embeddings/sentences.py``), or whose vector row
+  is gone, is embedded again, in batches of :data:`EMBED_BATCH_SIZE`, each embedded
   outside any transaction and stored in one write transaction. The frames to embed are read in
   pages of :data:`PAGE_SIZE` ids (keyset, by id), so memory does not grow with the store.
 * orphans: keyword or vector rows whose frame no longer exists are deleted.
@@ -34,6 +35,7 @@ from typing import Final
 from sqlalchemy import Select, exists, func, or_, select
 
 from waggle_store.context import StoreContext
+from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.models import (
     EmbeddingModelRow,
     FrameEmbeddingRow,
@@ -58,15 +60,17 @@ class _StaleFrames:
     """The frames without a current vector in ``model_id``, read page by page in id order.
 
     Two disjoint sets: by the manifest alone (none, not ready, another model, another content
-    hash) and, through the adapter, a ready manifest whose vector row is missing. Only frames
-    of the minds that use ``model_id`` or have no model yet (a mind on another model is
-    switched explicitly, never by reconcile), and only those that existed when the walk began
-    (``up_to``): frames written meanwhile were embedded by their writer or wait for the next
-    run, and the total stays what it said.
+    hash, another text form than ``text_form``) and, through the adapter, a ready manifest
+    whose vector row is missing. Only frames of the minds that use ``model_id`` or have no
+    model yet (a mind on another model is switched explicitly, never by reconcile), and only
+    those that existed when the walk began (``up_to``): frames written meanwhile were embedded
+    by their writer or wait for the next run, and the total stays what it said.
     """
 
-    def __init__(self, store: StoreContext, model_id: int, mind_id: int | None) -> None:
+    def __init__(self, store: StoreContext, model_id: int, mind_id: int | None,
+                 text_form: str) -> None:
         self.store, self.model_id, self.mind_id = store, model_id, mind_id
+        self.text_form = text_form
         with store.read() as session:
             self.up_to = int(session.scalar(select(func.max(FrameRow.id))) or 0)
             self.total = int(session.scalar(
@@ -90,6 +94,7 @@ class _StaleFrames:
                     FrameEmbeddingRow.model_id.is_(None),
                     FrameEmbeddingRow.model_id != self.model_id,
                     FrameEmbeddingRow.content_hash != FrameRow.content_hash,
+                    FrameEmbeddingRow.text_form != self.text_form,
                 )
             )
             .where(ours, FrameRow.id <= self.up_to)
@@ -167,7 +172,7 @@ def reconcile(
             return ReconcileReport(fts_fixed, 0, orphans, *problems)
         with store.write() as session:
             model_id = register_model(session, store.adapter, key, repair=True)
-        stale = _StaleFrames(store, model_id, mind_id)
+        stale = _StaleFrames(store, model_id, mind_id, text_form_of(store.embedder))
         done = 0
         for page in stale.pages():
             stop = False

@@ -21,6 +21,7 @@ from typing import Final
 from waggle_store.context import MindContext
 from waggle_store.dialects.base import VectorRow
 from waggle_store.embeddings.base import Embedder, validate_vector
+from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.errors import EmbeddingProviderError, WaggleStoreError
 from waggle_store.models import MindRow
 from waggle_store.records import SwitchReport
@@ -92,7 +93,7 @@ def switch_embedding_model(mind: MindContext, embedder: Embedder, *,
         lock_graph(session, mind.id)
         if session.get(MindRow, mind.id) is None:
             raise WaggleStoreError(f"mind {mind.name!r} was dropped during the switch")
-        MindModelRepository(session, mind.id).flip(mind.adapter, target)
+        MindModelRepository(session, mind.id).flip(mind.adapter, target, text_form_of(embedder))
     log.info("mind %r switched from %s to %s (%d frames embedded)", mind.name, from_model,
              describe(key), embedded)
     return SwitchReport(mind.name, from_model, describe(key), embedded, True)

@@ -143,9 +143,11 @@ class MindModelRepository:
                 existing.content_hash, existing.updated_at = content_hash, now
         self.session.flush()
 
-    def flip(self, adapter: SearchAdapter, target_id: int) -> tuple[int | None, int]:
+    def flip(self, adapter: SearchAdapter, target_id: int,
+             text_form: str) -> tuple[int | None, int]:
         """Make ``target_id`` the mind's active model, in the caller's transaction: every frame
-        staged with its current content becomes ``ready`` in it, every other frame ``pending``;
+        staged with its current content becomes ``ready`` in it (its vector made from the text in
+        ``text_form``, the switching embedder's), every other frame ``pending``;
         the old model is retired and its vectors of this mind's frames dropped. Returns (the old
         model id, the number of frames ready in the new model)."""
         old = self.active()
@@ -158,7 +160,7 @@ class MindModelRepository:
                    EmbeddingStagingRow.content_hash == FrameRow.content_hash)).all())
         now = utcnow()
         ready = [{"frame_id": fid, "model_id": target_id, "content_hash": chash,
-                  "status": "ready", "error": None, "updated_at": now}
+                  "status": "ready", "error": None, "updated_at": now, "text_form": text_form}
                  for fid, chash in staged.items()]
         if ready:  # ORM bulk UPDATE by primary key: one executemany
             self.session.execute(update(FrameEmbeddingRow), ready)

@@ -142,8 +142,11 @@ def store_vectors(
     adapter: SearchAdapter,
     model_id: int,
     rows: Sequence[tuple[int, str, Sequence[float]]],
+    *,
+    text_form: str,
 ) -> int:
-    """Store ``(frame_id, content_hash_embedded, vector)`` rows and mark their manifests ready.
+    """Store ``(frame_id, content_hash_embedded, vector)`` rows and mark their manifests ready,
+    made from the text in ``text_form`` (:data:`~waggle_store.embeddings.sentences.TEXT_FORMS`).
 
     Every vector is checked first (dimension, NaN, infinity, zero → DimensionMismatchError /
     InvalidVectorError) and nothing is written if one fails. A frame deleted meanwhile, or whose
@@ -182,6 +185,7 @@ def store_vectors(
                 "status": "ready",
                 "error": None,
                 "updated_at": now,
+                "text_form": text_form,
             }
             for fid, chash, _ in current
         ],

@@ -218,7 +218,7 @@ def _export_vectors(
     e = FrameEmbeddingRow
     for model_id in model_ids:
         stmt = (
-            select(e.frame_id, e.content_hash)
+            select(e.frame_id, e.content_hash, e.text_form)
             .join(FrameRow, FrameRow.id == e.frame_id)
             .where(
                 FrameRow.mind_id == mind.id,
@@ -227,9 +227,9 @@ def _export_vectors(
                 e.content_hash == FrameRow.content_hash,
             )
         )
-        batch: list[tuple[int, str]] = []
+        batch: list[tuple[int, str, str]] = []
         for row in pages(conn, stmt, e.frame_id):
-            batch.append((int(row[0]), str(row[1])))
+            batch.append((int(row[0]), str(row[1]), str(row[2])))
             if len(batch) == PAGE:
                 _emit_vectors(conn, adapter, model_id, batch, emit)
                 batch = []
@@ -240,11 +240,11 @@ def _emit_vectors(
     conn: sa.Connection,
     adapter: Any,
     model_id: int,
-    batch: list[tuple[int, str]],
+    batch: list[tuple[int, str, str]],
     emit: Emit,
 ) -> None:
-    vectors = adapter.read_vectors(conn, model_id, [fid for fid, _ in batch])
-    for fid, digest in batch:
+    vectors = adapter.read_vectors(conn, model_id, [fid for fid, _, _ in batch])
+    for fid, digest, form in batch:
         if fid in vectors:
             emit(
                 "vector",
@@ -253,6 +253,7 @@ def _emit_vectors(
                     "model_id": model_id,
                     "content_hash": digest,
                     "vector": [_f32(x) for x in vectors[fid]],
+                    "text_form": form,
                 },
             )
 

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import Any, Final
 
+from waggle_store.embeddings.sentences import TEXT_FORMS
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import AWARENESS_CATEGORIES, FRAME_SOURCES, FRAME_TYPES, IMPORTANCE_LEVELS
 from waggle_store.models.sessions import SESSION_KINDS, SESSION_STATUSES
@@ -289,6 +290,14 @@ SPECS: Final[dict[str, dict[str, Checker]]] = {
 }
 
 
+#: Fields a record may leave out, as a file written before they existed does: name -> (the value
+#: it then has, checker). A vector's ``text_form`` (how it was made from its frame's text,
+#: ``embeddings/sentences.py``) came with migration 0007; every vector before it was "whole".
+OPTIONAL: Final[dict[str, dict[str, tuple[Any, Checker]]]] = {
+    "vector": {"text_form": ("whole", _choice(TEXT_FORMS))},
+}
+
+
 def _decode(text: str) -> dict[str, Any]:
     try:
         obj = json.loads(text, parse_constant=_refuse_constant)
@@ -346,6 +355,8 @@ def make_line(obj: Mapping[str, Any]) -> Line:
         if name not in obj:
             raise LineError(f"a {kind} record needs the field {name!r}")
         fields[name] = _field(name, obj[name], check)
+    for name, (absent, check) in OPTIONAL.get(str(kind), {}).items():
+        fields[name] = _field(name, obj[name], check) if name in obj else absent
     if kind == "validation_schema":
         _check_schema(fields)
     if kind == "kv":

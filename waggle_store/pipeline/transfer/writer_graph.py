@@ -154,7 +154,7 @@ class GraphWriter:
         """Models are known from pass 1 (``plan.models``); nothing to write until a vector."""
 
     def _write_vector(self, rows: list[dict[str, Any]]) -> None:
-        usable = []
+        usable: dict[str, list[tuple[int, str, list[float]]]] = {}  # by text form
         for r in rows:
             key = ModelKey(*self.plan.models[r["model_id"]])
             if key != self.vector_model:
@@ -166,12 +166,14 @@ class GraphWriter:
                 continue
             new = self.ids["frame"][r["frame_id"]]
             if new in self.inserted_frames:
-                usable.append((new, r["content_hash"], r["vector"]))
+                usable.setdefault(r["text_form"], []).append(
+                    (new, r["content_hash"], r["vector"]))
         if not usable or self.vector_model is None:
             return
         if self._model_id is None:
             if not self.adapter.vector_backend_available(self.s):
                 return
             self._model_id = register_model(self.s, self.adapter, self.vector_model)
-        stored = store_vectors(self.s, self.adapter, self._model_id, usable)
-        self._count("vectors", stored)
+        for form, vectors in usable.items():
+            stored = store_vectors(self.s, self.adapter, self._model_id, vectors, text_form=form)
+            self._count("vectors", stored)
