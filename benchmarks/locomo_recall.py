@@ -2,13 +2,17 @@
 
     python benchmarks/locomo_recall.py PATH [--embedder hashing|local|both]
                                             [--url URL | --embedded-pg] [--stale-context]
+                                            [--whole-vectors-first]
 
 For each embedder it builds one store (SQLite in a temporary directory unless ``--url`` names a
 database, or a throwaway embedded PostgreSQL with ``--embedded-pg``), one mind per conversation,
 one session per LoCoMo session and one frame per turn
 (``mind.frames.create_i(..., created_at=<session date>)``), embeds with ``store.reconcile()``
 (``--stale-context``: after clearing every frame's search context, as in a store built before
-revision 0006, so reconcile must restore them), then asks every category 1-4 question three
+revision 0006, so reconcile must restore them; ``--whole-vectors-first``: the local model's store
+first built and embedded with ``text_form="whole"``, as before revision 0007, then opened with
+the default embedder, whose ``store.reconcile()`` re-embeds every vector of the other form),
+then asks every category 1-4 question three
 ways with ``mind.search(question, limit=50, lanes=...)``: keyword only, vector only, and
 hybrid (both lanes, the default).
 
@@ -189,8 +193,21 @@ def _run(
             url = args.url or f"sqlite:///{Path(tmp) / f'locomo-{name}.db'}"
             schema = f"locomo_{uuid.uuid4().hex[:8]}" if url.startswith("postgresql") else None
             started = time.perf_counter()
+            refreshed = None
+            if args.whole_vectors_first and name == "local":
+                with ws.open_store(url, embedder=LocalEmbedder(text_form="whole"),
+                                   schema=schema) as store:
+                    loaded = [(sample, *load_sample(store, sample)) for sample in data]
+                    store.reconcile()
+                refreshed = [(sample, mind.name, dias) for sample, mind, dias in loaded]
             with ws.open_store(url, embedder=embedder, schema=schema) as store:
-                report[name] = evaluate(store, data, stale_context=args.stale_context)
+                if refreshed is None:
+                    report[name] = evaluate(store, data, stale_context=args.stale_context)
+                else:
+                    fixed = store.reconcile().vectors_fixed
+                    report[name] = score([(sample, store.mind(mind), dias)
+                                          for sample, mind, dias in refreshed])
+                    report[name]["re-embedded by reconcile"] = fixed
                 report[name]["dialect"] = store.engine.dialect.name
                 if schema:
                     with store.engine.begin() as conn:
@@ -215,6 +232,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--stale-context",
         action="store_true",
         help="clear every frame's search context before reconcile (a mind built before them)",
+    )
+    parser.add_argument(
+        "--whole-vectors-first",
+        action="store_true",
+        help="embed the local model's store whole first (a mind built before revision 0007)",
     )
     args = parser.parse_args(argv)
     data = json.loads(args.path.read_text())
@@ -245,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             row = by_lane[lane]
             print(f"{lane:8} " + " ".join(f"{row[c]:9.3f}" for c in cols + cats))
         print(f"questions: {by_lane['hybrid']['questions']}")
+        if "re-embedded by reconcile" in by_lane:
+            print(f"vectors re-embedded by reconcile: {by_lane['re-embedded by reconcile']}")
     return 0
 
 

@@ -15,7 +15,7 @@ import pytest
 from waggle_store.embeddings import LocalEmbedder, resolve_embedder
 from waggle_store.embeddings import chain as chain_module
 from waggle_store.embeddings import local as local_module
-from waggle_store.embeddings.base import validate_vector
+from waggle_store.embeddings.base import l2_normalize, validate_vector
 from waggle_store.embeddings.local import DEFAULT_MODEL, MODEL_THREAD, bundled_model_path
 from waggle_store.errors import EmbeddingProviderError, InvalidInputError
 
@@ -291,3 +291,31 @@ def test_query_runtime_auto_falls_back_and_onnxruntime_insists(
         LocalEmbedder(query_runtime="onnxruntime").embed_query("insists")
     with pytest.raises(InvalidInputError, match="query_runtime must be one of"):
         LocalEmbedder(query_runtime="tensorflow")
+
+
+def test_a_document_of_several_sentences_is_the_mean_of_its_labelled_sentences(
+    local: LocalEmbedder,
+) -> None:
+    """text_form="sentences" (the default): a memory's vector is the normalised mean of its
+    sentences' embeddings, each carrying the speaker label; a query is always embedded whole;
+    text_form="whole" embeds documents whole too."""
+    assert local.text_form == "sentences"
+    text = "Caroline: I went to the support group yesterday. It was powerful! Did you paint?"
+    parts = ["Caroline: I went to the support group yesterday.", "Caroline: It was powerful!",
+             "Caroline: Did you paint?"]
+    one = "Melanie: I painted a lake at sunrise."
+    doc, single, doc_again = local.embed_documents([text, one, text])
+    mean = l2_normalize([sum(c) / 3 for c in zip(*(local.embed_query(p) for p in parts),
+                                                 strict=True)])
+    assert doc == pytest.approx(mean, abs=1e-5)
+    assert doc_again == pytest.approx(doc, abs=1e-6)
+    assert single == pytest.approx(local.embed_query(one), abs=1e-5)
+    whole = local.embed_query(text)
+    assert cosine(doc, whole) < 0.99  # the query is the whole text, not its sentences
+    local.text_form = "whole"
+    try:
+        assert local.embed_documents([text])[0] == pytest.approx(whole, abs=1e-5)
+    finally:
+        local.text_form = "sentences"
+    with pytest.raises(InvalidInputError, match="text_form"):
+        LocalEmbedder(text_form="paragraphs")

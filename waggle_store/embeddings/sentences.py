@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from waggle_store.embeddings.base import l2_normalize
+from waggle_store.errors import InvalidInputError
 
 __all__ = ["TEXT_FORMS", "embed_by_sentences", "sentence_parts", "text_form_of"]
 
@@ -43,9 +44,13 @@ _SPEAKER: Final = re.compile(r"(\w+): (.*)", re.DOTALL)
 
 def text_form_of(embedder: object) -> str:
     """The embedder's ``text_form`` attribute, ``"whole"`` when it has none (any embedder
-    written before the attribute, or one that has no reason to split)."""
+    written before the attribute, or one that has no reason to split). Any other value is an
+    error: its vectors would be recorded as made in a form they were not."""
     form = getattr(embedder, "text_form", "whole")
-    return form if form in TEXT_FORMS else "whole"
+    if form not in TEXT_FORMS:
+        raise InvalidInputError(
+            f"an embedder's text_form must be one of {', '.join(TEXT_FORMS)}, got {form!r}")
+    return str(form)
 
 
 def sentence_parts(text: str) -> list[str]:
