@@ -57,6 +57,17 @@ def _close(a: Sequence[float] | None, b: Sequence[float]) -> bool:
     return a is not None and max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-5
 
 
+def _similarity(query: str, vector: Sequence[float]) -> float:
+    return sum(q * v for q, v in zip(HashingEmbedder().embed_query(query), vector, strict=True))
+
+
+def _lane_score(mind: ws.Mind, query: str, frame_id: int) -> float:
+    """The vector lane's similarity of ``frame_id`` to ``query``, as the search read it (the
+    lane's score is the cosine distance)."""
+    hit = next(r for r in mind.search(query, lanes=("vector",)) if r.frame.id == frame_id)
+    return 1.0 - float(hit.explain["lanes"]["vector"]["score"])
+
+
 def _write(mind: ws.Mind) -> list[int]:
     gop = mind.sessions.ensure("s1").gop_id
     return [mind.cognify(text, gop_id=gop).frame_id for text in TEXTS]
@@ -76,9 +87,14 @@ def test_vectors_record_their_text_form_and_reconcile_makes_them_current(
 
     new = store_factory(embedder=sentences)
     mind = new.mind("m")
-    # Until reconcile, the old vectors serve (the same model: comparable, only made otherwise).
+    # Until reconcile, the old vectors serve (the same model: comparable, only made otherwise);
+    # after it, the search reads the new ones (on SQLite through its in-process index too).
     assert {row[1] for row in _stored(new, mind, ids).values()} == {"whole"}
-    assert mind.search("support group", lanes=("vector",))[0].frame.id == ids[0]
+    query = "support group powerful"
+    before = _similarity(query, whole.embed_documents([TEXTS[0]])[0])
+    after = _similarity(query, sentences.embed_documents([TEXTS[0]])[0])
+    assert abs(before - after) > 0.02
+    assert _lane_score(mind, query, ids[0]) == pytest.approx(before, abs=2e-3)
     report = new.reconcile()
     assert report.vectors_fixed == len(ids)
     stored = _stored(new, mind, ids)
@@ -88,6 +104,7 @@ def test_vectors_record_their_text_form_and_reconcile_makes_them_current(
     # The several-sentence texts' vectors changed; the one-sentence text's is its own embedding.
     assert not _close(stored[ids[0]][2], whole.embed_documents([TEXTS[0]])[0])
     assert _close(stored[ids[2]][2], whole.embed_documents([TEXTS[2]])[0])
+    assert _lane_score(mind, query, ids[0]) == pytest.approx(after, abs=2e-3)
     assert new.reconcile() == ws.ReconcileReport(0, 0, 0)
     # New memories are written in the store's form at once; reconcile has nothing to do.
     fresh = mind.cognify("Jon: The studio opened. It is busy.", gop_id="s1").frame_id
