@@ -13,7 +13,7 @@ from waggle_store.embeddings.sentences import (
     sentence_parts,
     text_form_of,
 )
-from waggle_store.errors import InvalidInputError
+from waggle_store.errors import InvalidInputError, WaggleStoreError
 
 
 def test_a_speaker_label_is_carried_into_each_sentence() -> None:
@@ -50,7 +50,7 @@ def test_pooling_is_the_normalised_mean_in_one_call() -> None:
     assert embed_by_sentences(["a: x. y.", "solo"], embed) == [
         pytest.approx([1 / math.sqrt(2), 1 / math.sqrt(2)]), [0.6, 0.8]]
     assert calls == [["a: x.", "a: y.", "solo"]]
-    with pytest.raises(ValueError, match="2 vectors for 3 texts"):
+    with pytest.raises(WaggleStoreError, match="2 vectors for 3 texts"):
         embed_by_sentences(["a: x. y.", "solo"], lambda texts: [[1.0, 0.0]] * 2)
 
 

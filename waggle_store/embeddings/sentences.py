@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from waggle_store.embeddings.base import l2_normalize
-from waggle_store.errors import InvalidInputError
+from waggle_store.errors import InvalidInputError, WaggleStoreError
 
 __all__ = ["TEXT_FORMS", "embed_by_sentences", "sentence_parts", "text_form_of"]
 
@@ -77,7 +77,7 @@ def embed_by_sentences(texts: Sequence[str],
         flat.extend(parts)
     vectors = embed(flat)
     if len(vectors) != len(flat):
-        raise ValueError(f"the model returned {len(vectors)} vectors for {len(flat)} texts")
+        raise WaggleStoreError(f"the model returned {len(vectors)} vectors for {len(flat)} texts")
     out: list[list[float]] = []
     for start, end in spans:
         if end - start == 1:
