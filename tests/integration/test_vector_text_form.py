@@ -17,6 +17,7 @@ import waggle_store as ws
 from waggle_store.embeddings import HashingEmbedder
 from waggle_store.embeddings.sentences import embed_by_sentences
 from waggle_store.models import FrameEmbeddingRow
+from waggle_store.pipeline.switch import switch_embedding_model
 from waggle_store.repositories.mind_models import MindModelRepository
 from waggle_store.repositories.vectors import model_key, register_model
 
@@ -149,6 +150,41 @@ def test_a_switch_records_the_form_of_the_embedder_it_switched_to(
     report = mind.switch_embedding_model(other)
     assert report.switched
     assert report.frames_embedded == len(ids)
+    stored = _stored(store, mind, ids)
+    for fid, text in zip(ids, TEXTS, strict=True):
+        assert stored[fid][:2] == ("ready", "sentences")
+        assert _close(stored[fid][2], other.embed_documents([text])[0])
+
+
+class FailingAfter(HashingEmbedder):
+    """The hashing model, whose provider goes down after ``calls`` embedding calls."""
+
+    def __init__(self, dimensions: int, calls: int) -> None:
+        super().__init__(dimensions)
+        self.left = calls
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.left == 0:
+            raise RuntimeError("provider down")
+        self.left -= 1
+        return super().embed_documents(texts)
+
+
+def test_a_switch_resumed_in_another_form_embeds_what_it_had_staged_again(
+    store_factory: Callable[..., ws.Store],
+) -> None:
+    """A switch stopped after staging whole vectors and resumed by an embedder of the same model
+    in the sentences form embeds those frames again: no vector ends up recorded in a form it was
+    not made in."""
+    store = store_factory()
+    mind = store.mind("m")
+    ids = _write(mind)
+    with pytest.raises(ws.EmbeddingProviderError, match="provider down"):
+        switch_embedding_model(mind.context, FailingAfter(64, calls=1), batch_size=1)
+    other = SentenceHashing(dimensions=64)
+    report = mind.switch_embedding_model(other)
+    assert report.switched
+    assert report.frames_embedded == len(ids)  # the one staged whole, embedded again
     stored = _stored(store, mind, ids)
     for fid, text in zip(ids, TEXTS, strict=True):
         assert stored[fid][:2] == ("ready", "sentences")

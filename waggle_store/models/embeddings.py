@@ -127,3 +127,6 @@ class EmbeddingStagingRow(Base):
     )
     content_hash: Mapped[str] = mapped_column(String(64))
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: The text form the staged vector was made in (as ``FrameEmbeddingRow.text_form``): a
+    #: switch resumed by an embedder of another form embeds the frame again.
+    text_form: Mapped[str] = mapped_column(String(16), default="whole", server_default="whole")

@@ -50,6 +50,7 @@ def switch_embedding_model(mind: MindContext, embedder: Embedder, *,
     (:class:`EmbeddingProviderError`) with the switch left resumable and the old model serving.
     """
     key = model_key(embedder)  # may resolve an "auto" embedder: outside any transaction
+    form = text_form_of(embedder)
     with mind.write() as session:
         lock_graph(session, mind.id)  # the mind row first, as every write path
         target = register_model(session, mind.adapter, key)
@@ -63,7 +64,8 @@ def switch_embedding_model(mind: MindContext, embedder: Embedder, *,
     embedded = 0
     while True:
         with mind.read() as session:
-            todo = MindModelRepository(session, mind.id).unstaged(target, max(1, batch_size))
+            todo = MindModelRepository(session, mind.id).unstaged(target, max(1, batch_size),
+                                                                  form)
         if not todo:
             break
         try:
@@ -85,7 +87,8 @@ def switch_embedding_model(mind: MindContext, embedder: Embedder, *,
             mind.adapter.upsert_vectors(session, target, [
                 VectorRow(fid, mind.id, rows[fid].gop_id, rows[fid].created_at, unit)
                 for fid, _, unit in current])
-            MindModelRepository(session, mind.id).stage(target, [(f, h) for f, h, _ in current])
+            MindModelRepository(session, mind.id).stage(target, [(f, h) for f, h, _ in current],
+                                                        form)
         embedded += len(current)
         if progress is not None:
             progress(embedded, total)
@@ -93,7 +96,7 @@ def switch_embedding_model(mind: MindContext, embedder: Embedder, *,
         lock_graph(session, mind.id)
         if session.get(MindRow, mind.id) is None:
             raise WaggleStoreError(f"mind {mind.name!r} was dropped during the switch")
-        MindModelRepository(session, mind.id).flip(mind.adapter, target, text_form_of(embedder))
+        MindModelRepository(session, mind.id).flip(mind.adapter, target, form)
     log.info("mind %r switched from %s to %s (%d frames embedded)", mind.name, from_model,
              describe(key), embedded)
     return SwitchReport(mind.name, from_model, describe(key), embedded, True)

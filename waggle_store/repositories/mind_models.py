@@ -113,13 +113,15 @@ class MindModelRepository:
             row.status, row.updated_at = "switching", utcnow()
         self.session.flush()
 
-    def unstaged(self, target_id: int, limit: int) -> list[tuple[int, str, str]]:
-        """Up to ``limit`` frames of the mind without a current staged vector in ``target_id``:
-        (id, content, content_hash), oldest first."""
+    def unstaged(self, target_id: int, limit: int,
+                 text_form: str) -> list[tuple[int, str, str]]:
+        """Up to ``limit`` frames of the mind without a current staged vector in ``target_id``
+        (of their content, made in ``text_form``): (id, content, content_hash), oldest first."""
         staged = exists().where(
             EmbeddingStagingRow.frame_id == FrameRow.id,
             EmbeddingStagingRow.model_id == target_id,
-            EmbeddingStagingRow.content_hash == FrameRow.content_hash)
+            EmbeddingStagingRow.content_hash == FrameRow.content_hash,
+            EmbeddingStagingRow.text_form == text_form)
         rows = self.session.execute(
             select(FrameRow.id, FrameRow.content, FrameRow.content_hash)
             .where(FrameRow.mind_id == self.mind_id, ~staged)
@@ -131,23 +133,26 @@ class MindModelRepository:
             select(func.count()).select_from(FrameRow).where(FrameRow.mind_id == self.mind_id))
             or 0)
 
-    def stage(self, target_id: int, rows: Sequence[tuple[int, str]]) -> None:
-        """Record (frame id, content hash) as embedded into ``target_id``'s table."""
+    def stage(self, target_id: int, rows: Sequence[tuple[int, str]], text_form: str) -> None:
+        """Record (frame id, content hash) as embedded into ``target_id``'s table in
+        ``text_form``."""
         now = utcnow()
         for frame_id, content_hash in rows:
             existing = self.session.get(EmbeddingStagingRow, (frame_id, target_id))
             if existing is None:
                 self.session.add(EmbeddingStagingRow(frame_id=frame_id, model_id=target_id,
-                                                     content_hash=content_hash, updated_at=now))
+                                                     content_hash=content_hash, updated_at=now,
+                                                     text_form=text_form))
             else:
                 existing.content_hash, existing.updated_at = content_hash, now
+                existing.text_form = text_form
         self.session.flush()
 
     def flip(self, adapter: SearchAdapter, target_id: int,
              text_form: str) -> tuple[int | None, int]:
         """Make ``target_id`` the mind's active model, in the caller's transaction: every frame
-        staged with its current content becomes ``ready`` in it (its vector made from the text in
-        ``text_form``, the switching embedder's), every other frame ``pending``;
+        staged with its current content in ``text_form`` (the switching embedder's) becomes
+        ``ready`` in it, every other frame ``pending``;
         the old model is retired and its vectors of this mind's frames dropped. Returns (the old
         model id, the number of frames ready in the new model)."""
         old = self.active()
@@ -157,7 +162,8 @@ class MindModelRepository:
             select(EmbeddingStagingRow.frame_id, EmbeddingStagingRow.content_hash)
             .join(FrameRow, FrameRow.id == EmbeddingStagingRow.frame_id)
             .where(FrameRow.mind_id == self.mind_id, EmbeddingStagingRow.model_id == target_id,
-                   EmbeddingStagingRow.content_hash == FrameRow.content_hash)).all())
+                   EmbeddingStagingRow.content_hash == FrameRow.content_hash,
+                   EmbeddingStagingRow.text_form == text_form)).all())
         now = utcnow()
         ready = [{"frame_id": fid, "model_id": target_id, "content_hash": chash,
                   "status": "ready", "error": None, "updated_at": now, "text_form": text_form}
