@@ -101,22 +101,29 @@ def gold_ids(evidence: Sequence[str], known: set[str]) -> set[str]:
     return out
 
 
+def session_numbers(conv: dict[str, Any]) -> list[int]:
+    """The numbers of the conversation's sessions, in order (some date keys have no session)."""
+    return sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    """A turn's frame text, as the protocol writes it: speaker, text, and the shared image."""
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares {turn['blip_caption']}]"
+    return text
+
+
 def load_sample(store: ws.Store, sample: dict[str, Any]) -> tuple[ws.Mind, dict[int, set[str]]]:
     """Create the sample's mind; returns it and frame id → dia_ids (dedup can merge turns)."""
     mind = store.mind(f"{sample['sample_id']}-{uuid.uuid4().hex[:6]}")
     conv = sample["conversation"]
     frame_dias: dict[int, set[str]] = defaultdict(set)
-    sessions = sorted(
-        (int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k)),
-    )
-    for n in sessions:
+    for n in session_numbers(conv):
         when = parse_session_date(conv[f"session_{n}_date_time"])
         gop = mind.sessions.ensure(f"session_{n}").gop_id
         for turn in conv[f"session_{n}"]:
-            text = f"{turn['speaker']}: {turn['text']}"
-            if turn.get("blip_caption"):
-                text += f" [shares {turn['blip_caption']}]"
-            frame = mind.frames.create_i(gop, text, created_at=when)
+            frame = mind.frames.create_i(gop, turn_text(turn), created_at=when)
             frame_dias[frame.id].add(normalise_dia_id(turn["dia_id"]))
     return mind, frame_dias
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -25,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from locomo_recall import session_numbers, turn_text
 
 import waggle_store as ws
 from waggle_store.embeddings import LocalEmbedder
@@ -34,17 +36,10 @@ FORMS = ("whole", "sentences")
 
 
 def turns(data: list[dict[str, Any]]) -> list[str]:
-    """Every turn as ``locomo_recall.py`` stores it."""
-    out = []
-    for sample in data:
-        conversation = sample["conversation"]
-        for key in sorted(k for k in conversation if re.fullmatch(r"session_\d+", k)):
-            for turn in conversation[key]:
-                text = f"{turn['speaker']}: {turn['text']}"
-                if turn.get("blip_caption"):
-                    text += f" [shares {turn['blip_caption']}]"
-                out.append(text)
-    return out
+    """Every turn's text as ``locomo_recall.py`` stores it."""
+    return [turn_text(turn) for sample in data
+            for n in session_numbers(sample["conversation"])
+            for turn in sample["conversation"][f"session_{n}"]]
 
 
 def main() -> int:
