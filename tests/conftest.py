@@ -228,6 +228,13 @@ class _KeywordIndexSQL:
     drop_part: str
     #: Drop the object that keeps vector table ``{table}`` usable (its trigger / HNSW index).
     drop_vector_part: str
+    #: Statements before ``explain`` in its transaction; ``explain`` + a statement: its plan.
+    #: Postgres is kept off plans that need no index (a seq scan and a sort are what a table of
+    #: a test's size gets), so the plan shows whether an index *can* serve the statement.
+    explain_setup: tuple[str, ...]
+    explain: str
+    #: What a plan says where it sorts rows.
+    explain_sort: str
 
 
 # Per ``Target.dialect``. The package's own dialect SQL lives in waggle_store/dialects/.
@@ -241,6 +248,9 @@ _KEYWORD_INDEX_SQL = {
         drop="DROP TABLE waggle_memory_frames_fts",
         drop_part="DROP TRIGGER waggle_memory_frames_fts_ai",
         drop_vector_part="DROP TRIGGER {table}_ad",
+        explain_setup=(),
+        explain="EXPLAIN QUERY PLAN ",
+        explain_sort="TEMP B-TREE",
     ),
     "postgresql": _KeywordIndexSQL(
         find="SELECT id FROM waggle_memory_frames"
@@ -249,6 +259,10 @@ _KEYWORD_INDEX_SQL = {
         drop="ALTER TABLE waggle_memory_frames DROP COLUMN content_tsv",
         drop_part="DROP INDEX ix_waggle_memory_frames_content_tsv",
         drop_vector_part="DROP INDEX {table}_hnsw",
+        explain_setup=("SET LOCAL enable_seqscan = off", "SET LOCAL enable_sort = off",
+                       "SET LOCAL enable_bitmapscan = off"),
+        explain="EXPLAIN ",
+        explain_sort="Sort",
     ),
 }
 
@@ -281,6 +295,18 @@ class KeywordIndexProbe:
     def drop_vector_part(self, table: str) -> None:
         with self._store.write() as s:
             s.execute(sa.text(self._sql.drop_vector_part.format(table=table)))
+
+    def plan(self, statement: str, parameters: Any) -> str:
+        """The plan of a statement (``:name`` binds, as for ``text()``)."""
+        with self._store.engine.connect() as conn, conn.begin():
+            for setup in self._sql.explain_setup:
+                conn.exec_driver_sql(setup)
+            rows = conn.execute(sa.text(self._sql.explain + statement), parameters).all()
+        return "\n".join(" ".join(map(str, row)) for row in rows)
+
+    def sorts(self, plan: str) -> bool:
+        """Whether a plan of :meth:`plan` sorts rows (an index gives no order it needs)."""
+        return self._sql.explain_sort in plan
 
 
 @pytest.fixture

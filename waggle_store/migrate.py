@@ -59,7 +59,9 @@ _DERIVED_TABLE_PREFIXES = (TABLE_PREFIX + "memory_frames_fts", TABLE_PREFIX + "f
 _DERIVED_COLUMNS = {(TABLE_PREFIX + "memory_frames", "content_tsv"),
                     (TABLE_PREFIX + "memory_frames", "context_tsv")}
 _DERIVED_INDEXES = {f"ix_{TABLE_PREFIX}memory_frames_content_tsv",
-                    f"ix_{TABLE_PREFIX}memory_frames_context_tsv"}
+                    f"ix_{TABLE_PREFIX}memory_frames_context_tsv",
+                    # an index on each dialect's own length expression (migration 0008)
+                    f"ix_{TABLE_PREFIX}memory_frames_mind_id_text_bytes"}
 
 Bind = str | sa.URL | sa.Engine | sa.Connection
 

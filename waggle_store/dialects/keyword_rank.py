@@ -44,7 +44,11 @@ A *common* term's ``df`` (one that a sixteenth of the frames and at least
 :data:`COMMON_TERM_FRAMES` hold: a speaker's name, a word the mind says all the time) is reused
 the same way (:class:`TermCounts`), and with it known the lane reads only the frames holding the
 query's other terms, then checks that no frame holding only common terms could be on its page
-(else it reads them all): a query's cost follows its rarer terms, not the most common one.
+(else it reads them all): a query's cost follows its rarer terms, not the most common one. A
+query made *only* of common terms (a speaker's name alone) has no rarer term: every frame holding
+them all in its own words scores the same most a frame can, so its page is the shortest of those
+frames, which the lane finds walking the mind's frames shortest first (:func:`shortest_page_sql`,
+an index on the length: migration 0008) instead of reading and sorting every frame holding them.
 """
 
 from __future__ import annotations
@@ -52,11 +56,11 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from waggle_store.dialects.base import T_FRAMES, Executor, LaneFilter
-from waggle_store.dialects.common import frame_filters, run_lane
+from waggle_store.dialects.common import frame_filters, frame_select, run_lane
 from waggle_store.dialects.context_index import CONTEXT_WEIGHT
 
 _K = TypeVar("_K")
@@ -77,6 +81,13 @@ FRAME_COUNT_TTL: Final = 60.0
 #: ran twice (``benchmarks/README.md``).
 COMMON_TERM_FRAMES: Final = 1000
 COMMON_TERM_SHARE: Final = 1 / 16
+#: A query of common terms only walks at most this many times its page's frames, shortest first,
+#: for the frames holding them all (:func:`shortest_page_sql`). A common term is in a sixteenth
+#: of the frames or more (its ``df`` counts a frame holding it only in its context, the frame
+#: before one holding it: at least a thirty-second hold it in their own words), so one term's walk
+#: expects at least twice its page; fewer found (rarer combinations of terms, a narrow filter)
+#: and the whole lane runs after the walk.
+SHORTEST_WALK: Final = 64
 
 #: PostgreSQL's ``english`` stop words (``tsearch_data/english.stop``, the Snowball list),
 #: which ``to_tsvector``/``plainto_tsquery`` drop before stemming.
@@ -250,8 +261,8 @@ class TermCounts:
     def common(self, mind_ids: Sequence[int], terms: Sequence[str], *,
                expired: bool = False) -> dict[int, int]:
         """The position and known ``df`` of each of ``terms`` known to be common — fresh, or
-        any known one with ``expired`` (then it is due for a recount: :meth:`due`); none when
-        every term is (no other term to find candidates by)."""
+        any known one with ``expired`` (then it is due for a recount: :meth:`due`); every term
+        when all are (then no term finds candidates: :func:`shortest_page_sql`)."""
         key, now = tuple(mind_ids), time.monotonic()
         found: dict[int, int] = {}
         stale: list[tuple[tuple[int, ...], str]] = []
@@ -264,8 +275,6 @@ class TermCounts:
                     continue
                 stale.append((key, term))
             found[i] = known[0]
-        if len(found) == len(terms):
-            return {}
         self._stale.update(stale)
         return found
 
@@ -333,7 +342,7 @@ def _prefixed(alias: str, columns: str) -> str:
     return ", ".join(f"{alias}.{c}" for c in columns.split(", "))
 
 
-def weights_sql(counted: str, terms: int, common: Mapping[int, int]) -> str:
+def weights_sql(counted: str, terms: int, common: Collection[int]) -> str:
     """The idf row ``w`` from the row ``s`` of ``counted`` (``n`` and ``d0``…: ``N`` and each
     term's ``df``): ``n``, each term's weight ``w<i>`` and ``df`` ``d<i>``, and ``ub``, the most a
     frame holding none of the other terms can score: the sum of the ``common`` terms' weights
@@ -344,20 +353,75 @@ def weights_sql(counted: str, terms: int, common: Mapping[int, int]) -> str:
     return (f"SELECT x.*, {ub} AS ub FROM (SELECT s.n, {idf}, {dfs} FROM ({counted}) s) x")
 
 
+def known_total(frame_counts: FrameCounts, mind_ids: Sequence[int], count_minds: str,
+                params: dict[str, object], *, expired: bool = False) -> tuple[str, bool]:
+    """``N`` for a statement without candidates to count (:func:`shortest_page_sql`): the reused
+    count bound as ``:n`` (``expired``: even an expired one), else a count of the minds' frames
+    (``count_minds``: their filter on ``f``); and whether the statement counts."""
+    known = frame_counts.reusable(mind_ids, expired=expired)
+    if known is None:
+        return f"({_count_sql(count_minds)})", True
+    params["n"] = known
+    return ":n", False
+
+
+def shortest_page_sql(counted: str, terms: int, *, holds: Sequence[str], length: str,
+                      minds: str, filters: str, sources: str = "", queries: str = "") -> str:
+    """The lane's page for a query of common terms only, on both dialects: the rows of
+    :func:`ranked_page_sql` (each term's ``df`` and ``N`` from ``counted``, as
+    :func:`weights_sql` reads them).
+
+    Every frame holding all the terms in its own words (``holds``: the dialect's test of each on
+    ``f``) scores the sum of their weights, the most any frame can (a term found only in the
+    context weighs less), and equal scores go shortest first (``length``: the dialect's
+    ``TEXT_BYTES``, then the id). So when at least ``:limit`` frames hold them all, the page is
+    the ``:limit`` shortest such frames — the same frames, scores and order as the whole lane's —
+    found by walking the searched mind's frames in the order of the index on ``(mind_id,
+    length, id)`` (migration 0008) and testing each, not by reading every frame holding a term
+    (87 % of the mind for a speaker's name). The walk stops at the page, and never goes past the
+    ``:walk`` shortest frames of the mind (:data:`SHORTEST_WALK` times the page): a page it does
+    not fill is ranked again by the whole lane (:func:`keyword_rows`). ``minds``: the mind filter
+    on ``f`` (one mind: the index gives its order); ``filters``: that and the session/time
+    filters; ``sources``, ``queries``: what the tests read (the FROM items after ``f``, and their
+    CTEs, ending with a comma)."""
+    tail = ", ".join(["n", *(f"d{i}" for i in range(terms)), "ub"])
+    walked = (f"(SELECT max(s.len) FROM (SELECT {length} AS len FROM {T_FRAMES} f WHERE {minds} "
+              f"ORDER BY {length} LIMIT :walk) s)")
+    return (
+        f"WITH {queries}w AS MATERIALIZED ({weights_sql(counted, terms, range(terms))}) "
+        f"SELECT h.id, w.ub, {frame_select()}, {_prefixed('w', tail)} FROM (SELECT f.id, "
+        f"{length} AS len FROM {T_FRAMES} f{sources} WHERE {filters} AND {length} <= {walked} "
+        f"AND {' AND '.join(holds)} ORDER BY {length}, f.id LIMIT :limit) h "
+        f"JOIN {T_FRAMES} f ON f.id = h.id CROSS JOIN w ORDER BY h.len, h.id"
+    )
+
+
 def lane_tail(row: Sequence[Any], terms: int) -> tuple[int, list[int], float]:
     """``N``, the terms' ``df`` and ``ub`` that end a row of :func:`ranked_page_sql`."""
     return int(row[-2 - terms]), [int(d) for d in row[-1 - terms:-1]], float(row[-1])
 
 
 def keyword_rows(statement: Callable[[Mapping[int, int]], tuple[list[Any], bool]],
+                 shortest: Callable[[Mapping[int, int]], tuple[list[Any], bool]],
                  frame_counts: FrameCounts, term_counts: TermCounts, mind_ids: Sequence[int],
                  terms: Sequence[str], limit: int, *, expired: bool = False) -> list[Any]:
     """The keyword lane's rows on both dialects: ``statement(common)`` runs the adapter's
     statement with the known common terms (position -> ``df``; empty: every term finds
     candidates) and says whether it counted ``N``; a pruned page that does not hold
-    (:func:`page_holds`) is ranked again by the whole lane. The counts the statement made are
-    remembered (``expired``: known counts may be used expired; see :class:`TermCounts`)."""
+    (:func:`page_holds`) is ranked again by the whole lane. When every term is known common and
+    one mind is searched, ``shortest(common)`` walks for the page first
+    (:func:`shortest_page_sql`); a page it does not fill is ranked by the whole lane. The counts
+    the statements made are remembered (``expired``: known counts may be used expired; see
+    :class:`TermCounts`)."""
     common = term_counts.common(mind_ids, terms, expired=expired)
+    if len(common) == len(terms):
+        if len(mind_ids) == 1:
+            rows, counting = shortest(common)
+            if len(rows) >= limit:
+                if counting:
+                    frame_counts.counted(mind_ids, lane_tail(rows[0], len(terms))[0])
+                return rows
+        common = {}  # no term to find candidates by: the whole lane
     rows, counting = statement(common)
     if common and not page_holds(rows, limit):
         common = {}

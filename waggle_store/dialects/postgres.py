@@ -62,12 +62,15 @@ from waggle_store.dialects.common import (
 from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.keyword_rank import (
+    SHORTEST_WALK,
     FrameCounts,
     TermCounts,
     count_frames,
     keyword_rows,
+    known_total,
     ranked_page_sql,
     score_sql,
+    shortest_page_sql,
     weights_sql,
 )
 from waggle_store.dialects.postgres_engine import HNSW_EF_SEARCH
@@ -219,6 +222,7 @@ class PostgresAdapter:
         rows = keyword_rows(
             lambda common: self._keyword_rows(session, values, where, limit, expired_count,
                                               common),
+            lambda dfs: self._shortest_rows(session, values, where, limit, expired_count, dfs),
             self.frame_counts, self.term_counts, where.mind_ids, values, limit,
             expired=expired_count)
         return frame_hits(session, rows)
@@ -277,6 +281,33 @@ class PostgresAdapter:
             + ranked_page_sql(score, filters, frame_select(), len(values)),
             params,
         )
+        return rows, counting
+
+    def _shortest_rows(self, session: Executor, values: Sequence[str], where: LaneFilter,
+                       limit: int, expired_count: bool, dfs: Mapping[int, int]
+                       ) -> tuple[list[Any], bool]:
+        """The page of a query of common terms only (``dfs``: each one's known ``df``), walked
+        shortest first (:func:`~waggle_store.dialects.keyword_rank.shortest_page_sql`; each
+        walked frame's ``content_tsv`` tested): its rows and whether it counted ``N``. ``n`` and
+        the ``df`` are typed as :meth:`_keyword_rows` has them (``float8``, ``bigint``), so the
+        weights are the same floating-point operations."""
+        params: dict[str, Any] = {"limit": int(limit), "walk": SHORTEST_WALK * int(limit)}
+        n = range(len(values))
+        for i, value in enumerate(values):
+            params[f"t{i}"] = value
+        minds = frame_filters(LaneFilter(where.mind_ids), params)
+        filters = frame_filters(where, params)
+        total, counting = known_total(self.frame_counts, where.mind_ids, minds, params,
+                                      expired=expired_count)
+        for i, df in dfs.items():
+            params[f"df{i}"] = df
+        counted = (f"SELECT GREATEST({total}, {', '.join(f'CAST(:df{i} AS bigint)' for i in n)})"
+                   "::float8 AS n, " + ", ".join(f"CAST(:df{i} AS bigint) AS d{i}" for i in n))
+        queries = ", ".join(f"plainto_tsquery('english', :t{i}) AS q{i}" for i in n)
+        rows = run_lane(session, shortest_page_sql(
+            counted, len(values), holds=[f"f.content_tsv @@ q.q{i}" for i in n],
+            length=TEXT_BYTES, minds=minds, filters=filters, sources=", q",
+            queries=f"q AS MATERIALIZED (SELECT {queries}), "), params)
         return rows, counting
 
     def like_search(
