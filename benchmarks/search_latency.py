@@ -43,7 +43,8 @@ On Postgres the tables are ``VACUUM ANALYZE``d after the load, as autovacuum wou
 
 ``--common-word RANK``: every query also holds the term of that frequency rank (0: in 87 % of the
 frames, 5: 29 %), as questions to a conversation's memory name a speaker whose name is in half
-its frames; the default queries' terms are each in 0.1–4 % of the frames.
+its frames; the default queries' terms are each in 0.1–4 % of the frames. With
+``--common-only`` every query is that term alone (the name asked alone: nothing rarer narrows it).
 
 ``--sporadic``: each library search is timed as one that comes more than a minute after the
 previous (an agent's searches are minutes apart more often than milliseconds): the cached count
@@ -125,10 +126,11 @@ def _vocabulary(rng: random.Random, size: int = 5000, words: str = "pseudo") -> 
     return sorted(drawn)
 
 
-def _texts(n: int, seed: int = 7, words: str = "pseudo",
-           common: int | None = None) -> tuple[list[str], list[str]]:
+def _texts(n: int, seed: int = 7, words: str = "pseudo", common: int | None = None,
+           common_only: bool = False) -> tuple[list[str], list[str]]:
     """``n`` frames' texts and 400 queries of 2–4 terms of middling frequency (ranks 50–2,000);
-    ``common``: each query also holds the term of that frequency rank (``--common-word``)."""
+    ``common``: each query also holds the term of that frequency rank (``--common-word``), or
+    (``common_only``) is that term alone, as a speaker's name asked alone."""
     rng = random.Random(seed)
     vocab = _vocabulary(rng, words=words)
     weights = [1.0 / (rank + 1) for rank in range(len(vocab))]  # Zipf
@@ -136,7 +138,7 @@ def _texts(n: int, seed: int = 7, words: str = "pseudo",
     mid = vocab[50:2000]
     queries = [" ".join(rng.sample(mid, rng.randint(2, 4))) for _ in range(400)]
     if common is not None:
-        queries = [f"{vocab[common]} {q}" for q in queries]
+        queries = [vocab[common] if common_only else f"{vocab[common]} {q}" for q in queries]
     return texts, queries
 
 
@@ -443,8 +445,8 @@ def _after_a_pause(store: ws.Store) -> Callable[[], None]:
 
 def measure(store: ws.Store, mind: ws.Mind, n: int, count: int,
             sporadic: bool = False, words: str = "pseudo",
-            common: int | None = None) -> dict[str, float]:
-    _, queries = _texts(0, words=words, common=common)
+            common: int | None = None, common_only: bool = False) -> dict[str, float]:
+    _, queries = _texts(0, words=words, common=common, common_only=common_only)
     queries = queries[:count]
     for q in queries[:20]:  # warm caches, the frame count and psycopg's prepared plans
         mind.search(q, limit=LIMIT)
@@ -522,6 +524,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "as a speaker's name or a word the mind says all the time is in many questions",
     )
     parser.add_argument(
+        "--common-only", action="store_true",
+        help="with --common-word: every query is that term alone (a speaker's name asked "
+        "alone), which no rarer term narrows",
+    )
+    parser.add_argument(
         "--sqlite-lane", nargs="+", choices=("index", "vec0"), default=["index", "vec0"],
         help="SQLite vector lane: the in-process index (default of the library) and/or "
         "sqlite-vec's KNN (the index's fallback; the index turned off)",
@@ -533,6 +540,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "and reuse them on the next run instead of building again",
     )
     args = parser.parse_args(argv)
+    if args.common_only and args.common_word is None:
+        parser.error("--common-only needs --common-word RANK")
     stop: Callable[[], None] | None = None
     pg_url = args.pg_url
     if "postgres" in args.dialect and not pg_url:
@@ -592,7 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 print(f"# {n}: coarse-pass build and calibration "
                                       f"{built_codes:.2f} s after the first search", flush=True)
                             r = measure(store, mind, n, args.queries, args.sporadic,
-                                        args.words, args.common_word)
+                                        args.words, args.common_word, args.common_only)
                             recall = (recall_vs_vec0(store, mind, words=args.words)
                                       if lane == "index" else 1.0)
                             scan = _scan_pass(store) if lane == "index" else lane

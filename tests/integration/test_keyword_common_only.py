@@ -16,12 +16,12 @@ import pytest
 
 import waggle_store as ws
 from tests.conftest import KeywordIndexProbe
+from tests.integration.test_keyword_common_terms import COMMON, _page, _reference
 from waggle_store.dialects import keyword_rank
 from waggle_store.dialects.base import LaneFilter
 from waggle_store.pipeline.embed import embed_frames
 
-COMMON = "kestrel"  # in every frame's own words, as a speaker's name
-#: Words of each frame besides the common one: ``colour0`` in every fifth (10 of 48).
+#: The index of migration 0008.
 INDEX = "ix_waggle_memory_frames_mind_id_text_bytes"
 
 
@@ -72,22 +72,6 @@ class _Lane:
             return run_lane(executor, sql, params)
 
         monkeypatch.setattr(module, "run_lane", recording)
-
-
-def _page(mind: ws.Mind, query: str, **options: Any
-          ) -> list[tuple[int, float, float, float, str]]:
-    return [(r.frame.id, r.explain["lanes"]["keyword"]["score"], r.rrf_score, r.final_score,
-             r.frame.content)
-            for r in mind.search(query, limit=5, lanes=["keyword"], **options)]
-
-
-def _reference(store: ws.Store, mind: ws.Mind, monkeypatch: pytest.MonkeyPatch, query: str,
-               **options: Any) -> list[tuple[int, float, float, float, str]]:
-    """The page of the whole lane: no term known, none becoming common."""
-    with monkeypatch.context() as patch:
-        patch.setattr(keyword_rank, "COMMON_TERM_FRAMES", 10**9)
-        patch.setattr(store.adapter, "term_counts", keyword_rank.TermCounts())
-        return _page(mind, query, **options)
 
 
 @pytest.fixture
@@ -150,7 +134,6 @@ def test_the_walk_goes_no_further_than_its_bound(
     query = f"{COMMON} colour0"
     expected = _reference(store, mind, monkeypatch, query)
     monkeypatch.setattr(keyword_rank, "SHORTEST_WALK", 1)
-    monkeypatch.setattr(sys.modules[type(store.adapter).__module__], "SHORTEST_WALK", 1)
     lane = _Lane(store, monkeypatch)
     assert _page(mind, query) == expected
     assert _page(mind, query) == expected

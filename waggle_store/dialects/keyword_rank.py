@@ -57,6 +57,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from waggle_store.dialects.base import T_FRAMES, Executor, LaneFilter
@@ -353,16 +354,37 @@ def weights_sql(counted: str, terms: int, common: Collection[int]) -> str:
     return (f"SELECT x.*, {ub} AS ub FROM (SELECT s.n, {idf}, {dfs} FROM ({counted}) s) x")
 
 
-def known_total(frame_counts: FrameCounts, mind_ids: Sequence[int], count_minds: str,
-                params: dict[str, object], *, expired: bool = False) -> tuple[str, bool]:
-    """``N`` for a statement without candidates to count (:func:`shortest_page_sql`): the reused
-    count bound as ``:n`` (``expired``: even an expired one), else a count of the minds' frames
-    (``count_minds``: their filter on ``f``); and whether the statement counts."""
-    known = frame_counts.reusable(mind_ids, expired=expired)
+@dataclass
+class Walk:
+    """The parts of a walk's statement (:func:`shortest_page_sql`) both adapters share."""
+
+    #: The binds: ``:limit``, ``:walk``, each term as ``:t<i>``, its known ``df`` as
+    #: ``:df<i>``, the minds and filters, and ``:n`` when the frame count is known.
+    params: dict[str, Any]
+    minds: str  # the mind filter on ``f``
+    filters: str  # that and the session/time filters on ``f``
+    total: str  # ``N``: ``:n``, or a count of the minds' frames
+    counting: bool  # whether the statement counts ``N``
+    n: int | None  # the known ``N``
+
+
+def walk_parts(frame_counts: FrameCounts, where: LaneFilter, terms: Sequence[str],
+               dfs: Mapping[int, int], limit: int, *, expired: bool = False) -> Walk:
+    """:class:`Walk` of a query of common ``terms`` (``dfs``: their known ``df``) for a page of
+    ``limit``; ``N`` is the reused count (``expired``: even an expired one) or counted by the
+    statement (a statement without candidates has none to count it among)."""
+    params: dict[str, Any] = {"limit": int(limit), "walk": SHORTEST_WALK * int(limit)}
+    for i, term in enumerate(terms):
+        params[f"t{i}"] = term
+    for i, df in dfs.items():
+        params[f"df{i}"] = df
+    minds = frame_filters(LaneFilter(where.mind_ids), params)
+    filters = frame_filters(where, params)
+    known = frame_counts.reusable(where.mind_ids, expired=expired)
     if known is None:
-        return f"({_count_sql(count_minds)})", True
+        return Walk(params, minds, filters, f"({_count_sql(minds)})", True, None)
     params["n"] = known
-    return ":n", False
+    return Walk(params, minds, filters, ":n", False, known)
 
 
 def shortest_page_sql(counted: str, terms: int, *, holds: Sequence[str], length: str,

@@ -62,15 +62,14 @@ from waggle_store.dialects.common import (
 from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.keyword_rank import (
-    SHORTEST_WALK,
     FrameCounts,
     TermCounts,
     count_frames,
     keyword_rows,
-    known_total,
     ranked_page_sql,
     score_sql,
     shortest_page_sql,
+    walk_parts,
     weights_sql,
 )
 from waggle_store.dialects.postgres_engine import HNSW_EF_SEARCH
@@ -291,24 +290,17 @@ class PostgresAdapter:
         walked frame's ``content_tsv`` tested): its rows and whether it counted ``N``. ``n`` and
         the ``df`` are typed as :meth:`_keyword_rows` has them (``float8``, ``bigint``), so the
         weights are the same floating-point operations."""
-        params: dict[str, Any] = {"limit": int(limit), "walk": SHORTEST_WALK * int(limit)}
+        walk = walk_parts(self.frame_counts, where, values, dfs, limit, expired=expired_count)
         n = range(len(values))
-        for i, value in enumerate(values):
-            params[f"t{i}"] = value
-        minds = frame_filters(LaneFilter(where.mind_ids), params)
-        filters = frame_filters(where, params)
-        total, counting = known_total(self.frame_counts, where.mind_ids, minds, params,
-                                      expired=expired_count)
-        for i, df in dfs.items():
-            params[f"df{i}"] = df
-        counted = (f"SELECT GREATEST({total}, {', '.join(f'CAST(:df{i} AS bigint)' for i in n)})"
-                   "::float8 AS n, " + ", ".join(f"CAST(:df{i} AS bigint) AS d{i}" for i in n))
+        dfs_sql = [f"CAST(:df{i} AS bigint)" for i in n]
+        counted = (f"SELECT GREATEST({walk.total}, {', '.join(dfs_sql)})::float8 AS n, "
+                   + ", ".join(f"{df} AS d{i}" for i, df in enumerate(dfs_sql)))
         queries = ", ".join(f"plainto_tsquery('english', :t{i}) AS q{i}" for i in n)
         rows = run_lane(session, shortest_page_sql(
             counted, len(values), holds=[f"f.content_tsv @@ q.q{i}" for i in n],
-            length=TEXT_BYTES, minds=minds, filters=filters, sources=", q",
-            queries=f"q AS MATERIALIZED (SELECT {queries}), "), params)
-        return rows, counting
+            length=TEXT_BYTES, minds=walk.minds, filters=walk.filters, sources=", q",
+            queries=f"q AS MATERIALIZED (SELECT {queries}), "), walk.params)
+        return rows, walk.counting
 
     def like_search(
         self, session: Executor, *, patterns: Sequence[str], where: LaneFilter, limit: int

@@ -58,16 +58,15 @@ from waggle_store.dialects.common import (
 from waggle_store.dialects.context_index import CONTEXT_COLUMN
 from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.keyword_rank import (
-    SHORTEST_WALK,
     FrameCounts,
     TermCounts,
     count_frames,
     keyword_rows,
-    known_total,
     only_stop_words,
     ranked_page_sql,
     score_sql,
     shortest_page_sql,
+    walk_parts,
     weights_sql,
 )
 from waggle_store.dialects.sqlite_vecindex import VectorIndex
@@ -297,29 +296,20 @@ class SQLiteAdapter:
         (~0.4 µs an entry: 35 ms for a word in 87 % of 100k frames, 2–4 ms for one in 5–9 %),
         as its walk is longer (a word in 9 %: 72 ms of lookups). Measured on the benchmark's
         100k-frame store (``benchmarks/README.md``)."""
-        params: dict[str, Any] = {"limit": int(limit), "walk": SHORTEST_WALK * int(limit)}
-        for i, phrase in enumerate(phrases):
-            params[f"t{i}"] = phrase
-        minds = frame_filters(LaneFilter(where.mind_ids), params)
-        filters = frame_filters(where, params)
-        total, counting = known_total(self.frame_counts, where.mind_ids, minds, params,
-                                      expired=expired_count)
-        known_n = params.get("n")
-        probe = (isinstance(known_n, int) and known_n > 0
-                 and min(dfs.values()) >= PROBE_SHARE * known_n)
+        walk = walk_parts(self.frame_counts, where, phrases, dfs, limit, expired=expired_count)
+        probe = walk.n is not None and min(dfs.values()) >= PROBE_SHARE * walk.n
         holds = [
             (f"EXISTS (SELECT 1 FROM {T_FTS} x WHERE x.content MATCH :t{i} AND x.rowid = f.id)"
              if probe else f"f.id IN (SELECT rowid FROM {T_FTS} x WHERE x.content MATCH :t{i})")
             for i in range(len(phrases))
         ]
-        for i, df in dfs.items():
-            params[f"df{i}"] = df
-        counted = (f"SELECT max({total}, {', '.join(f':df{i}' for i in sorted(dfs))}) AS n, "
-                   + ", ".join(f":df{i} AS d{i}" for i in sorted(dfs)))
+        dfs_sql = [f":df{i}" for i in range(len(phrases))]
+        counted = (f"SELECT max({walk.total}, {', '.join(dfs_sql)}) AS n, "
+                   + ", ".join(f"{df} AS d{i}" for i, df in enumerate(dfs_sql)))
         rows = run_lane(session, shortest_page_sql(counted, len(phrases), holds=holds,
-                                                   length=TEXT_BYTES, minds=minds,
-                                                   filters=filters), params)
-        return rows, counting
+                                                   length=TEXT_BYTES, minds=walk.minds,
+                                                   filters=walk.filters), walk.params)
+        return rows, walk.counting
 
     def like_search(
         self, session: Executor, *, patterns: Sequence[str], where: LaneFilter, limit: int
