@@ -387,33 +387,26 @@ def walk_parts(frame_counts: FrameCounts, where: LaneFilter, terms: Sequence[str
     return Walk(params, minds, filters, ":n", False, known)
 
 
-def shortest_page_sql(counted: str, terms: int, *, holds: Sequence[str], length: str,
-                      minds: str, filters: str, sources: str = "", queries: str = "") -> str:
+def shortest_page_sql(counted: str, terms: int, walked: str, queries: str = "") -> str:
     """The lane's page for a query of common terms only, on both dialects: the rows of
     :func:`ranked_page_sql` (each term's ``df`` and ``N`` from ``counted``, as
     :func:`weights_sql` reads them).
 
-    Every frame holding all the terms in its own words (``holds``: the dialect's test of each on
-    ``f``) scores the sum of their weights, the most any frame can (a term found only in the
-    context weighs less), and equal scores go shortest first (``length``: the dialect's
-    ``TEXT_BYTES``, then the id). So when at least ``:limit`` frames hold them all, the page is
-    the ``:limit`` shortest such frames — the same frames, scores and order as the whole lane's —
-    found by walking the searched mind's frames in the order of the index on ``(mind_id,
-    length, id)`` (migration 0008) and testing each, not by reading every frame holding a term
-    (87 % of the mind for a speaker's name). The walk stops at the page, and never goes past the
-    ``:walk`` shortest frames of the mind (:data:`SHORTEST_WALK` times the page): a page it does
-    not fill is ranked again by the whole lane (:func:`keyword_rows`). ``minds``: the mind filter
-    on ``f`` (one mind: the index gives its order); ``filters``: that and the session/time
-    filters; ``sources``, ``queries``: what the tests read (the FROM items after ``f``, and their
-    CTEs, ending with a comma)."""
+    Every frame holding all the terms in its own words scores the sum of their weights, the most
+    any frame can (a term found only in the context weighs less), and equal scores go shortest
+    first (the dialect's ``TEXT_BYTES``, then the id). So when at least ``:limit`` frames hold
+    them all, the page is the ``:limit`` shortest such frames — the same frames, scores and order
+    as the whole lane's — which the adapter's ``walked`` statement finds (rows ``(id, len)``,
+    in that order) by walking the searched mind's frames in the order of the index on
+    ``(mind_id, length, id)`` (migration 0008), testing each, and stopping at its page, never past
+    the ``:walk``-th frame (:data:`SHORTEST_WALK` times the page) — not by reading
+    every frame holding a term (87 % of the mind for a speaker's name). A page it does not fill
+    is ranked again by the whole lane (:func:`keyword_rows`). ``queries``: CTEs the walk reads,
+    ending with a comma."""
     tail = ", ".join(["n", *(f"d{i}" for i in range(terms)), "ub"])
-    walked = (f"(SELECT max(s.len) FROM (SELECT {length} AS len FROM {T_FRAMES} f WHERE {minds} "
-              f"ORDER BY {length} LIMIT :walk) s)")
     return (
         f"WITH {queries}w AS MATERIALIZED ({weights_sql(counted, terms, range(terms))}) "
-        f"SELECT h.id, w.ub, {frame_select()}, {_prefixed('w', tail)} FROM (SELECT f.id, "
-        f"{length} AS len FROM {T_FRAMES} f{sources} WHERE {filters} AND {length} <= {walked} "
-        f"AND {' AND '.join(holds)} ORDER BY {length}, f.id LIMIT :limit) h "
+        f"SELECT h.id, w.ub, {frame_select()}, {_prefixed('w', tail)} FROM ({walked}) h "
         f"JOIN {T_FRAMES} f ON f.id = h.id CROSS JOIN w ORDER BY h.len, h.id"
     )
 

@@ -296,10 +296,15 @@ class PostgresAdapter:
         counted = (f"SELECT GREATEST({walk.total}, {', '.join(dfs_sql)})::float8 AS n, "
                    + ", ".join(f"{df} AS d{i}" for i, df in enumerate(dfs_sql)))
         queries = ", ".join(f"plainto_tsquery('english', :t{i}) AS q{i}" for i in n)
+        # The mind's :walk shortest frames in the index's order, each tested as it comes: each
+        # term's query is one value (a scalar subquery), not a joined row, so the outer LIMIT
+        # stops the walk at the page (joined with q, the planner sorted all :walk rows).
+        holds = " AND ".join(f"s.content_tsv @@ (SELECT q.q{i} FROM q)" for i in n)
+        walked = (f"SELECT s.id, s.len FROM (SELECT f.id, {TEXT_BYTES} AS len, f.content_tsv "
+                  f"FROM {T_FRAMES} f WHERE {walk.filters} ORDER BY {TEXT_BYTES}, f.id "
+                  f"LIMIT :walk) s WHERE {holds} ORDER BY s.len, s.id LIMIT :limit")
         rows = run_lane(session, shortest_page_sql(
-            counted, len(values), holds=[f"f.content_tsv @@ q.q{i}" for i in n],
-            length=TEXT_BYTES, minds=walk.minds, filters=walk.filters, sources=", q",
-            queries=f"q AS MATERIALIZED (SELECT {queries}), "), walk.params)
+            counted, len(values), walked, f"q AS MATERIALIZED (SELECT {queries}), "), walk.params)
         return rows, walk.counting
 
     def like_search(

@@ -298,17 +298,22 @@ class SQLiteAdapter:
         100k-frame store (``benchmarks/README.md``)."""
         walk = walk_parts(self.frame_counts, where, phrases, dfs, limit, expired=expired_count)
         probe = walk.n is not None and min(dfs.values()) >= PROBE_SHARE * walk.n
-        holds = [
-            (f"EXISTS (SELECT 1 FROM {T_FTS} x WHERE x.content MATCH :t{i} AND x.rowid = f.id)"
-             if probe else f"f.id IN (SELECT rowid FROM {T_FTS} x WHERE x.content MATCH :t{i})")
+        holds = " AND ".join(
+            f"EXISTS (SELECT 1 FROM {T_FTS} x WHERE x.content MATCH :t{i} AND x.rowid = f.id)"
+            if probe else f"f.id IN (SELECT rowid FROM {T_FTS} x WHERE x.content MATCH :t{i})"
             for i in range(len(phrases))
-        ]
+        )
+        # The walk in the index's order, bounded by the length of the mind's :walk-th shortest
+        # frame (read off the same index, which holds the length: no frame is read for it).
+        bound = (f"(SELECT max(s.len) FROM (SELECT {TEXT_BYTES} AS len FROM {T_FRAMES} f "
+                 f"WHERE {walk.minds} ORDER BY {TEXT_BYTES} LIMIT :walk) s)")
+        walked = (f"SELECT f.id, {TEXT_BYTES} AS len FROM {T_FRAMES} f WHERE {walk.filters} "
+                  f"AND {TEXT_BYTES} <= {bound} AND {holds} ORDER BY {TEXT_BYTES}, f.id "
+                  "LIMIT :limit")
         dfs_sql = [f":df{i}" for i in range(len(phrases))]
         counted = (f"SELECT max({walk.total}, {', '.join(dfs_sql)}) AS n, "
                    + ", ".join(f"{df} AS d{i}" for i, df in enumerate(dfs_sql)))
-        rows = run_lane(session, shortest_page_sql(counted, len(phrases), holds=holds,
-                                                   length=TEXT_BYTES, minds=walk.minds,
-                                                   filters=walk.filters), walk.params)
+        rows = run_lane(session, shortest_page_sql(counted, len(phrases), walked), walk.params)
         return rows, walk.counting
 
     def like_search(
