@@ -81,10 +81,16 @@ def common_from_9(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(keyword_rank, "COMMON_TERM_FRAMES", 9)
 
 
+@pytest.mark.parametrize("known", [False, True], ids=["counted", "known-count"])
 @pytest.mark.parametrize("query", [COMMON, f"{COMMON} colour0"], ids=["one", "two"])
 def test_a_query_of_common_terms_only_walks_to_the_whole_lanes_page(
         store: ws.Store, monkeypatch: pytest.MonkeyPatch, common_from_9: None,
-        query: str) -> None:
+        query: str, known: bool) -> None:
+    """``known``: the mind's frame count is remembered (as above 5,000 frames), so the walk
+    binds it rather than counting, and knows each term's share (SQLite looks a term most frames
+    hold up per walked frame rather than reading its list)."""
+    if known:
+        monkeypatch.setattr(keyword_rank, "FRAME_COUNT_EXACT_BELOW", 1)
     mind = _seed(store)
     expected = _reference(store, mind, monkeypatch, query)
     assert len(expected) == 5

@@ -19,6 +19,7 @@ The vec0 tables' DDL and rows and the FTS5 repairs live in :mod:`waggle_store.di
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -109,8 +110,9 @@ def _vec_json(vector: Sequence[float]) -> str:
     return "[" + ",".join(map(repr, map(float, vector))) + "]"
 
 
-#: In a query of common terms only, terms that this share of the searched frames hold (the rarest
-#: of them) are looked up per walked frame; rarer ones' lists are read first
+#: In a query of common terms only, terms that this share of the searched frames hold (all of
+#: them: the product of their shares) are looked up per walked frame; rarer ones' lists are read
+#: first
 #: (:meth:`SQLiteAdapter._shortest_rows`; at 100k frames, a word in 28 % of them: 10 against
 #: 13 ms; in 9 %: 72 against 4 ms).
 PROBE_SHARE: Final = 1 / 4
@@ -289,15 +291,16 @@ class SQLiteAdapter:
         shortest first (:func:`~waggle_store.dialects.keyword_rank.shortest_page_sql`): its rows
         and whether it counted ``N``.
 
-        Each walked frame is tested against each term's own-words list in one of two ways. A
-        term most frames hold (:data:`PROBE_SHARE` of them or more) is looked up in its list
-        for the walked frame (``rowid =``: ~0.1 ms a lookup at 100k frames), and the walk
-        ends after about as many frames as its page; a rarer one's list is read into a set first
-        (~0.4 µs an entry: 35 ms for a word in 87 % of 100k frames, 2–4 ms for one in 5–9 %),
-        as its walk is longer (a word in 9 %: 72 ms of lookups). Measured on the benchmark's
-        100k-frame store (``benchmarks/README.md``)."""
+        Each walked frame is tested against each term's own-words list in one of two ways.
+        Terms most frames hold (together, :data:`PROBE_SHARE` of them or more) are looked up in
+        their lists for the walked frame (``rowid =``: ~0.1 ms a lookup at 100k frames), and
+        the walk ends after about as many frames as its page; rarer ones' lists are read into
+        sets first (~0.4 µs an entry: 35 ms for a word in 87 % of 100k frames, 2–4 ms for one
+        in 5–9 %), as their walk is longer (a word in 9 %: 72 ms of lookups). Measured on the
+        benchmark's 100k-frame store (``benchmarks/README.md``)."""
         walk = walk_parts(self.frame_counts, where, phrases, dfs, limit, expired=expired_count)
-        probe = walk.n is not None and min(dfs.values()) >= PROBE_SHARE * walk.n
+        # (Terms taken as independent: the share holding them all is their shares' product.)
+        probe = walk.n is not None and math.prod(df / walk.n for df in dfs.values()) >= PROBE_SHARE
         holds = " AND ".join(
             f"EXISTS (SELECT 1 FROM {T_FTS} x WHERE x.content MATCH :t{i} AND x.rowid = f.id)"
             if probe else f"f.id IN (SELECT rowid FROM {T_FTS} x WHERE x.content MATCH :t{i})"
