@@ -19,7 +19,7 @@ from typing import Any, Final, NamedTuple, TypeVar
 
 from waggle_store.embeddings.base import make_model_id, validate_vector
 from waggle_store.embeddings.registry import known_dimensions
-from waggle_store.embeddings.sentences import TEXT_FORMS, embed_by_sentences
+from waggle_store.embeddings.sentences import check_text_form, embed_by_sentences
 from waggle_store.errors import EmbeddingProviderError, InvalidInputError, InvalidVectorError
 from waggle_store.workers import WorkerPool
 
@@ -131,10 +131,7 @@ class LocalEmbedder:
         if query_runtime not in QUERY_RUNTIMES:
             raise InvalidInputError(
                 f"query_runtime must be one of {', '.join(QUERY_RUNTIMES)}, got {query_runtime!r}")
-        if text_form not in TEXT_FORMS:
-            raise InvalidInputError(
-                f"text_form must be one of {', '.join(TEXT_FORMS)}, got {text_form!r}")
-        self.text_form = text_form
+        self.text_form = check_text_form(text_form)
         self.model = model
         self.device = device
         self.batch_size = batch_size

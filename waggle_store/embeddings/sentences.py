@@ -30,7 +30,8 @@ from typing import Final
 from waggle_store.embeddings.base import l2_normalize
 from waggle_store.errors import InvalidInputError, WaggleStoreError
 
-__all__ = ["TEXT_FORMS", "embed_by_sentences", "sentence_parts", "text_form_of"]
+__all__ = ["TEXT_FORMS", "check_text_form", "embed_by_sentences", "sentence_parts",
+           "text_form_of"]
 
 #: How an embedder turns a document into its one vector: ``"whole"`` (one embedding of the
 #: text, every embedder's default) or ``"sentences"`` (this module).
@@ -42,15 +43,19 @@ _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+")
 _SPEAKER: Final = re.compile(r"(\w+): (.*)", re.DOTALL)
 
 
+def check_text_form(form: object, *, what: str = "text_form") -> str:
+    """``form`` if it is one of :data:`TEXT_FORMS`, else an :class:`InvalidInputError`."""
+    if form not in TEXT_FORMS:
+        raise InvalidInputError(f"{what} must be one of {', '.join(TEXT_FORMS)}, got {form!r}")
+    return str(form)
+
+
 def text_form_of(embedder: object) -> str:
     """The embedder's ``text_form`` attribute, ``"whole"`` when it has none (any embedder
     written before the attribute, or one that has no reason to split). Any other value is an
     error: its vectors would be recorded as made in a form they were not."""
-    form = getattr(embedder, "text_form", "whole")
-    if form not in TEXT_FORMS:
-        raise InvalidInputError(
-            f"an embedder's text_form must be one of {', '.join(TEXT_FORMS)}, got {form!r}")
-    return str(form)
+    return check_text_form(getattr(embedder, "text_form", "whole"),
+                           what="an embedder's text_form")
 
 
 def sentence_parts(text: str) -> list[str]:
