@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
-from sqlalchemy import Connection, TextClause, bindparam, text
+from sqlalchemy import Connection, Executable, TextClause, bindparam, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
@@ -202,19 +202,129 @@ def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[Any]:
     ``DBAPIError`` subclasses like any other statement's, and a lost connection is invalidated.
     """
     conn = connection_of(executor)
+    statement, args = driver_statement(conn.dialect, sql, params)
+    return _run_on_cursor(conn, statement, args)
+
+
+def run_statement(executor: Executor, statement: Executable, params: dict[str, Any]
+                  ) -> list[Any]:
+    """Run a prebuilt Core ``statement`` (a module constant, built once) on the DBAPI cursor of
+    ``executor``'s connection, as :func:`run_lane` runs a lane's text; the driver's rows.
+
+    For the one-row writes called once per memory (``frames.create_i``): their execution
+    contexts cost SQLAlchemy more than SQLite spent running them (``benchmarks/README.md``,
+    ingest vs the floor). SQLAlchemy compiles the statement once per dialect and schema
+    translation (the store's schema rendered in), with its bind processors and its literal
+    values; a parameter missing from ``params`` is a ``KeyError`` before anything runs.
+    """
+    return run_statements(executor, [(statement, params)])[0]
+
+
+def run_statements(executor: Executor, statements: Sequence[tuple[Executable, dict[str, Any]]]
+                   ) -> list[list[Any]]:
+    """:func:`run_statement` for several statements, in order; each one's rows. On Postgres
+    (psycopg) they go in one pipeline: one round trip for all of them, each still run by the
+    server after the one before it has finished, with its own snapshot (READ COMMITTED) — a
+    statement after a lock sees what was committed before the lock was granted. An error in
+    one skips the rest and is raised (the caller's transaction is then rolled back)."""
+    conn = connection_of(executor)
+    prepared = [(_compiled(conn, statement), params) for statement, params in statements]
+    jobs = [(compiled.sql, _driver_args(compiled, params)) for compiled, params in prepared]
+    if len(jobs) == 1 or conn.dialect.driver != "psycopg":
+        return [_run_on_cursor(conn, sql, args) for sql, args in jobs]
+    return _run_in_pipeline(conn, jobs)
+
+
+def _compiled(conn: Connection, statement: Executable) -> _Compiled:
+    translate = conn.get_execution_options().get("schema_translate_map")
+    key = (id(statement), conn.dialect.name, conn.dialect.driver,
+           tuple(sorted((translate or {}).items(), key=repr)))
+    prepared = _STATEMENTS.get(key)
+    if prepared is None or prepared[0] is not statement:
+        prepared = (statement, _prepare_compiled(statement, conn.dialect, translate))
+        if len(_STATEMENTS) > 1024:  # a handful of statements and schemas in practice
+            _STATEMENTS.clear()
+        _STATEMENTS[key] = prepared
+    return prepared[1]
+
+
+def _driver_args(compiled: _Compiled, params: dict[str, Any]) -> Any:
+    values = {name: params[name] if name not in compiled.literals else compiled.literals[name]
+              for name in compiled.names}
+    for name, process in compiled.binds:
+        if values[name] is not None:
+            values[name] = process(values[name])
+    return [values[name] for name in compiled.names] if compiled.positional else values
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    names: tuple[str, ...]  # the bind names, in order for a positional paramstyle
+    positional: bool
+    binds: tuple[tuple[str, Callable[[Any], Any]], ...]  # binds with a type processor
+    literals: dict[str, Any]  # the values the statement itself holds ('I', -1, ...)
+
+
+_STATEMENTS: dict[tuple[Any, ...], tuple[Executable, _Compiled]] = {}
+
+
+def _prepare_compiled(statement: Executable, dialect: Dialect,
+                      translate: dict[str | None, str | None] | None) -> _Compiled:
+    compiled = statement.compile(  # type: ignore[attr-defined]  # every Core statement has it
+        dialect=dialect, schema_translate_map=translate, render_schema_translate=True)
+    names = (tuple(compiled.positiontup or ()) if compiled.positional
+             else tuple(dict.fromkeys(compiled.bind_names.values())))
+    binds = []
+    literals = {}
+    for name in dict.fromkeys(names):
+        bind = compiled.binds[name]
+        process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+        if process is not None:
+            binds.append((name, process))
+        if not bind.required:
+            literals[name] = bind.effective_value
+    return _Compiled(compiled.string, names, compiled.positional, tuple(binds), literals)
+
+
+def _begin(conn: Connection) -> None:
     if not conn.in_transaction() and conn.get_execution_options().get(
             "isolation_level") != "AUTOCOMMIT":
         # The begin hook (BEGIN DEFERRED/IMMEDIATE on SQLite) runs as for execute(). A connection
         # in autocommit (Postgres reads, :meth:`~waggle_store.unitofwork.Database.read_connection`)
         # has no transaction to begin: SQLAlchemy's begin and commit there only keep its books.
         conn.begin()
+
+
+def _run_in_pipeline(conn: Connection, jobs: list[tuple[str, Any]]) -> list[list[Any]]:
+    _begin(conn)
+    dbapi_conn: Any = conn.connection.dbapi_connection
+    cursors = [dbapi_conn.cursor() for _ in jobs]
+    try:
+        with dbapi_conn.pipeline():
+            for cursor, (sql, args) in zip(cursors, jobs, strict=True):
+                cursor.execute(sql, args)
+        # Leaving the block synced the pipeline: every result has arrived.
+        return [cursor.fetchall() if cursor.description is not None else []
+                for cursor in cursors]
+    except conn.dialect.loaded_dbapi.Error as exc:
+        # (An error arrives at the sync, not at its statement's execute: all are named.)
+        raise_driver_error(conn, exc, ";\n".join(sql for sql, _ in jobs),
+                           [args for _, args in jobs])
+    finally:
+        for cursor in cursors:
+            cursor.close()
+
+
+def _run_on_cursor(conn: Connection, statement: str, args: Any) -> list[Any]:
+    _begin(conn)
     dialect = conn.dialect
-    statement, args = driver_statement(dialect, sql, params)
     dbapi_conn = conn.connection.dbapi_connection
     cursor = dbapi_conn.cursor()  # type: ignore[union-attr]
     try:
         cursor.execute(statement, args)
-        rows: list[Any] = cursor.fetchall()  # type: ignore[assignment]  # DBAPI: a list of rows
+        rows: list[Any] = (cursor.fetchall()  # type: ignore[assignment]  # DBAPI: rows
+                           if cursor.description is not None else [])
     except dialect.loaded_dbapi.Error as exc:
         raise_driver_error(conn, exc, statement, args, cursor)
     finally:

@@ -153,17 +153,17 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
-        if conn.get_execution_options().get("waggle_txn", "write") != "read":
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-            return
-        # A read's BEGIN DEFERRED takes no lock and waits for nothing: sent on the DBAPI
-        # connection, without SQLAlchemy's execution context (about a sixth of a search's
-        # connection handling). An error is wrapped as exec_driver_sql would wrap it.
+        # Sent on the DBAPI connection, without SQLAlchemy's execution context (about a sixth of
+        # a search's connection handling, and of a one-row write's): neither BEGIN returns rows
+        # or takes parameters. A write's BEGIN IMMEDIATE waits (busy timeout) for the write
+        # lock; a read's BEGIN DEFERRED takes no lock and waits for nothing. An error is
+        # wrapped as exec_driver_sql would wrap it.
+        begin = ("BEGIN DEFERRED" if conn.get_execution_options().get("waggle_txn", "write")
+                 == "read" else "BEGIN IMMEDIATE")
         try:
-            conn.connection.dbapi_connection.execute(  # type: ignore[union-attr]
-                "BEGIN DEFERRED")
+            conn.connection.dbapi_connection.execute(begin)  # type: ignore[union-attr]
         except module.Error as exc:
-            raise sa.exc.DBAPIError.instance("BEGIN DEFERRED", (), exc, module.Error,
+            raise sa.exc.DBAPIError.instance(begin, (), exc, module.Error,
                                              dialect=conn.dialect) from exc
 
     return engine

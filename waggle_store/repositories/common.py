@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from waggle_store.errors import InvalidInputError
 from waggle_store.models.idioms import get_or_create as get_or_create
@@ -24,6 +24,9 @@ from waggle_store.models.idioms import insert_or_none as insert_or_none
 from waggle_store.models.idioms import rowcount as rowcount
 from waggle_store.textinput import check_id as textinput_check_id
 from waggle_store.textinput import unstorable
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 MAX_CONTENT_BYTES = 1_048_576
 """Largest frame content (and awareness/identity text) accepted, in bytes of UTF-8 (1 MiB).
@@ -44,6 +47,13 @@ _JS_WHITESPACE = (
     "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 _HM_PREFIX = re.compile(r"\A\[hm [^\]]*\][" + re.escape(_JS_WHITESPACE) + r"]*")
+
+
+def locks_rows(session: Session) -> bool:
+    """Whether the session's database takes row locks (Postgres). SQLite has none: its writers
+    are serialised by ``BEGIN IMMEDIATE`` and ``FOR UPDATE`` is not rendered, so a locking SELECT
+    there only reads a row, and the write paths skip it."""
+    return session.get_bind().dialect.name != "sqlite"
 
 
 def js_trim(text: str) -> str:

@@ -12,15 +12,17 @@ from typing import Final, cast
 
 from sqlalchemy import Table, bindparam, func, insert, select
 
-from waggle_store.models import FrameEmbeddingRow, FrameRow, SessionRow
+from waggle_store.models import FrameEmbeddingRow, FrameRow, MindRow, SessionRow
 
-__all__ = ["DUPLICATE_I", "INSERT_FRAME", "INSERT_MANIFEST", "LOCK_SESSION"]
+__all__ = ["DUPLICATE_I", "INSERT_FRAME", "INSERT_MANIFEST", "LOCK_MIND_AND_SESSION",
+           "LOCK_SESSION"]
 
 # Table columns, not ORM attributes: a statement of plain columns skips the ORM's result
 # loading when a Session executes it.
 _FRAMES = cast(Table, FrameRow.__table__)
 _MANIFESTS = cast(Table, FrameEmbeddingRow.__table__)
 _SESSIONS = cast(Table, SessionRow.__table__)
+_MINDS = cast(Table, MindRow.__table__)
 _F = _FRAMES.c
 
 #: The session row, locked (FOR NO KEY UPDATE on Postgres; SQLite's BEGIN IMMEDIATE already
@@ -28,6 +30,20 @@ _F = _FRAMES.c
 LOCK_SESSION: Final = (
     select(_SESSIONS.c.gop_id)
     .where(_SESSIONS.c.mind_id == bindparam("mind_id"),
+           _SESSIONS.c.gop_id == bindparam("gop_id"))
+    .with_for_update(key_share=True)
+)
+
+#: :data:`LOCK_SESSION` with the mind row locked first, in one statement (one round trip less
+#: for ``create_i``, which takes both): the session's index scan needs the mind's id from the
+#: locking subquery, so Postgres runs that subquery (an InitPlan) and holds the mind row before it
+#: reads the session row: the lock order of every write path (``knowledge_common.lock_graph``).
+#: No row: no such session (or no such mind). Params ``mind_id``, ``gop_id``.
+LOCK_MIND_AND_SESSION: Final = (
+    select(_SESSIONS.c.gop_id)
+    .where(_SESSIONS.c.mind_id == select(_MINDS.c.id)
+           .where(_MINDS.c.id == bindparam("mind_id"))
+           .with_for_update(key_share=True).scalar_subquery(),
            _SESSIONS.c.gop_id == bindparam("gop_id"))
     .with_for_update(key_share=True)
 )

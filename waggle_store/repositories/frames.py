@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
+from waggle_store.dialects.frame_write import insert_keyframe
 from waggle_store.errors import InvalidInputError, NotFoundError
 from waggle_store.models import (
     FRAME_SOURCES,
@@ -42,8 +43,11 @@ from waggle_store.repositories.common import (
     content_hash,
     rowcount,
 )
-from waggle_store.repositories.frame_sql import DUPLICATE_I, INSERT_FRAME, INSERT_MANIFEST
-from waggle_store.repositories.knowledge_common import lock_graph
+from waggle_store.repositories.frame_sql import (
+    DUPLICATE_I,
+    INSERT_FRAME,
+    INSERT_MANIFEST,
+)
 from waggle_store.repositories.sessions import SessionRepository
 from waggle_store.timeutil import optional_utc, utcnow
 
@@ -206,16 +210,31 @@ class FrameRepository:
         check_content(content)
         check_choice(importance, IMPORTANCE_LEVELS, name="importance")
         check_choice(source, FRAME_SOURCES, name="source")
-        when = optional_utc(created_at, name="created_at")
+        when = optional_utc(created_at, name="created_at") or utcnow()
+        digest = content_hash(content)
         # The lock order of every write path: the mind row, then the session row (a write that
         # took them the other way round deadlocked against cognify on Postgres). The mind row
-        # lock makes the dedup below atomic: two transactions cannot both miss one duplicate.
-        lock_graph(self.session, self.mind_id)
+        # lock makes the dedup atomic: two transactions cannot both miss one duplicate. SQLite
+        # takes neither (BEGIN IMMEDIATE serialises its writers): the INSERT's own checks are
+        # all it runs before writing. On Postgres the locks go in the INSERT's round trip.
+        lock = self.sessions.lock_with_mind(gop_id)
+        locked, written = insert_keyframe(
+            self.session, mind_id=self.mind_id, gop_id=gop_id, content=content,
+            content_hash=digest, importance=importance, source=source, created_at=when,
+            updated_at=utcnow(), before=lock)
+        if lock is not None:
+            self.sessions.locked(gop_id, locked)  # NotFoundError: no such session
+        if written is not None:
+            return FrameWrite(Frame(written[0], "I", gop_id, written[1], None, content,
+                                    importance, source, 0, when, when), True)
+        # Nothing written: no such session (NotFoundError here), or a duplicate to touch.
         self._lock_session(gop_id)
         duplicate = self.session.scalar(DUPLICATE_I, {"mind_id": self.mind_id,
-                                                      "content_hash": content_hash(content)})
+                                                      "content_hash": digest})
         if duplicate is not None:
             return FrameWrite(self.touch(duplicate), False)
+        # Deleted since the INSERT read it (Postgres: a delete takes no mind lock): the plain
+        # insert, under the locks still held and with no duplicate now.
         return FrameWrite(self._insert("I", gop_id, content, base_frame_id=None,
                                        importance=importance, source=source, created_at=when),
                           True)

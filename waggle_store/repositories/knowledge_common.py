@@ -21,6 +21,7 @@ from waggle_store.errors import InvalidInputError
 from waggle_store.models import MindRow
 from waggle_store.models.knowledge import EntityRow, RelationRow
 from waggle_store.records import Entity, Relation
+from waggle_store.repositories.common import locks_rows
 
 __all__ = [
     "MAX_NAME_LENGTH",
@@ -31,8 +32,10 @@ __all__ = [
     "check_label",
     "check_limit",
     "check_properties",
+    "graph_locked",
     "lock_graph",
     "name_key",
+    "note_graph_lock",
     "to_entity",
     "to_relation",
 ]
@@ -147,21 +150,42 @@ def lock_graph(session: Session, mind_id: int) -> None:
     Without a unique index on (mind, type, name_key), two Postgres transactions could both miss
     an entity and both insert it. Locking the mind row (``FOR NO KEY UPDATE``, so frame inserts
     referencing the mind are not blocked) makes the check-then-insert atomic per mind. SQLite
-    needs nothing: its writers are already serialised by ``BEGIN IMMEDIATE`` and the clause is
-    not rendered there.
+    needs nothing: its writers are already serialised by ``BEGIN IMMEDIATE`` (the clause would
+    not be rendered there, so the statement is not run at all).
 
     The lock is taken once per (transaction or savepoint): Postgres drops a row lock taken
     inside a savepoint that is rolled back, so a lock taken in a savepoint only counts for it.
     The bookkeeping lives in ``session.info`` (not on a repository), so every repository over
     the same session shares it.
     """
+    if graph_locked(session, mind_id):
+        return
+    session.execute(_LOCK_MIND, {"mind_id": mind_id})
+    note_graph_lock(session, mind_id)
+
+
+def graph_locked(session: Session, mind_id: int) -> bool:
+    """Whether :func:`lock_graph` has nothing to do: the mind row is locked in this transaction
+    (or in the savepoint it runs in) already, or the database is SQLite, whose writers
+    ``BEGIN IMMEDIATE`` serialises (a locking SELECT there only reads a row)."""
+    if not locks_rows(session):
+        return True
+    root = session.get_transaction()
+    scope = session.get_nested_transaction() or root
+    held: tuple[object, dict[object, set[int]]] | None = session.info.get(_LOCK_INFO_KEY)
+    if held is None or held[0] is not root:
+        return False
+    return mind_id in held[1].get(root, ()) or mind_id in held[1].get(scope, ())
+
+
+def note_graph_lock(session: Session, mind_id: int) -> None:
+    """Record that the mind row is locked in the current transaction or savepoint (by
+    :func:`lock_graph`, or by a statement that locks it along with another row:
+    ``frame_sql.LOCK_MIND_AND_SESSION``)."""
     root = session.get_transaction()
     scope = session.get_nested_transaction() or root
     held: tuple[object, dict[object, set[int]]] | None = session.info.get(_LOCK_INFO_KEY)
     if held is None or held[0] is not root:
         held = (root, {})
         session.info[_LOCK_INFO_KEY] = held
-    if mind_id in held[1].get(root, ()) or mind_id in held[1].get(scope, ()):
-        return
-    session.execute(_LOCK_MIND, {"mind_id": mind_id})
     held[1].setdefault(scope, set()).add(mind_id)

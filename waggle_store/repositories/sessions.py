@@ -12,16 +12,25 @@ from __future__ import annotations
 
 import secrets
 import string
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Executable, func, select
 from sqlalchemy.orm import Session
 
 from waggle_store.errors import ConflictError, NotFoundError
 from waggle_store.models import SESSION_STATUSES, SessionRow
 from waggle_store.records import Session as SessionRecord
-from waggle_store.repositories.common import check_choice, check_name, check_text, insert_or_none
-from waggle_store.repositories.frame_sql import LOCK_SESSION
+from waggle_store.repositories.common import (
+    check_choice,
+    check_name,
+    check_text,
+    insert_or_none,
+    locks_rows,
+)
+from waggle_store.repositories.frame_sql import LOCK_MIND_AND_SESSION, LOCK_SESSION
+from waggle_store.repositories.knowledge_common import graph_locked, note_graph_lock
 from waggle_store.timeutil import utcnow
 
 _BASE36 = string.digits + string.ascii_lowercase
@@ -38,6 +47,10 @@ def new_gop_id(now: datetime | None = None) -> str:
     moment = now or utcnow()
     stamp = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
     return f"session:{stamp}:{''.join(secrets.choice(_BASE36) for _ in range(6))}"
+
+
+def _not_found(gop_id: str) -> NotFoundError:
+    return NotFoundError(f"no session {gop_id!r} in this mind (create it with sessions.ensure)")
 
 
 def _check_project(project_id: str | None) -> str | None:
@@ -64,8 +77,7 @@ class SessionRepository:
     def require(self, gop_id: str, *, lock: bool = False) -> SessionRow:
         row = self.row(gop_id, lock=lock)
         if row is None:
-            raise NotFoundError(
-                f"no session {gop_id!r} in this mind (create it with sessions.ensure)")
+            raise _not_found(gop_id)
         return row
 
     def lock(self, gop_id: str) -> None:
@@ -75,8 +87,30 @@ class SessionRepository:
         # A prebuilt statement (repositories/frame_sql.py): this runs once per frame written.
         found = self.session.scalar(LOCK_SESSION, {"mind_id": self.mind_id, "gop_id": gop_id})
         if found is None:
-            raise NotFoundError(
-                f"no session {gop_id!r} in this mind (create it with sessions.ensure)")
+            raise _not_found(gop_id)
+
+    def lock_with_mind(self, gop_id: str) -> tuple[Executable, dict[str, Any]] | None:
+        """``lock_graph`` then :meth:`lock` (the lock order of every write path) as one
+        statement for the caller to run ahead of its write, in the same round trip
+        (``dialects.frame_write.insert_keyframe``), then hand its rows to :meth:`locked`.
+
+        None when there is no such statement to run: on SQLite (``BEGIN IMMEDIATE`` serialises
+        writers; the caller's write checks that the session exists), or when this transaction
+        holds the mind row already (the session row is locked here, then)."""
+        if not locks_rows(self.session):
+            return None
+        if graph_locked(self.session, self.mind_id):
+            self.lock(gop_id)
+            return None
+        check_name(gop_id, name="gop_id")
+        return LOCK_MIND_AND_SESSION, {"mind_id": self.mind_id, "gop_id": gop_id}
+
+    def locked(self, gop_id: str, rows: Sequence[Any]) -> None:
+        """The rows of :meth:`lock_with_mind`'s statement: none means no such session (the
+        caller's transaction is then rolled back with everything it ran)."""
+        if not rows:
+            raise _not_found(gop_id)
+        note_graph_lock(self.session, self.mind_id)
 
     def get(self, gop_id: str) -> SessionRecord | None:
         row = self.row(gop_id)
