@@ -30,7 +30,8 @@ def test_the_manifest_is_written_with_the_frame(store: ws.Store) -> None:
     with store.read() as s:
         row = s.get(FrameRow, frame.id)
         manifest = s.get(FrameEmbeddingRow, frame.id)
-    assert row is not None and manifest is not None
+    assert row is not None
+    assert manifest is not None
     assert (row.frame_type, row.t, row.base_frame_id, row.importance, row.source,
             row.access_count, row.created_at, row.last_accessed) == (
         "I", 0, None, "important", "agent_inferred", 0, frame.created_at, frame.created_at)
@@ -64,7 +65,7 @@ def test_several_statements_run_in_order_and_an_error_rolls_all_back(store: ws.S
     mind = store.mind("m")
     gop = mind.sessions.ensure("g").gop_id
     mind.frames.create_i(gop, "kept")
-    with pytest.raises(ws.StorageError), store.write() as s:
+    with pytest.raises(ws.StorageError), store.write() as s:  # noqa: PT012 - the update, then the error
         s.execute(sa.update(frames).values(importance="temporary"))
         run_statements(s, [(count, {}), (missing, {}), (count, {})])
     with store.read() as s:
@@ -109,5 +110,6 @@ def test_create_i_waits_for_the_mind_row_before_it_locks_the_session(store: ws.S
         assert finished == []
         holder.rollback()
     writer.join(30)
-    assert len(finished) == 1 and isinstance(finished[0], ws.Frame), finished
+    assert len(finished) == 1, finished
+    assert isinstance(finished[0], ws.Frame), finished
     assert _frames(store) == [(gop, 0, "written after the wait")]

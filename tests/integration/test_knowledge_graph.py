@@ -387,7 +387,8 @@ def test_retire_entity_inside_a_unit_of_work_updates_loaded_relations(
 def test_graph_lock_is_retaken_after_a_rolled_back_savepoint(
     store: ws.Store, mind: ws.Mind
 ) -> None:
-    """Postgres loses a row lock taken in a savepoint that rolls back; the next upsert relocks."""
+    """Postgres loses a row lock taken in a savepoint that rolls back; the next upsert relocks.
+    SQLite sends no lock statement at all (BEGIN IMMEDIATE serialises its writers)."""
 
     class Abort(Exception):
         pass
@@ -402,5 +403,5 @@ def test_graph_lock_is_retaken_after_a_rolled_back_savepoint(
             kg(session, mind.id).entities.upsert("person", "C")  # lock held at top level now
         # Schema-qualified as the store's engine renders it (main. on SQLite, the schema on PG).
         locks = [s for s in seen if re.search(r"FROM (\S+\.)?waggle_minds\b", s)]
-    assert len(locks) == 2
+    assert len(locks) == (2 if store.engine.dialect.name == "postgresql" else 0)
     assert mind.knowledge.entity_type_counts() == {"person": 2}
