@@ -13,7 +13,7 @@ import sqlalchemy as sa
 import waggle_store as ws
 from tests.conftest import only_postgres
 from waggle_store.dialects.common import run_statements
-from waggle_store.models import FrameEmbeddingRow, FrameRow
+from waggle_store.models import FrameEmbeddingRow, FrameRow, MindRow, SessionRow
 
 
 def _frames(store: ws.Store) -> list[tuple[str, int, str]]:
@@ -83,8 +83,11 @@ def test_create_i_waits_for_the_mind_row_before_it_locks_the_session(store: ws.S
     gop = mind.sessions.ensure("g").gop_id
     finished: list[object] = []
     with store.engine.connect() as holder:
-        holder.exec_driver_sql("SELECT 1 FROM waggle_minds WHERE id = %s FOR NO KEY UPDATE",
-                               (mind.id,))
+        # Core statements: the store's engine renders its schema (each test has its own; an
+        # unqualified name could find another test's tables).
+        holder.execute(sa.select(MindRow.id).where(MindRow.id == mind.id)
+                       .with_for_update(key_share=True))
+        holder_pid = holder.exec_driver_sql("SELECT pg_backend_pid()").scalar()
 
         def write() -> None:
             try:
@@ -96,17 +99,22 @@ def test_create_i_waits_for_the_mind_row_before_it_locks_the_session(store: ws.S
         writer.start()
         deadline = time.monotonic() + 30
         with store.engine.connect() as watcher:
-            while not watcher.exec_driver_sql(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND datname = current_database()").scalar():
+            while True:
+                # Blocked by the holder: no other backend of the server (another test's) counts.
+                blocked = watcher.exec_driver_sql(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE %s = ANY(pg_blocking_pids(pid))", (holder_pid,)).scalar()
+                # A transaction reads pg_stat_activity once: each look needs a new one.
+                watcher.rollback()
+                if blocked:
+                    break
                 assert time.monotonic() < deadline, "create_i never waited for the mind row"
                 time.sleep(0.02)
-            watcher.rollback()
         # The holder (with the mind row) locks the session row: free, create_i has not taken it.
         holder.exec_driver_sql("SET LOCAL lock_timeout = '5s'")
-        holder.exec_driver_sql(
-            "SELECT 1 FROM waggle_sessions WHERE mind_id = %s AND gop_id = %s "
-            "FOR NO KEY UPDATE", (mind.id, gop))
+        holder.execute(sa.select(SessionRow.id).where(SessionRow.mind_id == mind.id,
+                                                      SessionRow.gop_id == gop)
+                       .with_for_update(key_share=True))
         assert finished == []
         holder.rollback()
     writer.join(30)
