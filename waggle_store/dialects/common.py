@@ -203,7 +203,7 @@ def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[Any]:
     """
     conn = connection_of(executor)
     statement, args = driver_statement(conn.dialect, sql, params)
-    return _run_on_cursor(conn, statement, args)
+    return _run_on_cursor(conn, statement, args, selects=True)
 
 
 def run_statement(executor: Executor, statement: Executable, params: dict[str, Any]
@@ -316,7 +316,12 @@ def _run_in_pipeline(conn: Connection, jobs: list[tuple[str, Any]]) -> list[list
             cursor.close()
 
 
-def _run_on_cursor(conn: Connection, statement: str, args: Any) -> list[Any]:
+def _run_on_cursor(conn: Connection, statement: str, args: Any, *, selects: bool = False
+                   ) -> list[Any]:
+    """``statement`` on a cursor of ``conn``'s DBAPI connection; its rows (none for a statement
+    that returns none). ``selects``: it is a query (a lane's ``SELECT`` / ``WITH``), so its rows
+    are fetched without asking ``cursor.description`` first, which psycopg builds as a list of
+    column objects, one per column (~17 µs a lane statement of 18 columns, measured on 2 vCPUs)."""
     _begin(conn)
     dialect = conn.dialect
     dbapi_conn = conn.connection.dbapi_connection
@@ -324,7 +329,7 @@ def _run_on_cursor(conn: Connection, statement: str, args: Any) -> list[Any]:
     try:
         cursor.execute(statement, args)
         rows: list[Any] = (cursor.fetchall()  # type: ignore[assignment]  # DBAPI: rows
-                           if cursor.description is not None else [])
+                           if selects or cursor.description is not None else [])
     except dialect.loaded_dbapi.Error as exc:
         raise_driver_error(conn, exc, statement, args, cursor)
     finally:
