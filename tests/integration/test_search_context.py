@@ -150,3 +150,41 @@ def test_contexts_follow_a_write_from_a_session_with_another_search_path(
                      {"id": secret})
     assert _context(store, reply) == "the kickoff is in Lisbon"
     assert _keyword_ids(mind, "ocelot harbor") == []
+
+
+
+def _trigger_function_settings(store: ws.Store) -> dict[str, list[str]]:
+    with store.read() as s:
+        rows = s.execute(text(
+            "SELECT proname, proconfig FROM pg_proc WHERE pronamespace = "
+            "to_regnamespace(current_schema()) AND proname LIKE 'waggle_memory_frames_ctx_%'"
+        )).all()
+    return {str(r[0]): sorted(r[1] or []) for r in rows}
+
+
+@only_postgres  # the one backend whose trigger functions cache plans
+def test_the_context_triggers_plan_their_lookups_per_row(store: ws.Store, mind: ws.Mind) -> None:
+    """The trigger functions find a written frame's neighbours with plans made for each row
+    (``plan_cache_mode = force_custom_plan``), on a migrated store and on one whose functions
+    ``reconcile(repair=True)`` recreated. A cached generic plan, made while a new store's table
+    held a few rows, read every frame of the mind through ``(mind_id, created_at)`` instead of
+    seeking ``(mind_id, gop_id, t)``: measured by ``auto_explain`` in a 5,000-turn
+    ``cognify_batch`` with autoanalyze held off, 4,750 of its 5,000 inserts (the quadratic ingest
+    of ``benchmarks/README.md``). Which plan wins that near tie of costs depends on the indexes'
+    sizes, so this test checks the setting that rules it out, on both paths that create it."""
+    pinned = "plan_cache_mode=force_custom_plan"
+    names = ["waggle_memory_frames_ctx_after", "waggle_memory_frames_ctx_before"]
+    settings = _trigger_function_settings(store)
+    assert sorted(settings) == names
+    assert all(pinned in found for found in settings.values()), settings
+    with store.write() as s:  # a store whose functions predate migration 0009, trigger lost
+        for name in names:
+            s.execute(text(f"ALTER FUNCTION {name}() RESET plan_cache_mode"))
+        s.execute(text("DROP TRIGGER waggle_memory_frames_ctx_b ON waggle_memory_frames"))
+    assert not any(pinned in found for found in _trigger_function_settings(store).values())
+    store.reconcile(repair=True)
+    assert all(pinned in found for found in _trigger_function_settings(store).values())
+    gop = mind.sessions.ensure("g").gop_id  # and the recreated triggers keep contexts
+    mind.frames.create_i(gop, "the first turn")
+    second = mind.frames.create_i(gop, "the second turn").id
+    assert _context(store, second) == "the first turn"

@@ -124,6 +124,17 @@ CONTEXT_TSV_COLUMN: Final = "context_tsv"
 #: store*. Pinned at creation (the migration's and repair's search_path: the store's schema
 #: first), the functions always work on their own store's table.
 PINNED_SEARCH_PATH: Final = "SET search_path FROM CURRENT"
+#: The trigger functions' lookups (the frame before or after a position in its session) are
+#: planned for each row they run on, never from a cached generic plan. Why: PL/pgSQL caches a
+#: generic plan after a connection's fifth call, and on a new store that is when the frames table
+#: holds a handful of rows: the planner then costs "the mind's frames by ``(mind_id,
+#: created_at)``, filtered and sorted" the same as the ``(mind_id, gop_id, t)`` seek, may take
+#: it, and keeps it until an ANALYZE of the table invalidates it. Every written frame then read
+#: all of its mind's frames: a new store's first ingest was quadratic until autovacuum's first
+#: analyze (measured: 37 → 320 ms per 250 frames over 5,000 frames with autoanalyze held off,
+#: flat at 40–75 ms with per-row plans; ``benchmarks/README.md``). A custom plan sees the values
+#: and the table's current size, and costs a few tens of microseconds of planning per row.
+CUSTOM_PLANS: Final = "SET plan_cache_mode = force_custom_plan"
 CONTEXT_GIN_INDEX: Final = f"ix_{T_FRAMES}_context_tsv"
 PG_BEFORE_FUNCTION: Final = f"{T_FRAMES}_ctx_before"
 PG_AFTER_FUNCTION: Final = f"{T_FRAMES}_ctx_after"
@@ -154,7 +165,7 @@ PG_CONTEXT_DDL: Final = (
     # BEFORE: the written row's own context, without a second write of the row.
     (
         f"CREATE OR REPLACE FUNCTION {PG_BEFORE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql "
-        f"{PINNED_SEARCH_PATH} AS $$ "
+        f"{PINNED_SEARCH_PATH} {CUSTOM_PLANS} AS $$ "
         "BEGIN "
         "IF TG_OP = 'INSERT' OR NEW.mind_id IS DISTINCT FROM OLD.mind_id "
         "OR NEW.gop_id IS DISTINCT FROM OLD.gop_id OR NEW.t IS DISTINCT FROM OLD.t THEN "
@@ -164,7 +175,7 @@ PG_CONTEXT_DDL: Final = (
     # AFTER: the successors at the new and the old place (sees the whole statement's rows).
     (
         f"CREATE OR REPLACE FUNCTION {PG_AFTER_FUNCTION}() RETURNS trigger LANGUAGE plpgsql "
-        f"{PINNED_SEARCH_PATH} AS $$ "
+        f"{PINNED_SEARCH_PATH} {CUSTOM_PLANS} AS $$ "
         "BEGIN "
         "IF TG_OP <> 'DELETE' THEN "
         f"UPDATE {T_FRAMES} f SET {CONTEXT_COLUMN} = NEW.content WHERE f.id = "
