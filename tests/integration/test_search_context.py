@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import io
 
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 
 import waggle_store as ws
+from waggle_store import migrate
 
 from conftest import Target, only_postgres
 
@@ -188,3 +189,31 @@ def test_the_context_triggers_plan_their_lookups_per_row(store: ws.Store, mind: 
     mind.frames.create_i(gop, "the first turn")
     second = mind.frames.create_i(gop, "the second turn").id
     assert _context(store, second) == "the first turn"
+
+
+@only_postgres
+def test_a_store_whose_context_functions_were_dropped_upgrades_and_repairs(
+    target: Target, store: ws.Store
+) -> None:
+    """Migration 0009 changes the trigger functions only where they exist: a store at 0008 whose
+    derived objects were dropped upgrades all the same, health() names the missing triggers, and
+    the repair recreates the functions with their per-row plans."""
+    store.close()
+    migrate.downgrade(target.url, "0008", schema=target.schema)
+    engine = create_engine(target.url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(f'SET LOCAL search_path TO "{target.schema}"'))
+            conn.execute(text("DROP FUNCTION waggle_memory_frames_ctx_before() CASCADE"))
+            conn.execute(text("DROP FUNCTION waggle_memory_frames_ctx_after() CASCADE"))
+    finally:
+        engine.dispose()
+    migrate.upgrade(target.url, schema=target.schema)
+    with target.open() as reopened:
+        assert _trigger_function_settings(reopened) == {}
+        assert any("ctx_b" in reason for reason in reopened.health().reasons)
+        reopened.reconcile(repair=True)
+        settings = _trigger_function_settings(reopened)
+        assert sorted(settings) == ["waggle_memory_frames_ctx_after",
+                                    "waggle_memory_frames_ctx_before"]
+        assert all("plan_cache_mode=force_custom_plan" in found for found in settings.values())
