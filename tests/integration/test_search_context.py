@@ -153,6 +153,10 @@ def test_contexts_follow_a_write_from_a_session_with_another_search_path(
     assert _keyword_ids(mind, "ocelot harbor") == []
 
 
+#: The context trigger functions, and the setting that has them plan per row (migration 0009).
+_CONTEXT_FUNCTIONS = ["waggle_memory_frames_ctx_after", "waggle_memory_frames_ctx_before"]
+_PER_ROW_PLANS = "plan_cache_mode=force_custom_plan"
+
 
 def _trigger_function_settings(store: ws.Store) -> dict[str, list[str]]:
     with store.read() as s:
@@ -173,18 +177,16 @@ def test_the_context_triggers_plan_their_lookups_per_row(store: ws.Store, mind: 
     ``cognify_batch`` with autoanalyze held off, 4,750 of its 5,000 inserts (the quadratic ingest
     of ``benchmarks/README.md``). Which plan wins that near tie of costs depends on the indexes'
     sizes, so this test checks the setting that rules it out, on both paths that create it."""
-    pinned = "plan_cache_mode=force_custom_plan"
-    names = ["waggle_memory_frames_ctx_after", "waggle_memory_frames_ctx_before"]
     settings = _trigger_function_settings(store)
-    assert sorted(settings) == names
-    assert all(pinned in found for found in settings.values()), settings
+    assert sorted(settings) == _CONTEXT_FUNCTIONS
+    assert all(_PER_ROW_PLANS in found for found in settings.values()), settings
     with store.write() as s:  # a store whose functions predate migration 0009, trigger lost
-        for name in names:
+        for name in _CONTEXT_FUNCTIONS:
             s.execute(text(f"ALTER FUNCTION {name}() RESET plan_cache_mode"))
         s.execute(text("DROP TRIGGER waggle_memory_frames_ctx_b ON waggle_memory_frames"))
-    assert not any(pinned in found for found in _trigger_function_settings(store).values())
+    assert not any(_PER_ROW_PLANS in found for found in _trigger_function_settings(store).values())
     store.reconcile(repair=True)
-    assert all(pinned in found for found in _trigger_function_settings(store).values())
+    assert all(_PER_ROW_PLANS in found for found in _trigger_function_settings(store).values())
     gop = mind.sessions.ensure("g").gop_id  # and the recreated triggers keep contexts
     mind.frames.create_i(gop, "the first turn")
     second = mind.frames.create_i(gop, "the second turn").id
@@ -204,8 +206,8 @@ def test_a_store_whose_context_functions_were_dropped_upgrades_and_repairs(
     try:
         with engine.begin() as conn:
             conn.execute(text(f'SET LOCAL search_path TO "{target.schema}"'))
-            conn.execute(text("DROP FUNCTION waggle_memory_frames_ctx_before() CASCADE"))
-            conn.execute(text("DROP FUNCTION waggle_memory_frames_ctx_after() CASCADE"))
+            for name in _CONTEXT_FUNCTIONS:
+                conn.execute(text(f"DROP FUNCTION {name}() CASCADE"))
     finally:
         engine.dispose()
     migrate.upgrade(target.url, schema=target.schema)
@@ -214,6 +216,5 @@ def test_a_store_whose_context_functions_were_dropped_upgrades_and_repairs(
         assert any("ctx_b" in reason for reason in reopened.health().reasons)
         reopened.reconcile(repair=True)
         settings = _trigger_function_settings(reopened)
-        assert sorted(settings) == ["waggle_memory_frames_ctx_after",
-                                    "waggle_memory_frames_ctx_before"]
-        assert all("plan_cache_mode=force_custom_plan" in found for found in settings.values())
+        assert sorted(settings) == _CONTEXT_FUNCTIONS
+        assert all(_PER_ROW_PLANS in found for found in settings.values())
