@@ -16,9 +16,10 @@ sessions) with the deterministic hashing embedder (384 dims) or ``--embedder loc
   mind filter and the manifest check, and ``set_config`` on Postgres), recorded from the library
   as its driver received them and replayed verbatim in one transaction on a DBAPI connection of
   the same engine and driver (psycopg: the same prepare_threshold). Where the library reads per
-  statement (Postgres in autocommit) the raw side does too, and a statement the library ran on a
-  second connection beside the keyword lane (Postgres's vector lane) is replayed on a second
-  connection, on a worker thread, beside the others.
+  statement (Postgres in autocommit) the raw side does too, and a statement the library sent
+  ahead on a second connection beside the keyword lane (Postgres's vector lane, in psycopg's
+  pipeline mode) is sent the same way on a second connection before the others and collected
+  after them.
 
 SQLite's vector lane runs as the in-process index (``--sqlite-lane index``: change-log check,
 numpy scan, verification statement; the raw side replays the statements and repeats the bare
@@ -87,6 +88,7 @@ import waggle_store as ws
 from waggle_store.dialects import (
     common,
     keyword_rank,
+    lane_steps,
     postgres_maint,
     sqlite_veccodes,
     sqlite_vecindex,
@@ -210,19 +212,25 @@ def _lane_statements(
     the vector lane the KNN with its manifest check (plus ``set_config`` on Postgres). Not the
     pool's pre-ping, the model lookup or the graph-distance query: those are the library's.
     """
-    modules = (common, sqlite_adapter, postgres_adapter, sqlite_vecindex)
+    modules = (common, lane_steps, sqlite_adapter, postgres_adapter, sqlite_vecindex)
     real = common.run_lane
     recorded: list[Any] = []
 
     def recording(executor: Any, sql: str, params: dict[str, Any]) -> list[Any]:
-        statement = common.driver_statement(store.engine.dialect, sql, params)
-        if search_engine.LANE_THREADS.runs_this_thread():
-            # The library ran it on a second connection beside the keyword lane (Postgres):
-            # the raw side does the same (recorded as a ("beside", (sql, args)) step).
-            recorded.append(("beside", statement))
-        else:
-            recorded.append(statement)
+        recorded.append(common.driver_statement(store.engine.dialect, sql, params))
         return real(executor, sql, params)
+
+    # A statement the library sent ahead on a second connection, beside the keyword lane
+    # (Postgres's vector lane: dialects/lane_steps.py): the raw side does the same (recorded as
+    # a ("beside", (sql, args)) step).
+    real_ahead = lane_steps.driver_statement
+
+    def ahead(dialect: Any, sql: str, params: dict[str, Any]) -> tuple[str, Any]:
+        statement = real_ahead(dialect, sql, params)
+        recorded.append(("beside", statement))
+        return statement
+
+    lane_steps.driver_statement = ahead  # type: ignore[assignment]
 
     # The SQLite index lane's scan is numpy, not SQL: the raw side repeats the bare matrix
     # product and top-k over the same matrix (recorded as a ("scan", lane, vector, k) step).
@@ -259,6 +267,7 @@ def _lane_statements(
     finally:
         for module in modules:
             module.run_lane = real  # type: ignore[attr-defined]
+        lane_steps.driver_statement = real_ahead  # type: ignore[assignment]
         sqlite_vecindex._scan = real_scan  # type: ignore[assignment]
         setattr(sqlite_vecindex._PendingScan, "result", real_result)  # noqa: B010
     return statements
@@ -288,12 +297,23 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
     second: list[Any] = []  # the connection of the statements run beside, made when first needed
     workers = ThreadPoolExecutor(max_workers=1)
 
-    def beside(sql: str, args: Any) -> None:
+    def beside(sql: str, args: Any) -> Callable[[], None]:
+        """Send the statement on the second connection in pipeline mode, as the library sends
+        it; the returned call collects its rows."""
         if not second:
             second.append(connect())
-        cur = second[0].cursor()
+        driver = second[0].driver_connection
+        pipeline = driver.pipeline()
+        pipeline.__enter__()
+        cur = driver.cursor()
         cur.execute(sql, args)
-        cur.fetchall()
+
+        def collect() -> None:
+            pipeline.__exit__(None, None, None)
+            cur.fetchall()
+            cur.close()
+
+        return collect
 
     def run(query: str) -> None:
         cur = conn.cursor()
@@ -306,8 +326,8 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
                 bare = _BareScan(args, *scan)
                 scans.append((bare, workers.submit(bare.work)))
                 continue
-            if sql == "beside":  # on a second connection, as the library runs it
-                besides.append(workers.submit(beside, *args))
+            if sql == "beside":  # sent on a second connection, as the library sends it
+                besides.append(beside(*args))
                 continue
             if sql == "wait":  # the statements after this one read the scan's result
                 for bare, pending in scans:
@@ -321,8 +341,8 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
         for bare, pending in scans:
             pending.result()
             bare.top()
-        for pending in besides:
-            pending.result()
+        for collect in besides:
+            collect()
         if sqlite:
             cur.execute("COMMIT")
         elif not autocommit:

@@ -60,7 +60,7 @@ class Database:
         """Whether the pool could hand out one more connection within its size right now (a
         ``QueuePool`` with fewer connections checked out than its ``pool_size``; another pool
         class: False). A search takes a second connection only then (``search/engine.py:
-        _LaneBeside``): a pool kept at its size opens such a connection once and keeps it,
+        HybridSearch._read``): a pool kept at its size opens such a connection once and keeps it,
         while an overflow connection is closed again when returned and a ``NullPool`` connects
         on every checkout — a connection opened per search costs more than the lane."""
         pool = self._read_engine.pool

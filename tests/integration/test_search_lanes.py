@@ -139,7 +139,7 @@ def test_repeated_searches_run_prepared_statements(store: ws.Store, mind: ws.Min
     for _ in range(30):  # enough for every pooled connection to pass psycopg's threshold (5)
         assert mind.search("alpha beta")
     # Each pooled connection's own: the vector lane may have run on a second connection, beside
-    # the keyword lane (search/engine.py: _LaneBeside), so all the idle ones are asked at once.
+    # the keyword lane (search/engine.py: HybridSearch._read), so all the idle ones are asked.
     prepared: list[str] = []
     with ExitStack() as held:
         for _ in range(store.engine.pool.checkedin()):  # type: ignore[attr-defined]

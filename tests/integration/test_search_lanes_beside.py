@@ -1,27 +1,33 @@
 """Where a store's reads need no common transaction (``reads_per_statement``: Postgres in
-autocommit), a search's vector lane runs on a connection of its own, on a ``LANE_THREADS``
-worker, beside the keyword lane (``search/engine.py: _LaneBeside``); elsewhere (SQLite, whose
-lanes read one snapshot) on the searching thread's connection. On both dialects: the same pages
-as one lane after the other; the two lanes really overlap where they may; a pool with no
-connection to spare gives no second one; a lane no worker has begun is taken back by the
-searching thread, or dropped if the search fails first."""
+autocommit), a search's vector lane runs on a connection of its own: its statement is sent there
+(psycopg's pipeline mode, ``dialects/lane_steps.py``) before the keyword lane runs on the
+search's first connection, so the server runs both at once; elsewhere (SQLite, whose lanes read
+one snapshot) on the search's one connection. On both dialects: the same pages as one lane after
+the other; the lane's statement really runs during the keyword lane where it may; a pool with no
+connection to spare gives no second one; a search that fails before its lane's rows are read, a
+failing lane statement and a lost lane connection leave nothing behind."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy import text
 
 import waggle_store as ws
 from waggle_store.config import StoreConfig
+from waggle_store.dialects.base import vector_table_name
 from waggle_store.engine import create_engine
+from waggle_store.models import MindEmbeddingModelRow
 from waggle_store.pipeline.embed import embed_frames
 from waggle_store.search import engine as search_engine
 
-from conftest import Target, forked_search
+from conftest import Target, forked_search, only_postgres
 
 WAIT_S = 10.0
 QUERIES = ("memory number 3", "topic 5", "about topic", "number 41 topic 6")
@@ -42,45 +48,34 @@ def _pages(mind: ws.Mind) -> dict[str, list[tuple[int, float, float]]]:
 
 
 class _Watch:
-    """Records, per vector lane run, the thread and the DBAPI connection it ran on, and the
-    keyword lane's."""
+    """Records, per vector lane begun, the thread and the DBAPI connection it began on, and the
+    keyword lane's; ``on_vector``/``on_keyword`` run before the real lane."""
 
     def __init__(self, store: ws.Store, monkeypatch: pytest.MonkeyPatch) -> None:
         self.vector: list[tuple[str, int]] = []
         self.keyword: list[tuple[str, int]] = []
-        self.vector_started = threading.Event()
+        self.on_vector: Callable[[sa.Connection], None] = lambda conn: None
+        self.on_keyword: Callable[[sa.Connection], None] = lambda conn: None
         adapter = store.adapter
         real_vector, real_keyword = adapter.start_vector_search, adapter.keyword_search
-        self.keyword_waited: list[bool] = []
-        self.wait_in_keyword = False
 
         def start_vector(conn: Any, **kwargs: Any) -> Any:
             self.vector.append((threading.current_thread().name, _dbapi(conn)))
-            self.vector_started.set()
+            self.on_vector(conn)
             return real_vector(conn, **kwargs)
 
         def keyword(conn: Any, **kwargs: Any) -> Any:
             self.keyword.append((threading.current_thread().name, _dbapi(conn)))
-            if self.wait_in_keyword:
-                self.keyword_waited.append(self.vector_started.wait(WAIT_S))
+            self.on_keyword(conn)
             return real_keyword(conn, **kwargs)
 
         monkeypatch.setattr(adapter, "start_vector_search", start_vector)
         monkeypatch.setattr(adapter, "keyword_search", keyword)
 
-
-@pytest.fixture
-def lanes_beside(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """Every ``_LaneBeside`` a search makes (a vector lane sent to a lane thread)."""
-    made: list[object] = []
-
-    class Counted(search_engine._LaneBeside):
-        def __init__(self, *args: Any) -> None:
-            made.append(self)
-            super().__init__(*args)
-
-    monkeypatch.setattr(search_engine, "_LaneBeside", Counted)
-    return made
+    def beside(self) -> int:
+        """How many searches began their vector lane on another connection than their keyword
+        lane's."""
+        return sum(v != k for v, k in zip(self.vector, self.keyword, strict=True))
 
 
 def _dbapi(conn: sa.Connection) -> int:
@@ -91,56 +86,73 @@ def _beside(store: ws.Store) -> bool:
     return store.adapter.reads_per_statement(20 * search_engine.OVERFETCH)
 
 
+def _outside(store: ws.Store) -> sa.Engine:
+    """An engine outside the store's pool (its own connections are not the store's)."""
+    return sa.create_engine(store.engine.url, poolclass=sa.pool.NullPool)
+
+
 def test_the_vector_lane_runs_beside_the_keyword_lane_where_reads_are_per_statement(
     store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where the lanes may overlap, they do: the keyword lane waits for the vector lane to have
-    started (run one after the other on one thread it would wait in vain) and the two use two
-    connections. Elsewhere both run on the searching thread and its one connection."""
+    """Where the lanes may overlap, they do: the vector lane begins first, on a connection of its
+    own, and the server has its statement before the keyword lane starts (seen from outside in
+    ``pg_stat_activity``: the lane connection's backend began the KNN after the search began it;
+    run after the keyword lane, the statement would not be there yet). Elsewhere both lanes run
+    on the search's one connection. Everything on the searching thread."""
     store = store_factory()
     mind = _seed(store)
     watch = _Watch(store, monkeypatch)
     beside = _beside(store)
     assert beside == (store.engine.dialect.name == "postgresql")
-    watch.wait_in_keyword = beside
-    results = mind.search("memory number 3", limit=10)
+    sent: list[bool] = []
+    with ExitStack() as held:
+        if beside:
+            outside = held.enter_context(_outside(store).connect())
+            outside.execution_options(isolation_level="AUTOCOMMIT")  # a fresh view each look
+            began: list[tuple[int, object]] = []
+
+            def on_vector(conn: sa.Connection) -> None:
+                pid = conn.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]
+                began.append((pid, outside.execute(text("SELECT clock_timestamp()")).scalar()))
+
+            def on_keyword(conn: sa.Connection) -> None:
+                (pid, at), = began
+                deadline = time.monotonic() + WAIT_S
+                while time.monotonic() < deadline:
+                    row = outside.execute(text(
+                        "SELECT query_start >= :at AND query LIKE '%waggle_frame_vectors_%' "
+                        "FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid, "at": at}).one()
+                    if row[0]:
+                        sent.append(True)
+                        return
+                    time.sleep(0.01)
+                sent.append(False)
+
+            watch.on_vector, watch.on_keyword = on_vector, on_keyword
+        results = mind.search("memory number 3", limit=10)
     assert results
     assert results[0].explain["degraded"] == []
     assert set(results[0].explain["lanes_run"]) == {"keyword", "vector"}
     (vector_thread, vector_conn), = watch.vector
     (keyword_thread, keyword_conn), = watch.keyword
-    assert keyword_thread == threading.current_thread().name
-    if beside:
-        assert watch.keyword_waited == [True]
-        assert vector_thread.startswith(search_engine.LANE_THREADS.name + "_")
-        assert vector_conn != keyword_conn
-    else:
-        assert vector_thread == keyword_thread
-        assert vector_conn == keyword_conn
+    assert vector_thread == keyword_thread == threading.current_thread().name
+    assert sent == ([True] if beside else [])
+    assert (vector_conn != keyword_conn) == beside
 
 
 def test_the_pages_are_those_of_one_lane_after_the_other(
     store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """With no connection to spare, the lanes run one after the other on one connection: the
+    same pages as beside."""
     store = store_factory()
     mind = _seed(store)
+    watch = _Watch(store, monkeypatch)
     together = _pages(mind)
-
-    class OneAfterTheOther:
-        """The lane run on the searching thread's connection when its hits are asked for."""
-
-        def __init__(self, store: Any, conn: sa.Connection,
-                     run: Callable[[sa.Connection], Any]) -> None:
-            self._conn, self._run = conn, run
-
-        def result(self) -> Any:
-            return self._run(self._conn)
-
-        def cancel(self) -> None:
-            pass
-
-    monkeypatch.setattr(search_engine, "_LaneBeside", OneAfterTheOther)
+    assert watch.beside() == (len(QUERIES) if _beside(store) else 0)
+    monkeypatch.setattr(store.db, "spare_connection", lambda: False)
     assert _pages(mind) == together
+    assert watch.beside() == (len(QUERIES) if _beside(store) else 0)  # none more
     assert all(together.values())
 
 
@@ -163,36 +175,34 @@ def small_pool_store(target: Target) -> Iterator[ws.Store]:
 
 
 def test_a_search_takes_no_second_connection_from_a_pool_with_none_to_spare(
-    small_pool_store: ws.Store, monkeypatch: pytest.MonkeyPatch, lanes_beside: list[object]
+    small_pool_store: ws.Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With the other pooled connection taken, the vector lane runs on the searching thread's
-    connection: the pool has no connection to spare (it would make the search wait)."""
+    """With the other pooled connection taken, the vector lane runs on the search's own
+    connection: the pool has no connection to spare (the search would wait for one)."""
     store = small_pool_store
     assert _beside(store) == (store.engine.dialect.name == "postgresql")
     mind = _seed(store)
-    expected = _pages(mind)
     watch = _Watch(store, monkeypatch)
-    sent = len(lanes_beside)
-    assert (sent > 0) == _beside(store)  # with both connections free, the pool had one to spare
+    expected = _pages(mind)
+    # With both connections free, the pool had one to spare.
+    assert watch.beside() == (len(QUERIES) if _beside(store) else 0)
+    watch.vector.clear()
+    watch.keyword.clear()
     with store.engine.connect():  # one of the two: the search takes the other
         got = _pages(mind)
-    assert len(lanes_beside) == sent  # none sent to a lane thread
     assert got == expected
     assert len(watch.vector) == len(QUERIES)
-    me = threading.current_thread().name
     assert watch.vector == watch.keyword
-    assert all(thread == me for thread, _ in watch.vector)
 
 
 def test_a_pool_that_connects_on_every_checkout_gives_no_second_connection(
-    target: Target, monkeypatch: pytest.MonkeyPatch, lanes_beside: list[object]
+    target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, engine = _store_on(target, poolclass=sa.pool.NullPool)
     try:
         mind = _seed(store)
         watch = _Watch(store, monkeypatch)
         assert _pages(mind)["memory number 3"]
-        assert lanes_beside == []
         assert len(watch.vector) == len(QUERIES)
         assert watch.vector == watch.keyword
     finally:
@@ -200,89 +210,126 @@ def test_a_pool_that_connects_on_every_checkout_gives_no_second_connection(
         engine.dispose()
 
 
-def test_the_searching_thread_takes_the_lane_back_when_no_worker_has_begun_it(
-    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch,
-    lanes_beside: list[object]
+def _pooled(store: ws.Store) -> list[Any]:
+    """The DBAPI connections idle in the store's pool, checked out together and given back."""
+    pool = store.engine.pool
+    assert isinstance(pool, sa.pool.QueuePool)
+    with ExitStack() as held:
+        conns = [held.enter_context(store.read_connection()) for _ in range(pool.checkedin())]
+        return [conn.connection.dbapi_connection for conn in conns]
+
+
+def test_a_search_that_fails_before_its_vector_lane_is_read_gives_its_connections_back(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every lane thread busy: the lane's job waits in the queue, so the searching thread runs
-    it on its own connection (same pages); the job, run later, hands its connection back."""
+    """The keyword lane raises after the vector lane's statement was sent: the search raises,
+    both connections are back in the pool (not discarded as broken), none left in pipeline
+    mode, and the next searches (on the same connections) find the same pages."""
     store = store_factory()
     mind = _seed(store)
     expected = _pages(mind)
     watch = _Watch(store, monkeypatch)
-    release = threading.Event()
-    busy = [search_engine.LANE_THREADS.submit(release.wait, WAIT_S)
-            for _ in range(search_engine.LANE_THREADS.max_workers)]
-    sent = len(lanes_beside)
-    try:
-        got = _pages(mind)
-    finally:
-        release.set()
-    # Sent to a lane thread where reads are per statement, and taken back.
-    assert len(lanes_beside) - sent == (len(QUERIES) if _beside(store) else 0)
-    assert all(job.result() for job in busy)
-    assert got == expected
-    assert watch.vector == watch.keyword
-    assert all(thread == threading.current_thread().name for thread, _ in watch.vector)
-    # The queued jobs ran once the threads were free, and gave their connections back.
-    search_engine.LANE_THREADS.submit(lambda: None).result()
-    pool = store.engine.pool
-    assert isinstance(pool, sa.pool.QueuePool)
-    assert pool.checkedout() == 0
+    used: list[Any] = []
 
-
-def test_a_search_that_fails_before_its_vector_lane_leaves_no_lane_to_run(
-    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch,
-    lanes_beside: list[object]
-) -> None:
-    """The keyword lane raises while the vector lane's job waits for a lane thread: the search
-    raises, and the job, run later, does not run the lane (nobody would read its hits)."""
-    store = store_factory()
-    mind = _seed(store)
-    watch = _Watch(store, monkeypatch)
-    real_keyword = store.adapter.keyword_search
-
-    def failing(conn: Any, **kwargs: Any) -> Any:
-        real_keyword(conn, **kwargs)
+    def broken(conn: sa.Connection) -> None:
         raise RuntimeError("the keyword lane broke")
 
-    monkeypatch.setattr(store.adapter, "keyword_search", failing)
-    release = threading.Event()
-    busy = [search_engine.LANE_THREADS.submit(release.wait, WAIT_S)
-            for _ in range(search_engine.LANE_THREADS.max_workers)]
+    watch.on_vector = lambda conn: used.append(conn.connection.dbapi_connection)
+    watch.on_keyword = broken
+    returned: list[object] = []  # each connection's pipeline status as the pool takes it back
+
+    def checkin(dbapi_conn: Any, record: Any) -> None:
+        if dbapi_conn is not None and _beside(store):
+            returned.append(dbapi_conn.pgconn.pipeline_status)
+
+    sa.event.listen(store.engine.pool, "checkin", checkin)
     try:
         with pytest.raises(RuntimeError, match="the keyword lane broke"):
             mind.search("memory number 3", limit=10)
     finally:
-        release.set()
-    assert all(job.result() for job in busy)
-    assert len(lanes_beside) == (1 if _beside(store) else 0)
-    for lane in lanes_beside:  # the job has run
-        assert lane._future is not None  # type: ignore[attr-defined]
-        assert lane._future.result(timeout=WAIT_S) is None  # type: ignore[attr-defined]
-    # Where it runs beside, the lane never began; on SQLite it begins (its scan) on the searching
-    # thread before the keyword lane.
-    me = threading.current_thread().name
-    assert [thread for thread, _ in watch.vector] == ([] if _beside(store) else [me])
+        sa.event.remove(store.engine.pool, "checkin", checkin)
+    assert watch.beside() == (1 if _beside(store) else 0)
+    pool = store.engine.pool
+    assert isinstance(pool, sa.pool.QueuePool)
+    assert pool.checkedout() == 0
+    if _beside(store):
+        from psycopg import pq
+
+        assert returned == [pq.PipelineStatus.OFF] * 2
+        assert used[0] in _pooled(store)  # the lane's connection came back, not discarded
+    watch.on_keyword = lambda conn: None
+    assert _pages(mind) == expected
+
+
+@only_postgres  # SQLite's index lane answers from its in-memory copy, whatever the table says
+def test_a_failing_vector_statement_leaves_the_keyword_lane_and_says_so(
+    store: ws.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vector table is gone (dropped by hand): the lane's statement, sent ahead on its own
+    connection, fails, and the search returns the keyword lane's page, naming the failure;
+    nothing is left broken on either connection (the second search uses them again)."""
+    mind = _seed(store)
+    keyword_only = [r.frame.id for r in mind.search("memory number 3", limit=10,
+                                                    lanes={"keyword"})]
+    assert mind.search("memory number 3", limit=10)  # warm: models and tables known
+    with store.read() as session:
+        model_id = session.execute(sa.select(MindEmbeddingModelRow.model_id)).scalar_one()
+    with store.engine.begin() as conn:
+        conn.execute(text(f"DROP TABLE {vector_table_name(model_id)}"))
+    watch = _Watch(store, monkeypatch)
+    for _ in range(2):  # the second on the connections the first gave back
+        results = mind.search("memory number 3", limit=10)
+        assert [r.frame.id for r in results] == keyword_only
+        notes = results[0].explain["degraded"]
+        assert any(note.startswith("vector lane off") for note in notes), notes
+    assert watch.beside() == 2
+
+
+@only_postgres  # an embedded SQLite file has no server connection to lose
+def test_a_search_whose_lane_connection_was_lost_runs_again(
+    store: ws.Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server ended the idle pooled connection the vector lane will be sent on (within the
+    ping window, so no ping finds it first): the lane's statement finds it lost, SQLAlchemy
+    invalidates it, and the search, which only reads, runs once more on fresh connections, with
+    both lanes and the same page — not a vector lane left out as if its index had failed."""
+    from waggle_store.dialects import postgres_engine
+
+    mind = _seed(store)
+    expected = [r.frame.id for r in mind.search("memory number 3", limit=10)]
+    monkeypatch.setattr(postgres_engine, "PING_AFTER_IDLE", 3600.0)
+    store.engine.pool.dispose()
+    with ExitStack() as held:  # two connections, given back first, then second: FIFO order
+        first = held.enter_context(store.read_connection())
+        second = held.enter_context(store.read_connection())
+        pids = [c.exec_driver_sql("SELECT pg_backend_pid()").scalar() for c in (first, second)]
+    watch = _Watch(store, monkeypatch)
+    with _outside(store).connect() as other:
+        assert other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pids[1]}).scalar()
+    results = mind.search("memory number 3", limit=10)
+    assert [r.frame.id for r in results] == expected
+    assert results[0].explain["degraded"] == []
+    assert set(results[0].explain["lanes_run"]) == {"keyword", "vector"}
+    assert "lost its database connection, running it again" in caplog.text
+    # The first try sent its lane on the lost connection, beside the keyword lane.
+    assert watch.beside() == 2
 
 
 def test_a_search_sends_its_lane_beside_only_when_it_reads_alone(
-    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch,
-    lanes_beside: list[object]
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While another search of the process reads, the cores are busy with it: the vector lane
-    runs on the searching thread's connection, with the same pages."""
+    runs on the search's own connection, with the same pages."""
     store = store_factory()
     mind = _seed(store)
-    alone = _pages(mind)
-    sent = len(lanes_beside)
-    assert (sent > 0) == _beside(store)
     watch = _Watch(store, monkeypatch)
+    alone = _pages(mind)
+    assert watch.beside() == (len(QUERIES) if _beside(store) else 0)
+    watch.vector.clear()
+    watch.keyword.clear()
     with search_engine.READING:  # another search reading
         assert _pages(mind) == alone
-    assert len(lanes_beside) == sent
     assert watch.vector == watch.keyword
-    assert all(thread == threading.current_thread().name for thread, _ in watch.vector)
 
 
 def test_a_forked_child_searches_whatever_the_parents_searches_were_doing(

@@ -71,8 +71,8 @@ def test_the_query_is_embedded_before_the_search_reads(
     assert results
     assert results[0].explain["degraded"] == []
     assert seen == [([], threading.current_thread())]
-    # Then the reads: on Postgres the vector lane takes a second connection (beside the keyword
-    # lane, engine._LaneBeside), which may come before or after the keyword lane starts.
+    # Then the reads: on Postgres the vector lane takes a second connection (its statement sent
+    # there beside the keyword lane: engine.HybridSearch._read).
     assert connections[0] == "read connection"
     lane_connections = 1 if store.engine.dialect.name == "postgresql" else 0
     assert sorted(connections) == sorted(

@@ -76,11 +76,17 @@ class LaneHit:
 
 class PendingLane(Protocol):
     """A vector lane begun by :meth:`SearchAdapter.start_vector_search`: the work that needs no
-    database connection may still be running (SQLite: the in-process scan, on a worker thread)
-    while the caller uses the connection for the keyword lane; :meth:`result` finishes it on the
-    same connection, in the same transaction."""
+    database connection may still be running (SQLite: the in-process scan, on a worker thread),
+    or its statement running on the server (Postgres, on a connection of its own), while the
+    caller uses its connection for the keyword lane; :meth:`result` finishes it on the lane's
+    connection, in the same transaction."""
 
     def result(self) -> list[LaneHit]: ...
+
+    def close(self) -> None:
+        """Give the lane up without its result (the search failed first): release what it holds
+        on its connection (a statement sent ahead). Nothing to do after :meth:`result`."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -89,9 +95,15 @@ class DeferredLane:
     the statements run in the same order as a plain ``vector_search`` after the keyword lane)."""
 
     run: Callable[[], list[LaneHit]]
+    #: Called if the lane is given up (:meth:`PendingLane.close`).
+    give_up: Callable[[], None] | None = None
 
     def result(self) -> list[LaneHit]:
         return self.run()
+
+    def close(self) -> None:
+        if self.give_up is not None:
+            self.give_up()
 
 
 @dataclass(frozen=True)
@@ -244,10 +256,15 @@ class SearchAdapter(Protocol):
         vector: Sequence[float],
         where: LaneFilter,
         limit: int,
+        alone: bool = False,
     ) -> PendingLane:
         """:meth:`vector_search` in two steps, so a search can run its keyword lane on
         ``session`` while the adapter's connection-free work proceeds; ``result()`` gives what
-        :meth:`vector_search` would have returned (and raises what it would have raised)."""
+        :meth:`vector_search` would have returned (and raises what it would have raised).
+
+        ``alone``: nothing else uses ``session``'s connection until ``result()`` or ``close()``
+        (the search runs its keyword lane on another one), so an adapter whose lane is statements
+        the server runs may send the first one now (Postgres: :mod:`.lane_steps`)."""
         ...
 
     # -- vector index maintenance -------------------------------------------------------------

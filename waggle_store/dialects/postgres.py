@@ -72,6 +72,7 @@ from waggle_store.dialects.keyword_rank import (
     walk_parts,
     weights_sql,
 )
+from waggle_store.dialects.lane_steps import LaneSteps, SentLane, drive_lane, sends_ahead
 from waggle_store.dialects.postgres_engine import HNSW_EF_SEARCH
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
 from waggle_store.dialects.postgres_maint import vector_param
@@ -320,10 +321,17 @@ class PostgresAdapter:
         vector: Sequence[float],
         where: LaneFilter,
         limit: int,
+        alone: bool = False,
     ) -> PendingLane:
-        # The server does the whole lane: nothing to overlap on the client.
-        return DeferredLane(lambda: self.vector_search(
-            session, model_id=model_id, vector=vector, where=where, limit=limit))
+        # The server does the whole lane. On a connection of its own, its first statement is
+        # sent now and runs on the server beside the caller's keyword lane (lane_steps.py);
+        # otherwise it runs when its hits are asked for, after the keyword lane.
+        steps = self._vector_steps(session, model_id=model_id, vector=vector, where=where,
+                                   limit=limit)
+        conn = connection_of(session)
+        if alone and sends_ahead(conn):
+            return SentLane(conn, steps)
+        return DeferredLane(lambda: drive_lane(conn, steps), steps.close)
 
     def vector_search(
         self,
@@ -334,6 +342,19 @@ class PostgresAdapter:
         where: LaneFilter,
         limit: int,
     ) -> list[LaneHit]:
+        return drive_lane(connection_of(session), self._vector_steps(
+            session, model_id=model_id, vector=vector, where=where, limit=limit))
+
+    def _vector_steps(
+        self,
+        session: Executor,
+        *,
+        model_id: int,
+        vector: Sequence[float],
+        where: LaneFilter,
+        limit: int,
+    ) -> LaneSteps:
+        """The vector lane's statements (:data:`~.lane_steps.LaneSteps`): each is sent its rows."""
         if not where.mind_ids:
             return []
         dims = len(vector)
@@ -351,7 +372,7 @@ class PostgresAdapter:
         if ef != HNSW_EF_SEARCH or not self._hnsw_options(session):
             # Not the connection's own settings (a wider page, or a host's engine): set them
             # for this transaction. The default page needs no statement (postgres_engine.py).
-            run_lane(session, _HNSW_SETTINGS, {"ef": str(ef)})
+            yield _HNSW_SETTINGS, {"ef": str(ef)}
         if not where.narrowed or self._has_filter_columns(session, model_id):
             # The KNN sees the vector table alone (any join in the ordered query keeps the planner
             # off the HNSW index): mind, session and time filters on its own columns, which the
@@ -365,7 +386,7 @@ class PostgresAdapter:
             )
             k = limit
             while True:
-                rows = run_lane(session, knn, {**params, "k": k})
+                rows = yield knn, {**params, "k": k}
                 hits = current_hits(session, rows, model_id)
                 if len(hits) >= limit:
                     return hits[:limit]
@@ -379,16 +400,15 @@ class PostgresAdapter:
         # from the planner). Reached when the KNN came up short, or for a session/time filter on
         # a vector table created before those columns existed.
         filters = frame_filters(where, params, mind_alias="v")
-        rows = run_lane(
-            session,
+        exact = (
             f"SELECT v.frame_id, {distance} AS d, {frame_select()} FROM {table} v "
             f"JOIN {T_FRAMES} f ON f.id = v.frame_id "
             f"JOIN {T_EMBEDDINGS} e ON e.frame_id = v.frame_id "
             f"WHERE {filters} AND e.status = 'ready' "
             "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
-            f"ORDER BY {distance} + 0, v.frame_id LIMIT :k",
-            {**params, "k": limit},
+            f"ORDER BY {distance} + 0, v.frame_id LIMIT :k"
         )
+        rows = yield exact, {**params, "k": limit}
         return frame_hits(session, rows)
 
     def _hnsw_options(self, session: Executor) -> bool:

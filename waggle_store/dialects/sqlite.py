@@ -345,6 +345,7 @@ class SQLiteAdapter:
         vector: Sequence[float],
         where: LaneFilter,
         limit: int,
+        alone: bool = False,
     ) -> PendingLane:
         # Each mind's index scan starts now (on a worker thread); vec0 answers, on the
         # connection, when the result is asked for.

@@ -8,8 +8,9 @@ the database reads each statement's own snapshot anyway), fuses (:mod:`.fusion`)
 ranks and explains (:mod:`.explain`). The vector lane is started before the keyword lane and
 finished after it (:meth:`~waggle_store.dialects.base.SearchAdapter.start_vector_search`), so an
 adapter whose lane has work off the connection (SQLite's in-memory scan) does it while the
-keyword lane runs; where the reads need no common transaction (Postgres), the vector lane runs
-on a connection of its own beside the keyword lane (:class:`_LaneBeside`).
+keyword lane runs; where the reads need no common transaction (Postgres), the vector lane's
+statement is sent on a connection of its own before the keyword lane runs on the first, so the
+server runs both at once (:meth:`HybridSearch._read`, :mod:`waggle_store.dialects.lane_steps`).
 
 Degradation is explicit, never silent: a lane that cannot run (no embedder, no vector backend, no
 vectors for the embedder's model yet, no keyword terms) is left out of the fusion and named in
@@ -30,6 +31,7 @@ import os
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from contextlib import ExitStack
 from datetime import datetime
 from typing import Any, Final, overload
 
@@ -78,13 +80,6 @@ COUNT_THREAD: Final = WorkerPool("waggle-frame-counts", 1)
 #: Embeds the query of a search whose embedder runs in this process
 #: (:func:`~waggle_store.embeddings.base.embeds_beside_reads`) while the search reads.
 QUERY_THREAD: Final = WorkerPool("waggle-query-embed", 1)
-
-#: Run searches' vector lanes on connections of their own beside their keyword lanes, where a
-#: search's reads need no common transaction (:class:`_LaneBeside`). Two threads: only a search
-#: reading alone sends its lane here (:class:`_Reading`); the second serves the next search while
-#: the first still waits for a connection for a lane its search took back.
-LANE_THREADS: Final = WorkerPool("waggle-vector-lane", 2)
-
 
 class QueryNotEmbedded(Exception):
     """The query's embedding, begun beside the search's reads, failed (the embedder's error is
@@ -188,15 +183,20 @@ def _no_lane() -> None:
     return None
 
 
+def _nothing() -> None:
+    """No lane begun: nothing to give up."""
+
+
 class _Reading:
     """The searches of this process that are reading now; entering counts one more and gives
     how many others were reading.
 
-    Why: a second connection and thread per search pay off while cores are idle (one search at
-    a time: the server runs both lanes at once); when other searches are reading, the cores are
-    busy with them and the extra handoffs only cost CPU — measured on 2 vCPUs with four
-    searching threads, a vector lane always beside cut throughput by 5–16 %
-    (``benchmarks/README.md``). So only a search that reads alone sends its lane beside."""
+    Why: a second connection per search pays off while cores are idle (one search at a time:
+    the server runs both lanes at once); when other searches are reading, the cores are busy
+    with them and the second connection (its checkout and return, the pipeline's sync) only
+    costs CPU — measured on 2 vCPUs with four searching threads, a vector lane always beside
+    (then on a thread of its own) cut throughput by 5–16 % (``benchmarks/README.md``). So only
+    a search that reads alone sends its lane beside."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -222,70 +222,6 @@ class _Reading:
 READING: Final = _Reading()
 
 
-class _LaneBeside:
-    """A search's vector lane run on a connection of its own, on :data:`LANE_THREADS`, while the
-    searching thread runs the keyword lane on its connection.
-
-    Why: on Postgres both lanes are statements the server runs (at 100k frames ~6 ms for the
-    keyword lane, ~4 for the vector lane), one after the other on one connection, while the
-    client waits and a second core idles; on two connections the server runs them side by side,
-    and the client's work on each lane's rows overlaps the other lane's statement
-    (``benchmarks/README.md``). Only where the reads need no common transaction (Postgres at READ
-    COMMITTED in autocommit, where every statement reads its own snapshot anyway:
-    ``reads_per_statement``) and the store owns its connections (not in a host's transaction).
-
-    Only while no other search of the process reads (:class:`_Reading`), and only when the pool
-    has a connection to spare within its size (``Database.spare_connection``): a connection
-    opened for one search and closed after it (an overflow connection, a ``NullPool``'s) costs
-    more than the lane. And never a wait for one: if no worker has a connection for the lane by
-    the time the searching thread wants its hits (another search took the spare one meanwhile,
-    the lane threads busy), the searching thread takes the lane back and runs it on its own
-    connection, as without this class; a worker that gets a connection afterwards hands it back
-    unused. So a search holding one pooled connection never waits for a second, and cannot
-    deadlock a full pool.
-    """
-
-    def __init__(self, store: StoreContext, conn: Connection,
-                 run: Callable[[Connection], list[LaneHit] | None]) -> None:
-        self._store = store
-        self._conn = conn
-        self._run = run
-        self._lock = threading.Lock()
-        self._state = "waiting"  # then "running" (on a worker) or "taken" (by the search)
-        self._future: Future[list[LaneHit] | None] | None = None
-        try:
-            self._future = LANE_THREADS.submit(self._work)
-        except RuntimeError:  # the interpreter is shutting down: no new threads
-            self._state = "taken"
-
-    def _work(self) -> list[LaneHit] | None:
-        with self._store.read_connection(per_statement=True) as conn:
-            with self._lock:
-                if self._state == "taken":
-                    return None
-                self._state = "running"
-            return self._run(conn)
-
-    def _take(self) -> bool:
-        """The lane becomes the search's unless a worker has begun it; whether it is."""
-        with self._lock:
-            if self._state == "waiting":
-                self._state = "taken"
-            return self._state == "taken"
-
-    def cancel(self) -> None:
-        """The search ended without the lane's hits (its keyword lane raised): a worker that has
-        not begun the lane will not."""
-        self._take()
-
-    def result(self) -> list[LaneHit] | None:
-        """The lane's hits: from the worker's connection if it has begun there, else run now on
-        the search's own connection."""
-        if self._take() or self._future is None:
-            return self._run(self._conn)
-        return self._future.result()
-
-
 @dataclasses.dataclass(frozen=True)
 class _Failed:
     """A lane that failed to start: :meth:`result` raises its error where the lane's result is
@@ -295,6 +231,9 @@ class _Failed:
 
     def result(self) -> list[LaneHit]:
         raise self.error
+
+    def close(self) -> None:
+        """Nothing was begun."""
 
 
 class HybridSearch:
@@ -365,24 +304,32 @@ class HybridSearch:
         """The lanes, their fusion and the graph distances, on one read connection; None when
         no lane found anything."""
         degraded: list[str] = meta["degraded"]
-        with self._store.read_connection(per_statement=per_statement) as conn, READING as others:
+        with ExitStack() as held:
+            conn = held.enter_context(self._store.read_connection(per_statement=per_statement))
+            others = held.enter_context(READING)
             ran: dict[str, list[LaneHit]] = {}
             # The vector lane begins first: what it does off the connection (SQLite: the
             # in-process scan, on a worker thread) runs while the keyword lane uses the
             # connection. Its notes join ``degraded`` after the keyword lane's.
             vector_notes: list[str] = []
-            beside: _LaneBeside | None = None
+            lane_conn = conn
             if (per_statement and not others and qvec is not None and plan.terms
                     and "keyword" in plan.lanes and self._store.db.owns_connections
+                    and (not isinstance(qvec, PendingQueryVector) or qvec.done())
                     and self._store.db.spare_connection()):
                 # Statements that need no common transaction need no common connection: the
-                # vector lane runs beside the keyword lane (_LaneBeside), on a connection the
-                # pool has to spare, while no other search reads (_Reading).
-                beside = _LaneBeside(self._store, conn, lambda lane_conn: self._vector_lane(
-                    lane_conn, mind, plan, k, qvec, key, vector_notes)())
-                vector = beside.result
-            else:
-                vector = self._vector_lane(conn, mind, plan, k, qvec, key, vector_notes)
+                # vector lane's statement is sent now on a second connection, and the server
+                # runs it while this thread runs the keyword lane on the first (the adapter's
+                # ``alone``). Only a search reading alone (_Reading); only with a query vector
+                # in hand (a local model still embedding it would make this thread wait before
+                # the keyword lane: its lane runs after the keyword lane instead, as below); and
+                # only when the pool has a connection to spare within its size, so the checkout
+                # neither opens a connection for one search nor waits for one (unless another
+                # thread takes the spare one in between: then an overflow connection, or a wait
+                # for any connection to come back, which no search holding one waits on).
+                lane_conn = held.enter_context(self._store.read_connection(per_statement=True))
+            vector, give_up = self._vector_lane(lane_conn, mind, plan, k, qvec, key,
+                                                vector_notes, alone=lane_conn is not conn)
             try:
                 if "keyword" in plan.lanes:
                     if plan.terms:
@@ -393,8 +340,7 @@ class HybridSearch:
                         degraded.append("keyword lane off: no search terms in the query")
                 hits = vector()
             finally:
-                if beside is not None:
-                    beside.cancel()
+                give_up()
             degraded.extend(vector_notes)
             if hits is not None:
                 ran["vector"] = hits
@@ -494,17 +440,22 @@ class HybridSearch:
 
     def _vector_lane(self, conn: Connection, mind: MindContext, plan: SearchPlan, k: int,
                      qvec: Sequence[float] | None, key: ModelKey | None,
-                     degraded: list[str]) -> Callable[[], list[LaneHit] | None]:
-        """The vector lane begun; the returned call finishes it (on ``conn``), None when the
-        lane is off (the reason in ``degraded``)."""
+                     degraded: list[str], *, alone: bool = False
+                     ) -> tuple[Callable[[], list[LaneHit] | None], Callable[[], None]]:
+        """The vector lane begun on ``conn`` (``alone``: a connection of its own, see
+        :meth:`~waggle_store.dialects.base.SearchAdapter.start_vector_search`), and two calls:
+        the first finishes it, None when the lane is off (the reason in ``degraded``); the
+        second, called in any case once the search is done with the lane, gives up a lane not
+        finished (the search failed first)."""
         if qvec is None or key is None:
-            return _no_lane
+            return _no_lane, _nothing
         if not self._store.adapter.vector_backend_available(conn):
             degraded.append("vector lane off: no vector backend (see store.health())")
-            return _no_lane
+            return _no_lane, _nothing
         # The cached model first; if the lane finds it replaced (a switch flipped the mind),
         # look the mind's active model up again.
-        first = self._begin_vector(conn, mind, plan, k, qvec, key, degraded, cached=True)
+        first = self._begin_vector(conn, mind, plan, k, qvec, key, degraded, cached=True,
+                                   alone=alone)
 
         def finish() -> list[LaneHit] | None:
             started = first
@@ -536,11 +487,16 @@ class HybridSearch:
                             "search")
             return None
 
-        return finish
+        def give_up() -> None:
+            # The second start, if any, was finished in finish(): only the first can be open.
+            if first is not None:
+                first[1].close()
+
+        return finish, give_up
 
     def _begin_vector(self, conn: Connection, mind: MindContext, plan: SearchPlan, k: int,
-                      qvec: Sequence[float], key: ModelKey, degraded: list[str], *, cached: bool
-                      ) -> tuple[tuple[int, ModelKey], PendingLane] | None:
+                      qvec: Sequence[float], key: ModelKey, degraded: list[str], *, cached: bool,
+                      alone: bool = False) -> tuple[tuple[int, ModelKey], PendingLane] | None:
         """The mind's model (None when it has no vectors or another model than the query's)
         and its lane started; an error starting it is raised by ``result()``."""
         found = self._mind_model(conn, mind.id, cached=cached)
@@ -554,7 +510,7 @@ class HybridSearch:
             return None
         try:
             return found, self._store.adapter.start_vector_search(
-                conn, model_id=model_id, vector=qvec, where=plan.where, limit=k)
+                conn, model_id=model_id, vector=qvec, where=plan.where, limit=k, alone=alone)
         except (ModelNotActiveError, sa_exc.DBAPIError, QueryNotEmbedded) as exc:
             return found, _Failed(exc)
 

@@ -1,0 +1,138 @@
+"""A lane as a sequence of statements, and sending its first statement ahead (Postgres).
+
+A lane whose next statement depends on the rows of the one before (Postgres's vector lane: the
+KNN, widened while the manifest check drops stale candidates) is written as a generator of
+:data:`LaneSteps`: it yields ``(sql, params)`` (``:name`` binds, as for :func:`run_lane`), is
+sent that statement's rows, and returns its hits. :func:`drive_lane` runs it on one connection,
+one statement after the other — what a plain ``vector_search`` does.
+
+:class:`SentLane` runs the same generator with its first statement *sent ahead*: on a connection
+that nothing else uses until the lane's hits are asked for (the search's second connection,
+``search/engine.py``), psycopg's pipeline mode sends the statement without waiting for its rows,
+so the server runs it while the search runs its keyword lane on its first connection; asking for
+the hits syncs the pipeline (the one round trip the statement costs anyway) and goes on with any
+further statement as :func:`drive_lane` would. Why not a worker thread running the lane on the
+second connection, as before: the thread's handoffs (queue, wake-up, future) cost ~0.3 ms of
+client CPU a search on 2 vCPUs, a tenth of a search at 10k frames, and the server starts the
+statement no sooner (``benchmarks/README.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, Final
+
+from sqlalchemy import Connection
+
+from waggle_store.dialects.base import LaneHit
+from waggle_store.dialects.common import driver_statement, raise_driver_error, run_lane
+
+#: A lane's statements: yields ``(sql, params)``, is sent each one's rows, returns the hits.
+LaneSteps = Generator[tuple[str, dict[str, Any]], list[Any], list[LaneHit]]
+
+#: The statement a :class:`SentLane` gave up on is ended with this (psycopg logs a failure to
+#: end it instead of raising, and the connection is then reset or discarded by the pool).
+_GIVEN_UP: Final = RuntimeError("the search ended without the lane's hits")
+
+
+def drive_lane(conn: Connection, steps: LaneSteps, rows: list[Any] | None = None
+               ) -> list[LaneHit]:
+    """Run ``steps`` to its hits, each statement on ``conn`` after the one before (``rows``: those
+    of the statement it yielded last, already run)."""
+    try:
+        step = next(steps) if rows is None else steps.send(rows)
+        while True:
+            step = steps.send(run_lane(conn, *step))
+    except StopIteration as done:
+        hits: list[LaneHit] = done.value
+        return hits
+
+
+def sends_ahead(conn: Connection) -> bool:
+    """Whether :class:`SentLane` can send ahead on ``conn``: psycopg (pipeline mode), and the
+    connection in autocommit (the statement must not open a transaction the pool would then
+    find on the connection)."""
+    return (conn.dialect.driver == "psycopg"
+            and conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT")
+
+
+class SentLane:
+    """``steps`` with its first statement sent now on ``conn`` (see the module); :meth:`result`
+    collects it and runs the rest on ``conn``. ``conn`` must be used by nothing else until
+    :meth:`result` or :meth:`close` (a statement run on it meanwhile would join the pipeline).
+
+    A driver error, when sending or collecting, is raised by :meth:`result` as SQLAlchemy's
+    ``DBAPIError`` (a lost connection invalidated), as :func:`run_lane` raises it."""
+
+    def __init__(self, conn: Connection, steps: LaneSteps) -> None:
+        self._conn = conn
+        self._steps = steps
+        self._hits: list[LaneHit] | None = None
+        self._error: Exception | None = None
+        self._pipeline: Any = None
+        self._cursor: Any = None
+        self._sent: tuple[str, Any] = ("", None)
+        try:
+            first = next(steps)
+        except StopIteration as done:  # nothing to run (no mind to search)
+            self._hits = done.value
+            return
+        self._send(*first)
+
+    def _send(self, sql: str, params: dict[str, Any]) -> None:
+        conn = self._conn
+        self._sent = statement, args = driver_statement(conn.dialect, sql, params)
+        dbapi_conn: Any = conn.connection.dbapi_connection
+        try:
+            pipeline = dbapi_conn.pipeline()
+            pipeline.__enter__()
+        except conn.dialect.loaded_dbapi.Error as exc:
+            self._error = _wrapped(conn, exc, statement, args)
+            return
+        self._pipeline, self._cursor = pipeline, dbapi_conn.cursor()
+        try:
+            self._cursor.execute(statement, args)
+        except conn.dialect.loaded_dbapi.Error as exc:
+            self._end(exc)
+            self._error = _wrapped(conn, exc, statement, args, self._cursor)
+
+    def _end(self, exc: BaseException | None) -> None:
+        """Leave the pipeline: with ``exc`` None, syncs it and raises the statement's error if
+        it failed; with ``exc``, only leaves it (psycopg logs a failure to sync)."""
+        pipeline, self._pipeline = self._pipeline, None
+        if pipeline is not None:
+            pipeline.__exit__(None if exc is None else type(exc), exc, None)
+
+    def result(self) -> list[LaneHit]:
+        """The lane's hits: the statement sent ahead collected (waits for it), then the rest."""
+        if self._hits is not None:
+            return self._hits
+        if self._error is not None:
+            raise self._error
+        conn, cursor = self._conn, self._cursor
+        try:
+            self._end(None)
+            rows: list[Any] = cursor.fetchall()
+        except conn.dialect.loaded_dbapi.Error as exc:
+            raise_driver_error(conn, exc, *self._sent, cursor)
+        finally:
+            cursor.close()
+        self._hits = drive_lane(conn, self._steps, rows)
+        return self._hits
+
+    def close(self) -> None:
+        """Give the lane up (the search ended without its hits): the pipeline is left, so the
+        connection goes back to the pool out of pipeline mode."""
+        if self._pipeline is not None:
+            self._end(_GIVEN_UP)
+            self._cursor.close()
+        self._steps.close()
+
+
+def _wrapped(conn: Connection, exc: Any, statement: str, args: Any,
+             cursor: Any = None) -> Exception:
+    """The driver's ``exc`` as :func:`raise_driver_error` raises it, to raise later."""
+    try:
+        raise_driver_error(conn, exc, statement, args, cursor)
+    except Exception as wrapped:  # noqa: BLE001 - returned, raised by SentLane.result
+        return wrapped
