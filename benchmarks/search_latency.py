@@ -18,8 +18,8 @@ sessions) with the deterministic hashing embedder (384 dims) or ``--embedder loc
   the same engine and driver (psycopg: the same prepare_threshold). Where the library reads per
   statement (Postgres in autocommit) the raw side does too, and a statement the library sent
   ahead on a second connection beside the keyword lane (Postgres's vector lane, in psycopg's
-  pipeline mode) is sent the same way on a second connection before the others and collected
-  after them.
+  pipeline mode, just after the keyword lane's first statement) is sent the same way, at the
+  same point, on a second connection, and collected after the others.
 
 SQLite's vector lane runs as the in-process index (``--sqlite-lane index``: change-log check,
 numpy scan, verification statement; the raw side replays the statements and repeats the bare
@@ -320,14 +320,25 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
         if sqlite:  # isolation_level=None: the library's begin hook does this
             cur.execute("BEGIN DEFERRED")
         scans: list[tuple[_BareScan, Any]] = []
-        besides: list[Any] = []
+        ahead: list[Any] = []  # statements to send on the second connection
+        besides: list[Any] = []  # and, once sent, the calls collecting their rows
         for sql, args, *scan in statements[query]:
             if sql == "scan":  # overlapped with the statements, as the library does
                 bare = _BareScan(args, *scan)
                 scans.append((bare, workers.submit(bare.work)))
                 continue
-            if sql == "beside":  # sent on a second connection, as the library sends it
-                besides.append(beside(*args))
+            if sql == "beside":  # sent on a second connection, as the library sends it:
+                ahead.append(args)
+                continue
+            if ahead:  # just after the first statement on this one (beside_next_statement)
+                driver = conn.driver_connection
+                first = driver.cursor()
+                with driver.pipeline():
+                    first.execute(sql, args)
+                    besides = [beside(*step) for step in ahead]
+                first.fetchall()
+                first.close()
+                ahead = []
                 continue
             if sql == "wait":  # the statements after this one read the scan's result
                 for bare, pending in scans:
@@ -341,6 +352,7 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
         for bare, pending in scans:
             pending.result()
             bare.top()
+        besides += [beside(*step) for step in ahead]
         for collect in besides:
             collect()
         if sqlite:

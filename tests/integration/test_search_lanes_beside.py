@@ -10,7 +10,6 @@ failing lane statement and a lost lane connection leave nothing behind."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -21,6 +20,7 @@ from sqlalchemy import text
 
 import waggle_store as ws
 from waggle_store.config import StoreConfig
+from waggle_store.dialects import lane_steps
 from waggle_store.dialects.base import vector_table_name
 from waggle_store.engine import create_engine
 from waggle_store.models import MindEmbeddingModelRow
@@ -94,50 +94,57 @@ def _outside(store: ws.Store) -> sa.Engine:
 def test_the_vector_lane_runs_beside_the_keyword_lane_where_reads_are_per_statement(
     store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where the lanes may overlap, they do: the vector lane begins first, on a connection of its
-    own, and the server has its statement before the keyword lane starts (seen from outside in
-    ``pg_stat_activity``: the lane connection's backend began the KNN after the search began it;
-    run after the keyword lane, the statement would not be there yet). Elsewhere both lanes run
-    on the search's one connection. Everything on the searching thread."""
+    """Where the lanes may overlap, they do: the vector lane begins on a connection of its own,
+    and its statement is sent while the keyword lane's first statement is in flight (its
+    connection in pipeline mode, the statement sent, its rows not yet read), so the server has
+    both at once; the server began the KNN after the keyword statement (``pg_stat_activity``).
+    Elsewhere both lanes run on the search's one connection. Everything on the searching
+    thread."""
     store = store_factory()
     mind = _seed(store)
     watch = _Watch(store, monkeypatch)
     beside = _beside(store)
     assert beside == (store.engine.dialect.name == "postgresql")
-    sent: list[bool] = []
-    with ExitStack() as held:
-        if beside:
-            outside = held.enter_context(_outside(store).connect())
-            outside.execution_options(isolation_level="AUTOCOMMIT")  # a fresh view each look
-            began: list[tuple[int, object]] = []
+    keyword_conns: list[Any] = []
+    # The keyword connection's pipeline status at each call of send (the first sends; the
+    # lane's result() calls it again, to send a lane not sent yet).
+    in_flight: list[object] = []
+    pids: dict[str, int] = {}
+    if beside:
+        real_send = lane_steps.SentLane.send
 
-            def on_vector(conn: sa.Connection) -> None:
-                pid = conn.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]
-                began.append((pid, outside.execute(text("SELECT clock_timestamp()")).scalar()))
+        def send(lane: lane_steps.SentLane) -> None:
+            in_flight.append(keyword_conns[0].pgconn.pipeline_status)
+            real_send(lane)
 
-            def on_keyword(conn: sa.Connection) -> None:
-                (pid, at), = began
-                deadline = time.monotonic() + WAIT_S
-                while time.monotonic() < deadline:
-                    row = outside.execute(text(
-                        "SELECT query_start >= :at AND query LIKE '%waggle_frame_vectors_%' "
-                        "FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid, "at": at}).one()
-                    if row[0]:
-                        sent.append(True)
-                        return
-                    time.sleep(0.01)
-                sent.append(False)
+        def on_vector(conn: sa.Connection) -> None:
+            pids["vector"] = conn.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]
 
-            watch.on_vector, watch.on_keyword = on_vector, on_keyword
-        results = mind.search("memory number 3", limit=10)
+        def on_keyword(conn: sa.Connection) -> None:
+            keyword_conns.append(conn.connection.dbapi_connection)
+            pids["keyword"] = keyword_conns[0].info.backend_pid
+
+        monkeypatch.setattr(lane_steps.SentLane, "send", send)
+        watch.on_vector, watch.on_keyword = on_vector, on_keyword
+    results = mind.search("memory number 3", limit=10)
     assert results
     assert results[0].explain["degraded"] == []
     assert set(results[0].explain["lanes_run"]) == {"keyword", "vector"}
     (vector_thread, vector_conn), = watch.vector
     (keyword_thread, keyword_conn), = watch.keyword
     assert vector_thread == keyword_thread == threading.current_thread().name
-    assert sent == ([True] if beside else [])
     assert (vector_conn != keyword_conn) == beside
+    if beside:
+        from psycopg import pq
+
+        assert in_flight[0] == pq.PipelineStatus.ON
+        with _outside(store).connect() as outside:
+            seen = {lane: outside.execute(text(
+                "SELECT query, query_start FROM pg_stat_activity WHERE pid = :pid"),
+                {"pid": pid}).one() for lane, pid in pids.items()}
+        assert "plainto_tsquery" in seen["keyword"].query  # its last statement: the keyword one
+        assert "waggle_frame_vectors_" in seen["vector"].query
+        assert seen["keyword"].query_start <= seen["vector"].query_start
 
 
 def test_the_pages_are_those_of_one_lane_after_the_other(

@@ -83,6 +83,11 @@ class PendingLane(Protocol):
 
     def result(self) -> list[LaneHit]: ...
 
+    def send(self) -> None:
+        """Send the lane's first statement now, if it has one to send ahead (begun ``alone``);
+        :meth:`result` sends it otherwise. Never raises: :meth:`result` raises what failed."""
+        ...
+
     def close(self) -> None:
         """Give the lane up without its result (the search failed first): release what it holds
         on its connection (a statement sent ahead). Nothing to do after :meth:`result`."""
@@ -100,6 +105,9 @@ class DeferredLane:
 
     def result(self) -> list[LaneHit]:
         return self.run()
+
+    def send(self) -> None:
+        """Nothing is sent ahead: the lane runs in :meth:`result`."""
 
     def close(self) -> None:
         if self.give_up is not None:

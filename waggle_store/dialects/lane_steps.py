@@ -9,12 +9,14 @@ one statement after the other — what a plain ``vector_search`` does.
 :class:`SentLane` runs the same generator with its first statement *sent ahead*: on a connection
 that nothing else uses until the lane's hits are asked for (the search's second connection,
 ``search/engine.py``), psycopg's pipeline mode sends the statement without waiting for its rows,
-so the server runs it while the search runs its keyword lane on its first connection; asking for
-the hits syncs the pipeline (the one round trip the statement costs anyway) and goes on with any
-further statement as :func:`drive_lane` would. Why not a worker thread running the lane on the
-second connection, as before: the thread's handoffs (queue, wake-up, future) cost ~0.3 ms of
-client CPU a search on 2 vCPUs, a tenth of a search at 10k frames, and the server starts the
-statement no sooner (``benchmarks/README.md``).
+so the server runs it while the search runs its keyword lane on its first connection (it is
+sent just after the keyword lane's first statement: :func:`~.common.beside_next_statement`);
+asking for the hits syncs the pipeline (the one round trip the statement costs anyway) and goes
+on with any further statement as :func:`drive_lane` would.
+
+Why not a worker thread running the lane on the second connection, as before: the thread's
+handoffs (queue, wake-up, future) cost ~0.2 ms of client CPU a search on 2 vCPUs, and the server
+starts the statement no sooner (``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -48,21 +50,17 @@ def drive_lane(conn: Connection, steps: LaneSteps, rows: list[Any] | None = None
         return hits
 
 
-def sends_ahead(conn: Connection) -> bool:
-    """Whether :class:`SentLane` can send ahead on ``conn``: psycopg (pipeline mode), and the
-    connection in autocommit (the statement must not open a transaction the pool would then
-    find on the connection)."""
-    return (conn.dialect.driver == "psycopg"
-            and conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT")
-
-
 class SentLane:
-    """``steps`` with its first statement sent now on ``conn`` (see the module); :meth:`result`
-    collects it and runs the rest on ``conn``. ``conn`` must be used by nothing else until
-    :meth:`result` or :meth:`close` (a statement run on it meanwhile would join the pipeline).
+    """``steps`` with its first statement to be sent ahead on ``conn`` (see the module):
+    :meth:`send` sends it, :meth:`result` collects it (sending it first if it was not) and runs
+    the rest on ``conn``. ``conn`` must be used by nothing else until :meth:`result` or
+    :meth:`close` (a statement run on it meanwhile would join the pipeline).
 
-    A driver error, when sending or collecting, is raised by :meth:`result` as SQLAlchemy's
-    ``DBAPIError`` (a lost connection invalidated), as :func:`run_lane` raises it."""
+    The steps' own preparation (binding the vector, the first statement's text) runs here, so
+    :meth:`send` is only the send. A driver error, when sending or collecting, is raised by
+    :meth:`result` as SQLAlchemy's ``DBAPIError`` (a lost connection invalidated), as
+    :func:`run_lane` raises it; :meth:`send` never raises it (it runs inside another
+    connection's statement: :func:`~.common.beside_next_statement`)."""
 
     def __init__(self, conn: Connection, steps: LaneSteps) -> None:
         self._conn = conn
@@ -71,17 +69,21 @@ class SentLane:
         self._error: Exception | None = None
         self._pipeline: Any = None
         self._cursor: Any = None
-        self._sent: tuple[str, Any] = ("", None)
+        self._sent = False
         try:
-            first = next(steps)
+            sql, params = next(steps)
         except StopIteration as done:  # nothing to run (no mind to search)
             self._hits = done.value
             return
-        self._send(*first)
+        self._statement: tuple[str, Any] = driver_statement(conn.dialect, sql, params)
 
-    def _send(self, sql: str, params: dict[str, Any]) -> None:
+    def send(self) -> None:
+        """Send the first statement (once; nothing to send once the lane has its hits)."""
+        if self._sent or self._hits is not None:
+            return
+        self._sent = True
         conn = self._conn
-        self._sent = statement, args = driver_statement(conn.dialect, sql, params)
+        statement, args = self._statement
         dbapi_conn: Any = conn.connection.dbapi_connection
         try:
             pipeline = dbapi_conn.pipeline()
@@ -104,9 +106,10 @@ class SentLane:
             pipeline.__exit__(None if exc is None else type(exc), exc, None)
 
     def result(self) -> list[LaneHit]:
-        """The lane's hits: the statement sent ahead collected (waits for it), then the rest."""
+        """The lane's hits: the first statement collected (waits for it), then the rest."""
         if self._hits is not None:
             return self._hits
+        self.send()
         if self._error is not None:
             raise self._error
         conn, cursor = self._conn, self._cursor
@@ -114,7 +117,7 @@ class SentLane:
             self._end(None)
             rows: list[Any] = cursor.fetchall()
         except conn.dialect.loaded_dbapi.Error as exc:
-            raise_driver_error(conn, exc, *self._sent, cursor)
+            raise_driver_error(conn, exc, *self._statement, cursor)
         finally:
             cursor.close()
         self._hits = drive_lane(conn, self._steps, rows)

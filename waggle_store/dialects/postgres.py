@@ -58,6 +58,7 @@ from waggle_store.dialects.common import (
     frames_missing_vectors,
     like_search,
     run_lane,
+    sends_ahead,
 )
 from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.info import engine_info
@@ -72,7 +73,7 @@ from waggle_store.dialects.keyword_rank import (
     walk_parts,
     weights_sql,
 )
-from waggle_store.dialects.lane_steps import LaneSteps, SentLane, drive_lane, sends_ahead
+from waggle_store.dialects.lane_steps import LaneSteps, SentLane, drive_lane
 from waggle_store.dialects.postgres_engine import HNSW_EF_SEARCH
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
 from waggle_store.dialects.postgres_maint import vector_param
@@ -324,7 +325,7 @@ class PostgresAdapter:
         alone: bool = False,
     ) -> PendingLane:
         # The server does the whole lane. On a connection of its own, its first statement is
-        # sent now and runs on the server beside the caller's keyword lane (lane_steps.py);
+        # sent beside the caller's keyword lane and runs on the server with it (lane_steps.py);
         # otherwise it runs when its hits are asked for, after the keyword lane.
         steps = self._vector_steps(session, model_id=model_id, vector=vector, where=where,
                                    limit=limit)

@@ -31,15 +31,16 @@ import os
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from datetime import datetime
-from typing import Any, Final, overload
+from typing import Any, Final, NamedTuple, overload
 
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy import exc as sa_exc
 
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.dialects.base import LaneHit, ModelNotActiveError, PendingLane
+from waggle_store.dialects.common import beside_next_statement
 from waggle_store.embeddings.base import embeds_beside_reads
 from waggle_store.errors import DatabaseUnavailableError
 from waggle_store.models import EmbeddingModelRow, MindEmbeddingModelRow
@@ -184,7 +185,21 @@ def _no_lane() -> None:
 
 
 def _nothing() -> None:
-    """No lane begun: nothing to give up."""
+    """No lane begun: nothing to send or give up."""
+
+
+class _VectorLane(NamedTuple):
+    """A search's vector lane, begun (:meth:`HybridSearch._vector_lane`)."""
+
+    #: Its hits (settled), None when the lane is off (the reason in the search's notes).
+    finish: Callable[[], list[LaneHit] | None]
+    #: Send its first statement, where it was begun alone (see PendingLane.send).
+    send: Callable[[], None]
+    #: Give it up if not finished (the search failed first); called once the search is done.
+    give_up: Callable[[], None]
+
+
+_NO_LANE: Final = _VectorLane(_no_lane, _nothing, _nothing)
 
 
 class _Reading:
@@ -231,6 +246,9 @@ class _Failed:
 
     def result(self) -> list[LaneHit]:
         raise self.error
+
+    def send(self) -> None:
+        """Nothing was begun."""
 
     def close(self) -> None:
         """Nothing was begun."""
@@ -328,19 +346,23 @@ class HybridSearch:
                 # thread takes the spare one in between: then an overflow connection, or a wait
                 # for any connection to come back, which no search holding one waits on).
                 lane_conn = held.enter_context(self._store.read_connection(per_statement=True))
-            vector, give_up = self._vector_lane(lane_conn, mind, plan, k, qvec, key,
-                                                vector_notes, alone=lane_conn is not conn)
+            alone = lane_conn is not conn
+            vector = self._vector_lane(lane_conn, mind, plan, k, qvec, key, vector_notes,
+                                       alone=alone)
             try:
-                if "keyword" in plan.lanes:
-                    if plan.terms:
-                        hits = self._keyword_lane(conn, plan, k, meta, query)
-                        if hits is not None:
-                            ran["keyword"] = hits
-                    else:
-                        degraded.append("keyword lane off: no search terms in the query")
-                hits = vector()
+                # A lane begun alone sends its statement just after the keyword lane's first
+                # (beside_next_statement); a lane run on ``conn`` sends nothing ahead.
+                with beside_next_statement(vector.send) if alone else nullcontext():
+                    if "keyword" in plan.lanes:
+                        if plan.terms:
+                            hits = self._keyword_lane(conn, plan, k, meta, query)
+                            if hits is not None:
+                                ran["keyword"] = hits
+                        else:
+                            degraded.append("keyword lane off: no search terms in the query")
+                hits = vector.finish()
             finally:
-                give_up()
+                vector.give_up()
             degraded.extend(vector_notes)
             if hits is not None:
                 ran["vector"] = hits
@@ -440,18 +462,14 @@ class HybridSearch:
 
     def _vector_lane(self, conn: Connection, mind: MindContext, plan: SearchPlan, k: int,
                      qvec: Sequence[float] | None, key: ModelKey | None,
-                     degraded: list[str], *, alone: bool = False
-                     ) -> tuple[Callable[[], list[LaneHit] | None], Callable[[], None]]:
+                     degraded: list[str], *, alone: bool = False) -> _VectorLane:
         """The vector lane begun on ``conn`` (``alone``: a connection of its own, see
-        :meth:`~waggle_store.dialects.base.SearchAdapter.start_vector_search`), and two calls:
-        the first finishes it, None when the lane is off (the reason in ``degraded``); the
-        second, called in any case once the search is done with the lane, gives up a lane not
-        finished (the search failed first)."""
+        :meth:`~waggle_store.dialects.base.SearchAdapter.start_vector_search`)."""
         if qvec is None or key is None:
-            return _no_lane, _nothing
+            return _NO_LANE
         if not self._store.adapter.vector_backend_available(conn):
             degraded.append("vector lane off: no vector backend (see store.health())")
-            return _no_lane, _nothing
+            return _NO_LANE
         # The cached model first; if the lane finds it replaced (a switch flipped the mind),
         # look the mind's active model up again.
         first = self._begin_vector(conn, mind, plan, k, qvec, key, degraded, cached=True,
@@ -487,12 +505,10 @@ class HybridSearch:
                             "search")
             return None
 
-        def give_up() -> None:
-            # The second start, if any, was finished in finish(): only the first can be open.
-            if first is not None:
-                first[1].close()
-
-        return finish, give_up
+        if first is None:
+            return _VectorLane(finish, _nothing, _nothing)
+        # A second start, if any, is finished within finish(): only the first can be open.
+        return _VectorLane(finish, first[1].send, first[1].close)
 
     def _begin_vector(self, conn: Connection, mind: MindContext, plan: SearchPlan, k: int,
                       qvec: Sequence[float], key: ModelKey, degraded: list[str], *, cached: bool,
