@@ -32,9 +32,9 @@ from waggle_store.dialects.common import driver_statement, raise_driver_error, r
 #: A lane's statements: yields ``(sql, params)``, is sent each one's rows, returns the hits.
 LaneSteps = Generator[tuple[str, dict[str, Any]], list[Any], list[LaneHit]]
 
-#: The statement a :class:`SentLane` gave up on is ended with this (psycopg logs a failure to
-#: end it instead of raising, and the connection is then reset or discarded by the pool).
-_GIVEN_UP: Final = RuntimeError("the search ended without the lane's hits")
+#: Why a :class:`SentLane` leaves its pipeline unread (psycopg then logs a failure to sync it
+#: instead of raising, and the pool resets or discards the connection).
+_GIVEN_UP: Final = "the search ended without the lane's hits"
 
 
 def drive_lane(conn: Connection, steps: LaneSteps, rows: list[Any] | None = None
@@ -97,6 +97,7 @@ class SentLane:
         except conn.dialect.loaded_dbapi.Error as exc:
             self._end(exc)
             self._error = _wrapped(conn, exc, statement, args, self._cursor)
+            self._cursor.close()
 
     def _end(self, exc: BaseException | None) -> None:
         """Leave the pipeline: with ``exc`` None, syncs it and raises the statement's error if
@@ -127,7 +128,9 @@ class SentLane:
         """Give the lane up (the search ended without its hits): the pipeline is left, so the
         connection goes back to the pool out of pipeline mode."""
         if self._pipeline is not None:
-            self._end(_GIVEN_UP)
+            # A new exception each time: the one thrown into psycopg's pipeline keeps its
+            # traceback, and with it the connection's frames.
+            self._end(RuntimeError(_GIVEN_UP))
             self._cursor.close()
         self._steps.close()
 

@@ -336,9 +336,9 @@ class HybridSearch:
                     and (not isinstance(qvec, PendingQueryVector) or qvec.done())
                     and self._store.db.spare_connection()):
                 # Statements that need no common transaction need no common connection: the
-                # vector lane's statement is sent now on a second connection, and the server
-                # runs it while this thread runs the keyword lane on the first (the adapter's
-                # ``alone``). Only a search reading alone (_Reading); only with a query vector
+                # vector lane's statement is sent on a second connection, and the server runs it
+                # while this thread runs the keyword lane on the first (the adapter's ``alone``,
+                # sent below). Only a search reading alone (_Reading); only with a query vector
                 # in hand (a local model still embedding it would make this thread wait before
                 # the keyword lane: its lane runs after the keyword lane instead, as below); and
                 # only when the pool has a connection to spare within its size, so the checkout
