@@ -1,11 +1,11 @@
 """Where a store's reads need no common transaction (``reads_per_statement``: Postgres in
 autocommit), a search's vector lane runs on a connection of its own: its statement is sent there
-(psycopg's pipeline mode, ``dialects/lane_steps.py``) before the keyword lane runs on the
-search's first connection, so the server runs both at once; elsewhere (SQLite, whose lanes read
-one snapshot) on the search's one connection. On both dialects: the same pages as one lane after
-the other; the lane's statement really runs during the keyword lane where it may; a pool with no
-connection to spare gives no second one; a search that fails before its lane's rows are read, a
-failing lane statement and a lost lane connection leave nothing behind."""
+(psycopg's pipeline mode, ``dialects/lane_steps.py``) just after the keyword lane's first
+statement, on the search's first connection, so the server runs both at once; elsewhere (SQLite,
+whose lanes read one snapshot) on the search's one connection. On both dialects: the same pages
+as one lane after the other; the lane's statement really runs during the keyword lane where it
+may; a pool with no connection to spare gives no second one; a search that fails before its
+lane's rows are read, a failing lane statement and a lost lane connection leave nothing behind."""
 
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ from waggle_store.search import engine as search_engine
 
 from conftest import Target, forked_search, only_postgres
 
-WAIT_S = 10.0
 QUERIES = ("memory number 3", "topic 5", "about topic", "number 41 topic 6")
 
 
