@@ -179,7 +179,8 @@ def _floor(source: ws.Store, target: ws.Store, vector_seconds: list[float] | Non
     for entity_id, frame_id in ((m[n_cols.index("entity_id")], m[n_cols.index("frame_id")])
                                 for m in mentions):
         first_mention[entity_id] = min(first_mention.get(entity_id, 10**9), chunk_of[frame_id])
-    entity_chunk = {e[0]: first_mention.get(e[0], 0) for e in entities}  # (earlier: copied)
+    # An entity of an earlier call is in the target already: its relations need no chunk of it.
+    entity_chunk = {e[0]: first_mention.get(e[0], 0) for e in entities}
     src, tgt = r_cols.index("source_id"), r_cols.index("target_id")
     plan: list[tuple[str, list[str], list[tuple[Any, ...]], Callable[[tuple[Any, ...]], int]]] = [
         ("memory_frames", f_cols, frames, lambda r: chunk_of[r[0]]),
