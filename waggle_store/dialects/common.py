@@ -240,26 +240,8 @@ def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[Any]:
     send = _BESIDE.get()
     if send is not None and sends_ahead(conn):
         _BESIDE.set(None)
-        return _run_sending_beside(conn, statement, args, send)
+        return _run_in_pipeline(conn, [(statement, args)], selects=True, then=send)[0]
     return _run_on_cursor(conn, statement, args, selects=True)
-
-
-def _run_sending_beside(conn: Connection, statement: str, args: Any,
-                        send: Callable[[], None]) -> list[Any]:
-    """``statement``'s rows, ``send`` called once it is out (:func:`beside_next_statement`)."""
-    dbapi_conn: Any = conn.connection.dbapi_connection
-    cursor = dbapi_conn.cursor()
-    try:
-        with dbapi_conn.pipeline():
-            cursor.execute(statement, args)
-            send()
-        # Leaving the block synced the pipeline: the rows have arrived.
-        rows: list[Any] = cursor.fetchall()
-    except conn.dialect.loaded_dbapi.Error as exc:
-        raise_driver_error(conn, exc, statement, args, cursor)
-    finally:
-        cursor.close()
-    return rows
 
 
 def run_statement(executor: Executor, statement: Executable, params: dict[str, Any]
@@ -352,7 +334,11 @@ def _begin(conn: Connection) -> None:
         conn.begin()
 
 
-def _run_in_pipeline(conn: Connection, jobs: list[tuple[str, Any]]) -> list[list[Any]]:
+def _run_in_pipeline(conn: Connection, jobs: list[tuple[str, Any]], *, selects: bool = False,
+                     then: Callable[[], None] | None = None) -> list[list[Any]]:
+    """Each job's rows, the jobs sent in one psycopg pipeline; ``then`` called once they are
+    out, before their rows are waited for (:func:`beside_next_statement`); ``selects``: as for
+    :func:`_run_on_cursor`."""
     _begin(conn)
     dbapi_conn: Any = conn.connection.dbapi_connection
     cursors = [dbapi_conn.cursor() for _ in jobs]
@@ -360,13 +346,16 @@ def _run_in_pipeline(conn: Connection, jobs: list[tuple[str, Any]]) -> list[list
         with dbapi_conn.pipeline():
             for cursor, (sql, args) in zip(cursors, jobs, strict=True):
                 cursor.execute(sql, args)
+            if then is not None:
+                then()
         # Leaving the block synced the pipeline: every result has arrived.
-        return [cursor.fetchall() if cursor.description is not None else []
+        return [cursor.fetchall() if selects or cursor.description is not None else []
                 for cursor in cursors]
     except conn.dialect.loaded_dbapi.Error as exc:
         # (An error arrives at the sync, not at its statement's execute: all are named.)
+        params = [args for _, args in jobs]
         raise_driver_error(conn, exc, ";\n".join(sql for sql, _ in jobs),
-                           [args for _, args in jobs])
+                           params if len(jobs) > 1 else params[0])
     finally:
         for cursor in cursors:
             cursor.close()
