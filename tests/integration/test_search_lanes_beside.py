@@ -20,7 +20,7 @@ from sqlalchemy import text
 
 import waggle_store as ws
 from waggle_store.config import StoreConfig
-from waggle_store.dialects import lane_steps
+from waggle_store.dialects import common, lane_steps
 from waggle_store.dialects.base import vector_table_name
 from waggle_store.engine import create_engine
 from waggle_store.models import MindEmbeddingModelRow
@@ -348,3 +348,48 @@ def test_a_forked_child_searches_whatever_the_parents_searches_were_doing(
     expected = [r.frame.content for r in mind.search("memory number 3", limit=10)]
     with search_engine.READING._lock:  # as another thread's search entering or leaving
         assert forked_search(target, "m", "memory number 3") == expected
+
+
+def _steps(sql: str, params: dict[str, Any]) -> lane_steps.LaneSteps:
+    """A lane of one statement whose "hits" are its rows (what the dialect layer returns)."""
+    rows = yield sql, params
+    return rows  # type: ignore[return-value]  # rows stand for hits: nothing reads them here
+
+
+@only_postgres  # statements sent ahead exist only there
+@pytest.mark.parametrize("slow", ["keyword", "lane"])
+def test_the_rows_that_arrive_first_are_read_first(store: ws.Store, slow: str) -> None:
+    """The keyword statement and the lane's, sent one beside the other: the lane's rows are
+    read while the keyword statement still runs when they arrive first (a slow keyword
+    statement), and are left to be awaited by ``result()`` when the keyword rows come first (a
+    slow lane). Either way each statement's own rows."""
+    sleep = {"keyword": (0.3, 0.0), "lane": (0.0, 0.3)}[slow]
+    with (store.db.read_connection(per_statement=True) as conn,
+          store.db.read_connection(per_statement=True) as lane_conn):
+        lane = lane_steps.SentLane(lane_conn, _steps(
+            "SELECT 2 AS x FROM pg_sleep(:s)", {"s": sleep[1]}))
+        with common.beside_next_statement(lane):
+            rows = common.run_lane(conn, "SELECT 1 AS x FROM pg_sleep(:s)", {"s": sleep[0]})
+        # Read already (nothing awaited) exactly when the lane's rows came first.
+        assert (lane.awaited_socket() is None) == (slow == "keyword")
+        assert [tuple(r) for r in rows] == [(1,)]
+        assert [tuple(r) for r in lane.result()] == [(2,)]
+        assert lane.awaited_socket() is None
+
+
+@only_postgres  # statements sent ahead exist only there
+def test_a_lane_that_fails_first_keeps_its_failure_for_its_result(store: ws.Store) -> None:
+    """The lane's statement fails while the keyword statement still runs: its failure is read
+    first and kept, the keyword rows come back, and ``result()`` raises the failure as
+    SQLAlchemy raises a statement's; both connections go on working."""
+    with (store.db.read_connection(per_statement=True) as conn,
+          store.db.read_connection(per_statement=True) as lane_conn):
+        lane = lane_steps.SentLane(lane_conn, _steps("SELECT 1 / (2 - :two) AS x", {"two": 2}))
+        with common.beside_next_statement(lane):
+            rows = common.run_lane(conn, "SELECT 1 AS x FROM pg_sleep(0.3)", {})
+        assert lane.awaited_socket() is None  # read (its failure) before the keyword rows
+        assert [tuple(r) for r in rows] == [(1,)]
+        with pytest.raises(sa.exc.DataError, match="division by zero"):
+            lane.result()
+        assert [tuple(r) for r in common.run_lane(lane_conn, "SELECT 3", {})] == [(3,)]
+        assert [tuple(r) for r in common.run_lane(conn, "SELECT 4", {})] == [(4,)]

@@ -93,6 +93,17 @@ class PendingLane(Protocol):
         on its connection (a statement sent ahead). Nothing to do after :meth:`result`."""
         ...
 
+    def awaited_socket(self) -> int | None:
+        """The socket the rows of a statement sent ahead (:meth:`send`) will arrive on, while
+        they are awaited; None when nothing is (not sent, collected, or nothing to send)."""
+        ...
+
+    def collect_if_arrived(self) -> bool:
+        """Collect the rows of the statement sent ahead if they have arrived (True: the lane is
+        done, :meth:`result` returns or raises at once); False while they are awaited, or when
+        nothing was sent ahead. Never raises: :meth:`result` raises what failed."""
+        ...
+
 
 @dataclass(frozen=True)
 class DeferredLane:
@@ -112,6 +123,14 @@ class DeferredLane:
     def close(self) -> None:
         if self.give_up is not None:
             self.give_up()
+
+    def awaited_socket(self) -> int | None:
+        """Nothing sent ahead, nothing awaited."""
+        return None
+
+    def collect_if_arrived(self) -> bool:
+        """Nothing sent ahead: the lane runs in :meth:`result`."""
+        return False
 
 
 @dataclass(frozen=True)

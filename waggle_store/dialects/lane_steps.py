@@ -27,7 +27,12 @@ from typing import Any, Final
 from sqlalchemy import Connection
 
 from waggle_store.dialects.base import LaneHit
-from waggle_store.dialects.common import driver_statement, raise_driver_error, run_lane
+from waggle_store.dialects.common import (
+    driver_statement,
+    raise_driver_error,
+    request_rows,
+    run_lane,
+)
 
 #: A lane's statements: yields ``(sql, params)``, is sent each one's rows, returns the hits.
 LaneSteps = Generator[tuple[str, dict[str, Any]], list[Any], list[LaneHit]]
@@ -56,6 +61,11 @@ class SentLane:
     the rest on ``conn``. ``conn`` must be used by nothing else until :meth:`result` or
     :meth:`close` (a statement run on it meanwhile would join the pipeline).
 
+    The statement goes out with a flush request, so its rows come back as soon as the server has
+    them: :meth:`collect_if_arrived` collects them then, while the search still awaits its
+    keyword statement (:func:`~.common.beside_next_statement`), and keeps the outcome for
+    :meth:`result`.
+
     The steps' own preparation (binding the vector, the first statement's text) runs here, so
     :meth:`send` is only the send. A driver error, when sending or collecting, is raised by
     :meth:`result` as SQLAlchemy's ``DBAPIError`` (a lost connection invalidated), as
@@ -66,7 +76,8 @@ class SentLane:
         self._conn = conn
         self._steps = steps
         self._hits: list[LaneHit] | None = None
-        self._error: Exception | None = None
+        #: What failed, sending or collecting: raised by :meth:`result`.
+        self._failure: Exception | None = None
         self._pipeline: Any = None
         self._cursor: Any = None
         self._sent = False
@@ -89,14 +100,15 @@ class SentLane:
             pipeline = dbapi_conn.pipeline()
             pipeline.__enter__()
         except conn.dialect.loaded_dbapi.Error as exc:
-            self._error = _wrapped(conn, exc, statement, args)
+            self._failure = _wrapped(conn, exc, statement, args)
             return
         self._pipeline, self._cursor = pipeline, dbapi_conn.cursor()
         try:
             self._cursor.execute(statement, args)
+            request_rows(dbapi_conn)
         except conn.dialect.loaded_dbapi.Error as exc:
             self._end(exc)
-            self._error = _wrapped(conn, exc, statement, args, self._cursor)
+            self._failure = _wrapped(conn, exc, statement, args, self._cursor)
             self._cursor.close()
 
     def _end(self, exc: BaseException | None) -> None:
@@ -106,22 +118,54 @@ class SentLane:
         if pipeline is not None:
             pipeline.__exit__(None if exc is None else type(exc), exc, None)
 
-    def result(self) -> list[LaneHit]:
-        """The lane's hits: the first statement collected (waits for it), then the rest."""
-        if self._hits is not None:
-            return self._hits
-        self.send()
-        if self._error is not None:
-            raise self._error
+    def awaited_socket(self) -> int | None:
+        """The lane connection's socket while the statement sent ahead is awaited."""
+        if self._pipeline is None:
+            return None
+        socket: int = self._conn.connection.dbapi_connection.fileno()  # type: ignore[union-attr]
+        return socket
+
+    def collect_if_arrived(self) -> bool:
+        """Collect the lane (its first statement's rows, then the rest as :meth:`result`) if
+        those rows have arrived; what it returns or raises is kept for :meth:`result`."""
+        if self._pipeline is None:
+            return False
+        conn = self._conn
+        pgconn: Any = conn.connection.dbapi_connection.pgconn  # type: ignore[union-attr]
+        try:
+            pgconn.consume_input()
+            arrived = not pgconn.is_busy()
+        except conn.dialect.loaded_dbapi.Error:
+            arrived = True  # the connection failed: collecting meets it and keeps it
+        if arrived:
+            self._collect()
+        return arrived
+
+    def _collect(self) -> None:
+        """Sync the pipeline, read the first statement's rows, run the rest of the steps; the
+        hits or the failure kept."""
         conn, cursor = self._conn, self._cursor
         try:
-            self._end(None)
-            rows: list[Any] = cursor.fetchall()
-        except conn.dialect.loaded_dbapi.Error as exc:
-            raise_driver_error(conn, exc, *self._statement, cursor)
-        finally:
-            cursor.close()
-        self._hits = drive_lane(conn, self._steps, rows)
+            try:
+                self._end(None)
+                rows: list[Any] = cursor.fetchall()
+            except conn.dialect.loaded_dbapi.Error as exc:
+                raise_driver_error(conn, exc, *self._statement, cursor)
+            finally:
+                cursor.close()
+            self._hits = drive_lane(conn, self._steps, rows)
+        except Exception as exc:  # noqa: BLE001 - kept, raised by result()
+            self._failure = exc
+
+    def result(self) -> list[LaneHit]:
+        """The lane's hits: the first statement collected (waits for it), then the rest."""
+        if self._hits is None and self._failure is None:
+            self.send()
+            if self._failure is None:
+                self._collect()
+        if self._failure is not None:
+            raise self._failure
+        assert self._hits is not None  # collected: hits or a failure
         return self._hits
 
     def close(self) -> None:

@@ -39,7 +39,7 @@ from sqlalchemy import Connection, bindparam, select
 from sqlalchemy import exc as sa_exc
 
 from waggle_store.context import MindContext, StoreContext
-from waggle_store.dialects.base import LaneHit, ModelNotActiveError, PendingLane
+from waggle_store.dialects.base import DeferredLane, LaneHit, ModelNotActiveError, PendingLane
 from waggle_store.dialects.common import beside_next_statement
 from waggle_store.embeddings.base import embeds_beside_reads
 from waggle_store.errors import DatabaseUnavailableError
@@ -184,22 +184,19 @@ def _no_lane() -> None:
     return None
 
 
-def _nothing() -> None:
-    """No lane begun: nothing to send or give up."""
-
-
 class _VectorLane(NamedTuple):
     """A search's vector lane, begun (:meth:`HybridSearch._vector_lane`)."""
 
     #: Its hits (settled), None when the lane is off (the reason in the search's notes).
     finish: Callable[[], list[LaneHit] | None]
-    #: Send its first statement, where it was begun alone (see PendingLane.send).
-    send: Callable[[], None]
-    #: Give it up if not finished (the search failed first); called once the search is done.
-    give_up: Callable[[], None]
+    #: The lane begun, to send beside the keyword lane where it was begun alone (see
+    #: ``beside_next_statement``), and to give up (its ``close``) once the search is done.
+    begun: PendingLane
 
 
-_NO_LANE: Final = _VectorLane(_no_lane, _nothing, _nothing)
+#: No lane begun: nothing to send, await or give up.
+_NOT_BEGUN: Final = DeferredLane(list)
+_NO_LANE: Final = _VectorLane(_no_lane, _NOT_BEGUN)
 
 
 class _Reading:
@@ -252,6 +249,14 @@ class _Failed:
 
     def close(self) -> None:
         """Nothing was begun."""
+
+    def awaited_socket(self) -> int | None:
+        """Nothing was sent."""
+        return None
+
+    def collect_if_arrived(self) -> bool:
+        """Nothing was sent: :meth:`result` raises."""
+        return False
 
 
 class HybridSearch:
@@ -352,7 +357,7 @@ class HybridSearch:
             try:
                 # A lane begun alone sends its statement just after the keyword lane's first
                 # (beside_next_statement); a lane run on ``conn`` sends nothing ahead.
-                with beside_next_statement(vector.send) if alone else nullcontext():
+                with beside_next_statement(vector.begun) if alone else nullcontext():
                     if "keyword" in plan.lanes:
                         if plan.terms:
                             hits = self._keyword_lane(conn, plan, k, meta, query)
@@ -362,7 +367,7 @@ class HybridSearch:
                             degraded.append("keyword lane off: no search terms in the query")
                 hits = vector.finish()
             finally:
-                vector.give_up()
+                vector.begun.close()
             degraded.extend(vector_notes)
             if hits is not None:
                 ran["vector"] = hits
@@ -506,9 +511,9 @@ class HybridSearch:
             return None
 
         if first is None:
-            return _VectorLane(finish, _nothing, _nothing)
+            return _VectorLane(finish, _NOT_BEGUN)
         # A second start, if any, is finished within finish(): only the first can be open.
-        return _VectorLane(finish, first[1].send, first[1].close)
+        return _VectorLane(finish, first[1])
 
     def _begin_vector(self, conn: Connection, mind: MindContext, plan: SearchPlan, k: int,
                       qvec: Sequence[float], key: ModelKey, degraded: list[str], *, cached: bool,
