@@ -48,7 +48,7 @@ from waggle_store.records import SearchResult
 from waggle_store.repositories.frames import FrameRepository
 from waggle_store.repositories.mind_models import mismatch_reason
 from waggle_store.repositories.vectors import ModelKey, model_key
-from waggle_store.search.explain import rank_results
+from waggle_store.search.explain import Ranking
 from waggle_store.search.fusion import LANE_CONFIDENCE, Fusion
 from waggle_store.search.graph import GraphDistances
 from waggle_store.search.plan import LANES, MAX_LIMIT, SearchPlan, plan_search, query_names
@@ -301,8 +301,12 @@ class HybridSearch:
             lane_degraded = list(degraded)
             meta: dict[str, Any] = {"degraded": lane_degraded,
                                     "keyword_backend": self._store.adapter.dialect}
+            ranking = Ranking(profile=plan.profile, now=utcnow(), query=query,
+                              keyword="keyword" in plan.lanes, terms=plan.terms,
+                              periods=plan.periods)
             try:
-                found = self._read(mind, plan, k, qvec, key, meta, query, names, per_statement)
+                found = self._read(mind, plan, k, qvec, key, meta, query, names, per_statement,
+                                   ranking)
                 break
             except DatabaseUnavailableError as exc:
                 if not (retry and lost_connection(exc)):
@@ -314,18 +318,15 @@ class HybridSearch:
         if found is None:
             return []
         ran, fusion, distances = found
-        return rank_results(ran=ran, fusion=fusion, distances=distances, profile=plan.profile,
-                            limit=plan.limit, now=utcnow(), keyword_backend=meta["keyword_backend"],
-                            degraded=lane_degraded, query=query,
-                            keyword="keyword" in plan.lanes, terms=plan.terms,
-                            periods=plan.periods)
+        return ranking.results(ran=ran, fusion=fusion, distances=distances, limit=plan.limit,
+                               keyword_backend=meta["keyword_backend"], degraded=lane_degraded)
 
     def _read(self, mind: MindContext, plan: SearchPlan, k: int, qvec: Sequence[float] | None,
               key: ModelKey | None, meta: dict[str, Any], query: str, names: list[str],
-              per_statement: bool
+              per_statement: bool, ranking: Ranking
               ) -> tuple[dict[str, list[LaneHit]], Fusion, Mapping[int, int]] | None:
         """The lanes, their fusion and the graph distances, on one read connection; None when
-        no lane found anything."""
+        no lane found anything. Each lane's hits are taken by ``ranking`` as they come."""
         degraded: list[str] = meta["degraded"]
         with ExitStack() as held:
             conn = held.enter_context(self._store.read_connection(per_statement=per_statement))
@@ -363,6 +364,7 @@ class HybridSearch:
                             hits = self._keyword_lane(conn, plan, k, meta, query)
                             if hits is not None:
                                 ran["keyword"] = hits
+                                ranking.take(hits)  # while the vector lane may still run
                         else:
                             degraded.append("keyword lane off: no search terms in the query")
                 hits = vector.finish()
@@ -371,6 +373,7 @@ class HybridSearch:
             degraded.extend(vector_notes)
             if hits is not None:
                 ran["vector"] = hits
+                ranking.take(hits)
             # Confidence-weighted RRF (search/fusion.py): each lane's hits are weighted by that
             # lane's own raw scores (the idf sum relative to its best hit; cosine similarity
             # standing out from the lane's median), so a lane's clear best match is not

@@ -19,7 +19,7 @@ from waggle_store.search.match import match_score, match_terms
 from waggle_store.search.periods import Period, calendar_periods
 from waggle_store.search.scoring import relevance_scorer
 
-__all__ = ["rank_results"]
+__all__ = ["Ranking", "rank_results"]
 
 #: Positions in ``LaneHit.frame`` (the order of :class:`Frame`) that the relevance score reads.
 _FIELDS: Final = [field.name for field in dataclasses.fields(Frame)]
@@ -52,61 +52,115 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
     ("What is planned for March 3?" asks for the frame written in February that says "the review
     is on March 3"). Nothing is dropped: frames of other days follow.
     """
-    frames = {h.frame_id: h.frame for lane_hits in ran.values() for h in lane_hits}
-    relevance_of = relevance_scorer(profile, now)
-    scored: list[tuple[float, int, float]] = []
-    for frame_id, fused_score in fusion.scores.items():
-        frame = frames[frame_id]
-        relevance = relevance_of(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT], frame[_IMPORTANCE],
-                                 distances.get(frame_id))
-        scored.append((fused_score * relevance, frame_id, relevance))
-    # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
-    scored.sort(key=lambda item: item[0], reverse=True)
-    within: set[int] = set()
-    if periods:
-        within = {frame_id for final, frame_id, _ in scored
-                  if final > 0.0 and _of_periods(frames[frame_id], periods)}
-        scored.sort(key=lambda item: item[1] in within, reverse=True)  # stable: order kept
-    folded = match_terms(query, keyword=keyword, terms=terms)
-    named = [period.text for period in periods]
-    results: list[SearchResult] = []
-    for final, frame_id, relevance in scored[:limit]:
-        rrf_raw, lanes = fusion.lanes(frame_id)
-        frame = frames[frame_id]
-        # The frame's vector confidence is its weight in the fusion's vector lane, computed
-        # there from the same hits (:func:`~.match.match_scores` computes it from the hits).
-        vector = lanes.get("vector")
-        match = match_score(folded, frame[_CONTENT], vector[1] if vector is not None else 0.0)
-        distance = distances.get(frame_id)
-        parts = relevance_of.parts(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
-                                   frame[_IMPORTANCE], distance)
-        rrf = fusion.scores[frame_id]
-        explain: dict[str, Any] = {
-            "lanes": {
-                # A lane's raw score of the frame: its hit at the rank the fusion counts (its
-                # first, best-ranked one).
-                lane: {"rank": rank, "score": ran[lane][rank].score, "weight": weight,
-                       "contribution": contribution}
-                for lane, (rank, weight, contribution) in lanes.items()
-            },
-            "lanes_run": list(ran),
-            "keyword_backend": keyword_backend if "keyword" in ran else None,
-            "rrf": rrf,
-            "rrf_raw": rrf_raw,
-            "relevance": relevance,
-            "final": final,
-            "match": match,
-            "profile": profile,
-            "graph_distance": distance,
-            # The dates the query names, and whether the frame is of one of them (_of_periods).
-            "periods": list(named),
-            "in_period": frame_id in within,
-            "subscores": parts,
-            "degraded": list(degraded),
-        }
-        results.append(from_values(SearchResult, (from_values(Frame, frame), rrf, relevance, final,
-                                                  explain, match)))
-    return results
+    ranking = Ranking(profile=profile, now=now, query=query, keyword=keyword, terms=terms,
+                      periods=periods)
+    for lane_hits in ran.values():
+        ranking.take(lane_hits)
+    return ranking.results(ran=ran, fusion=fusion, distances=distances, limit=limit,
+                           keyword_backend=keyword_backend, degraded=degraded)
+
+
+class Ranking:
+    """:func:`rank_results` in steps, for a search whose lanes' rows arrive one after the other:
+    :meth:`take` each lane's hits as they come (each frame's relevance without a graph distance
+    is computed then), then :meth:`results`. The same results as :func:`rank_results` (which is
+    these steps in a row): what was computed ahead is what it would have computed.
+
+    Why: on Postgres the two lanes run on the server at once and one ends first (at 10k frames
+    the vector lane's statement takes longer than the keyword lane's); the ranking work that
+    needs only the first lane's hits, done while the client waits for the other, is no longer
+    done after it (``benchmarks/README.md``). Only work every search needs is done ahead: the
+    match score of frames that may not make the page, computed ahead, cost CPU and gained nothing
+    measurable."""
+
+    __slots__ = ("_folded", "_frames", "_periods", "_profile", "_relevance", "_relevance_of")
+
+    def __init__(self, *, profile: str, now: datetime, query: str = "", keyword: bool = False,
+                 terms: Sequence[str] | None = None, periods: Sequence[Period] = ()) -> None:
+        self._profile = profile
+        self._relevance_of = relevance_scorer(profile, now)
+        self._folded = match_terms(query, keyword=keyword, terms=terms)
+        self._periods = periods
+        #: Each frame's row (the last lane's, as rank_results reads them) and its relevance with
+        #: no graph distance.
+        self._frames: dict[int, Sequence[Any]] = {}
+        self._relevance: dict[int, float] = {}
+
+    def take(self, hits: Sequence[LaneHit]) -> None:
+        """One lane's hits: their frames, each one's relevance with no graph distance (again
+        for a frame another lane returned as another row)."""
+        frames, relevance, relevance_of = self._frames, self._relevance, self._relevance_of
+        for hit in hits:
+            frame = hit.frame
+            known = frames.get(hit.frame_id)
+            frames[hit.frame_id] = frame
+            if known is None or known != frame:
+                relevance[hit.frame_id] = relevance_of(
+                    frame[_LAST_ACCESSED], frame[_ACCESS_COUNT], frame[_IMPORTANCE], None)
+
+    def results(self, *, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
+                distances: Mapping[int, int], limit: int, keyword_backend: str | None,
+                degraded: Sequence[str]) -> list[SearchResult]:
+        """The page (see :func:`rank_results`): every lane of ``ran`` taken."""
+        frames, relevance_of, periods = self._frames, self._relevance_of, self._periods
+        without_distance = self._relevance
+        scored: list[tuple[float, int, float]] = []
+        for frame_id, fused_score in fusion.scores.items():
+            distance = distances.get(frame_id)
+            if distance is None:
+                relevance = without_distance[frame_id]
+            else:
+                frame = frames[frame_id]
+                relevance = relevance_of(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
+                                         frame[_IMPORTANCE], distance)
+            scored.append((fused_score * relevance, frame_id, relevance))
+        # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
+        scored.sort(key=lambda item: item[0], reverse=True)
+        within: set[int] = set()
+        if periods:
+            within = {frame_id for final, frame_id, _ in scored
+                      if final > 0.0 and _of_periods(frames[frame_id], periods)}
+            scored.sort(key=lambda item: item[1] in within, reverse=True)  # stable: order kept
+        named = [period.text for period in periods]
+        results: list[SearchResult] = []
+        for final, frame_id, relevance in scored[:limit]:
+            rrf_raw, lanes = fusion.lanes(frame_id)
+            frame = frames[frame_id]
+            # The frame's vector confidence is its weight in the fusion's vector lane, computed
+            # there from the same hits (:func:`~.match.match_scores` computes it from the hits).
+            vector = lanes.get("vector")
+            match = match_score(self._folded, frame[_CONTENT],
+                                vector[1] if vector is not None else 0.0)
+            distance = distances.get(frame_id)
+            parts = relevance_of.parts(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
+                                       frame[_IMPORTANCE], distance)
+            rrf = fusion.scores[frame_id]
+            explain: dict[str, Any] = {
+                "lanes": {
+                    # A lane's raw score of the frame: its hit at the rank the fusion counts
+                    # (its first, best-ranked one).
+                    lane: {"rank": rank, "score": ran[lane][rank].score, "weight": weight,
+                           "contribution": contribution}
+                    for lane, (rank, weight, contribution) in lanes.items()
+                },
+                "lanes_run": list(ran),
+                "keyword_backend": keyword_backend if "keyword" in ran else None,
+                "rrf": rrf,
+                "rrf_raw": rrf_raw,
+                "relevance": relevance,
+                "final": final,
+                "match": match,
+                "profile": self._profile,
+                "graph_distance": distance,
+                # The dates the query names, and whether the frame is of one of them.
+                "periods": list(named),
+                "in_period": frame_id in within,
+                "subscores": parts,
+                "degraded": list(degraded),
+            }
+            results.append(from_values(SearchResult, (from_values(Frame, frame), rrf, relevance,
+                                                      final, explain, match)))
+        return results
 
 
 def _of_periods(frame: Sequence[Any], periods: Sequence[Period]) -> bool:
