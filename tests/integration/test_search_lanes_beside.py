@@ -393,3 +393,27 @@ def test_a_lane_that_fails_first_keeps_its_failure_for_its_result(store: ws.Stor
             lane.result()
         assert [tuple(r) for r in common.run_lane(lane_conn, "SELECT 3", {})] == [(3,)]
         assert [tuple(r) for r in common.run_lane(conn, "SELECT 4", {})] == [(4,)]
+
+
+def test_the_keyword_lanes_connection_goes_back_before_the_lanes_rows_are_awaited(
+    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the vector lane on a connection of its own, the keyword lane's connection is back
+    in the pool when the lane's hits are asked for (the pool takes it back while the server may
+    still run the lane's statement); with one connection, that one is still out. Same pages."""
+    store = store_factory()
+    mind = _seed(store)
+    expected = _pages(mind)
+    pool = store.engine.pool
+    assert isinstance(pool, sa.pool.QueuePool)
+    out: list[int] = []  # connections checked out as each lane's hits are asked for
+    for lane_class in (lane_steps.SentLane, search_engine.DeferredLane):
+        real = lane_class.result
+
+        def result(self: Any, real: Callable[[Any], Any] = real) -> Any:
+            out.append(pool.checkedout())
+            return real(self)
+
+        monkeypatch.setattr(lane_class, "result", result)
+    assert _pages(mind) == expected
+    assert out == [1] * len(QUERIES)

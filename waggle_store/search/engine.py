@@ -329,7 +329,10 @@ class HybridSearch:
         no lane found anything. Each lane's hits are taken by ``ranking`` as they come."""
         degraded: list[str] = meta["degraded"]
         with ExitStack() as held:
-            conn = held.enter_context(self._store.read_connection(per_statement=per_statement))
+            # The keyword lane's connection, given back as soon as that lane is done where the
+            # vector lane has a connection of its own (below).
+            first = held.enter_context(ExitStack())
+            conn = first.enter_context(self._store.read_connection(per_statement=per_statement))
             others = held.enter_context(READING)
             ran: dict[str, list[LaneHit]] = {}
             # The vector lane begins first: what it does off the connection (SQLite: the
@@ -367,6 +370,11 @@ class HybridSearch:
                                 ranking.take(hits)  # while the vector lane may still run
                         else:
                             degraded.append("keyword lane off: no search terms in the query")
+                if alone:
+                    # The lane's rows may still be awaited: the pool takes the keyword lane's
+                    # connection back meanwhile, and the graph query below runs on the lane's.
+                    first.close()
+                    conn = lane_conn
                 hits = vector.finish()
             finally:
                 vector.begun.close()
