@@ -22,7 +22,7 @@ import waggle_store as ws
 from waggle_store.config import StoreConfig
 from waggle_store.dialects import common, lane_steps
 from waggle_store.dialects.base import vector_table_name
-from waggle_store.engine import create_engine
+from waggle_store.engine import create_engine, engine_info
 from waggle_store.models import MindEmbeddingModelRow
 from waggle_store.pipeline.embed import embed_frames
 from waggle_store.search import engine as search_engine
@@ -417,3 +417,27 @@ def test_the_keyword_lanes_connection_goes_back_before_the_lanes_rows_are_awaite
         monkeypatch.setattr(lane_class, "result", result)
     assert _pages(mind) == expected
     assert out == [1] * len(QUERIES)
+
+
+@only_postgres  # statements sent ahead exist only there
+def test_rows_that_do_not_come_within_the_wait_are_read_in_order_from_then_on(
+    store: ws.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither statement's rows come within ``FIRST_ROWS_WAIT`` (as behind a pooler that holds
+    rows until a sync): the rows are read in order, each statement's own, and the engine's
+    searches no longer wait for the first rows (a lane arriving first is then left to its
+    ``result()``)."""
+    monkeypatch.setattr(common, "FIRST_ROWS_WAIT", 0.1)
+    for slow_lane, read_first in ((0.3, False), (0.0, False)):
+        with (store.db.read_connection(per_statement=True) as conn,
+              store.db.read_connection(per_statement=True) as lane_conn):
+            info = engine_info(conn.engine)  # (the store's read engine)
+            assert info.first_rows == (slow_lane > 0)
+            lane = lane_steps.SentLane(lane_conn, _steps(
+                "SELECT 2 AS x FROM pg_sleep(:s)", {"s": slow_lane}))
+            with common.beside_next_statement(lane):
+                rows = common.run_lane(conn, "SELECT 1 AS x FROM pg_sleep(0.3)", {})
+            assert (lane.awaited_socket() is None) == read_first
+            assert [tuple(r) for r in rows] == [(1,)]
+            assert [tuple(r) for r in lane.result()] == [(2,)]
+        assert not info.first_rows

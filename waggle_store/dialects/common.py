@@ -8,6 +8,7 @@ do (FTS5 vs tsvector, vec0 vs pgvector, LIKE vs ILIKE).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import select
 import time
@@ -33,11 +34,13 @@ from waggle_store.dialects.base import (
     ModelNotActiveError,
     PendingLane,
 )
+from waggle_store.dialects.info import engine_info
 from waggle_store.models.base import UTCDateTime
 from waggle_store.records import Frame
 from waggle_store.textinput import scrub
 
 _TS: Final = UTCDateTime()
+log = logging.getLogger(__name__)
 
 
 def clean_term(term: object) -> str:
@@ -199,8 +202,9 @@ def driver_statement(dialect: Dialect, sql: str, params: dict[str, Any]) -> tupl
 _BESIDE: Final[ContextVar[PendingLane | None]] = ContextVar("waggle_beside", default=None)
 
 #: How long (seconds) :func:`_first_rows` waits for either statement's rows before it leaves the
-#: wait to the pipeline's sync: past it, a connection whose flush request brought nothing back
-#: (a proxy that only answers a sync) costs the overlap, never the search.
+#: wait to the pipeline's sync, and the engine's searches read their rows in order from then on
+#: (``EngineInfo.first_rows``): a connection pooler that holds rows until a sync would make every
+#: search wait this long, once.
 FIRST_ROWS_WAIT: Final = 1.0
 
 
@@ -246,7 +250,8 @@ def _first_rows(conn: Connection, dbapi_conn: Any, lane: PendingLane) -> None:
     rows (fetched, turned into hits) were read only after it. Read as they arrive, that work is
     done while the keyword statement still runs (``benchmarks/README.md``)."""
     lane_socket = lane.awaited_socket()
-    if lane_socket is None:
+    info = engine_info(conn.engine)
+    if lane_socket is None or not info.first_rows:
         return
     try:
         request_rows(dbapi_conn)
@@ -258,6 +263,9 @@ def _first_rows(conn: Connection, dbapi_conn: Any, lane: PendingLane) -> None:
                 return
             left = deadline - time.monotonic()
             if left <= 0:
+                info.first_rows = False
+                log.info("no rows within %.1f s of a flush request: this engine's searches read "
+                         "their lanes' rows in order from now on", FIRST_ROWS_WAIT)
                 return
             select.select([pgconn.socket, lane_socket], [], [], left)
     except conn.dialect.loaded_dbapi.Error:

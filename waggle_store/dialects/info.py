@@ -30,6 +30,10 @@ class EngineInfo:
     #: True when every connection starts with pgvector's search settings (``hnsw.ef_search``,
     #: ``hnsw.iterative_scan``) as startup options, so a search need not set them.
     hnsw_options: bool = False
+    #: False once a search's two statements, sent with flush requests, brought no rows back
+    #: within ``common.FIRST_ROWS_WAIT`` (a connection pooler that holds rows until a sync, or
+    #: statements that slow): its searches then read their lanes' rows in order.
+    first_rows: bool = True
 
 
 #: Weak keys: an engine the caller dropped takes its info with it.
