@@ -441,3 +441,42 @@ def test_rows_that_do_not_come_within_the_wait_are_read_in_order_from_then_on(
             assert [tuple(r) for r in rows] == [(1,)]
             assert [tuple(r) for r in lane.result()] == [(2,)]
         assert not info.first_rows
+
+
+@only_postgres  # statements sent ahead exist only there
+def test_a_minds_vector_lane_that_ends_last_is_sent_first(
+    store: ws.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mind's first search sends its vector statement just after the keyword lane's first
+    statement. While the vector statement is held up (its table locked by another transaction
+    for a moment) its rows come after the keyword lane's; after such searches the mind's next
+    search sends the vector statement before its keyword lane begins. The same pages."""
+    mind = _seed(store)
+    with store.read() as session:
+        model_id = session.execute(sa.select(MindEmbeddingModelRow.model_id)).scalar_one()
+    watch = _Watch(store, monkeypatch)
+    # Per lane sent: whether its search's keyword lane had begun when it was sent.
+    keyword_begun: list[bool] = []
+    real_send = lane_steps.SentLane.send
+
+    def send(lane: lane_steps.SentLane) -> None:
+        if not lane._sent:
+            keyword_begun.append(len(watch.keyword) == len(watch.vector))
+        real_send(lane)
+
+    monkeypatch.setattr(lane_steps.SentLane, "send", send)
+    expected = _pages(mind)
+    assert keyword_begun[0] is True  # the mind's first search: the keyword statement first
+    keyword_begun.clear()
+    for _ in range(3):
+        with store.engine.connect() as locker:  # (a connection of the pool's, in a transaction)
+            locker.execute(text(f"LOCK TABLE {vector_table_name(model_id)} "
+                                "IN ACCESS EXCLUSIVE MODE"))
+            release = threading.Timer(0.3, locker.rollback)
+            release.start()
+            try:
+                assert mind.search("memory number 3", limit=10)
+            finally:
+                release.join()
+    assert _pages(mind) == expected
+    assert keyword_begun[3] is False  # the first search after: the vector statement first
