@@ -18,8 +18,9 @@ sessions) with the deterministic hashing embedder (384 dims) or ``--embedder loc
   the same engine and driver (psycopg: the same prepare_threshold). Where the library reads per
   statement (Postgres in autocommit) the raw side does too, and a statement the library sent
   ahead on a second connection beside the keyword lane (Postgres's vector lane, in psycopg's
-  pipeline mode, just after the keyword lane's first statement) is sent the same way, at the
-  same point, on a second connection, and collected after the others.
+  pipeline mode, just after the keyword lane's first statement, or before it where the mind's
+  vector lane lately ended last) is sent the same way, at the same point (as recorded for that
+  query), on a second connection, and collected after the others.
 
 SQLite's vector lane runs as the in-process index (``--sqlite-lane index``: change-log check,
 numpy scan, verification statement; the raw side replays the statements and repeats the bare
@@ -232,6 +233,17 @@ def _lane_statements(
 
     lane_steps.driver_statement = ahead  # type: ignore[assignment]
 
+    # When it was sent: before the keyword lane's first statement (a mind whose vector lane
+    # lately ended last, search/engine.py) or just after it; the raw side sends it the same way.
+    real_send = lane_steps.SentLane.send
+
+    def sending(lane: Any) -> None:
+        if not lane._sent:
+            recorded.append(("sent", None))
+        real_send(lane)
+
+    setattr(lane_steps.SentLane, "send", sending)  # noqa: B010 - patched for the run
+
     # The SQLite index lane's scan is numpy, not SQL: the raw side repeats the bare matrix
     # product and top-k over the same matrix (recorded as a ("scan", lane, vector, k) step).
     real_scan = sqlite_vecindex._scan
@@ -261,13 +273,21 @@ def _lane_statements(
         for q in queries:
             recorded = []
             mind.search(q, limit=LIMIT)
+            # A statement sent before any keyword statement is sent first by the raw side too.
+            sent = [i for i, step in enumerate(recorded) if step[0] == "sent"]
+            first = bool(sent) and not any(step[0] not in ("scan", "beside", "sent")
+                                           for step in recorded[:sent[0]])
+            recorded = [("beside-first" if first and step[0] == "beside" else step[0],
+                         *step[1:]) for step in recorded if step[0] != "sent"]
             # The library starts the scan before the keyword lane and overlaps them (it runs
             # on a worker thread); the raw side starts it first too.
-            statements[q] = sorted(recorded, key=lambda step: step[0] not in ("scan", "beside"))
+            statements[q] = sorted(recorded, key=lambda step: step[0] not in (
+                "scan", "beside", "beside-first"))
     finally:
         for module in modules:
             module.run_lane = real  # type: ignore[attr-defined]
         lane_steps.driver_statement = real_ahead  # type: ignore[assignment]
+        setattr(lane_steps.SentLane, "send", real_send)  # noqa: B010
         sqlite_vecindex._scan = real_scan  # type: ignore[assignment]
         setattr(sqlite_vecindex._PendingScan, "result", real_result)  # noqa: B010
     return statements
@@ -326,6 +346,9 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
             if sql == "scan":  # overlapped with the statements, as the library does
                 bare = _BareScan(args, *scan)
                 scans.append((bare, workers.submit(bare.work)))
+                continue
+            if sql == "beside-first":  # sent before the keyword lane, as the library sent it
+                besides.append(beside(*args))
                 continue
             if sql == "beside":  # sent on a second connection, as the library sends it:
                 ahead.append(args)
