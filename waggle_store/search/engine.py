@@ -295,8 +295,6 @@ class HybridSearch:
         degraded: list[str] = []
         qvec, key = self._embed_query(mind, query, plan, degraded, query_vector)
         k = plan.limit * OVERFETCH
-        # Entity names are only looked up when the contextual score needs them.
-        names = query_names(query) if plan.context is None else []
         # No BEGIN/COMMIT where the database reads per statement anyway (Postgres).
         per_statement = self._store.adapter.reads_per_statement(k)
         # A search only reads, so one that lost its pooled connection (the server restarted, or
@@ -312,8 +310,7 @@ class HybridSearch:
                               keyword="keyword" in plan.lanes, terms=plan.terms,
                               periods=plan.periods)
             try:
-                found = self._read(mind, plan, k, qvec, key, meta, query, names, per_statement,
-                                   ranking)
+                found = self._read(mind, plan, k, qvec, key, meta, query, per_statement, ranking)
                 break
             except DatabaseUnavailableError as exc:
                 if not (retry and lost_connection(exc)):
@@ -329,8 +326,8 @@ class HybridSearch:
                                keyword_backend=meta["keyword_backend"], degraded=lane_degraded)
 
     def _read(self, mind: MindContext, plan: SearchPlan, k: int, qvec: Sequence[float] | None,
-              key: ModelKey | None, meta: dict[str, Any], query: str, names: list[str],
-              per_statement: bool, ranking: Ranking
+              key: ModelKey | None, meta: dict[str, Any], query: str, per_statement: bool,
+              ranking: Ranking
               ) -> tuple[dict[str, list[LaneHit]], Fusion, Mapping[int, int]] | None:
         """The lanes, their fusion and the graph distances, on one read connection; None when
         no lane found anything. Each lane's hits are taken by ``ranking`` as they come."""
@@ -410,7 +407,10 @@ class HybridSearch:
                 # Only frames that mention an entity can be near one; none, and no query runs.
                 mentioning = sorted({h.frame_id for lane_hits in ran.values()
                                      for h in lane_hits if h.mentions})
-                distances = self._graph(conn, mind.id, names, mentioning)
+                # The query's entity names are looked for only then (after the lanes: not in
+                # the way of their statements).
+                distances = (self._graph(conn, mind.id, query_names(query), mentioning)
+                             if mentioning else {})
         return ran, fusion, distances
 
     def recall(self, mind: MindContext, query: str, **options: Any) -> list[SearchResult]:
