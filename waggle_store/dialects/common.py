@@ -213,15 +213,17 @@ def beside_next_statement(lane: PendingLane) -> Iterator[None]:
     """Within the block, the first lane statement :func:`run_lane` runs where it can be sent
     ahead (:func:`sends_ahead`) is sent without waiting for its rows, then ``lane`` is sent
     (:meth:`~.base.PendingLane.send`: a search's vector lane on a connection of its own,
-    :class:`~.lane_steps.SentLane`), then the rows of both are awaited, and whichever arrive
-    first are read first (:func:`_first_rows`).
+    :class:`~.lane_steps.SentLane`; nothing more if the caller sent it before), then the rows of
+    both are awaited, and whichever arrive first are read first (:func:`_first_rows`).
 
-    Why this order: measured on 2 vCPUs at 100k frames, the vector lane's statement sent first,
-    then the keyword lane's run, left the client waiting inside the first send, for about as
-    long as the server ran that statement, in a third of the searches (the server process it
-    woke apparently taking the client's core): 6.2 ms p50 for the two statements against 4.8
-    with the keyword statement sent first, the other sent behind it while the client waits for
-    the keyword rows anyway (``benchmarks/README.md``)."""
+    Why the lane goes second by default: measured on 2 vCPUs at 100k frames, the vector lane's
+    statement sent first, then the keyword lane's run, left the client waiting inside the first
+    send, for about as long as the server ran that statement, in a third of the searches (the
+    server process it woke apparently taking the client's core): 6.2 ms p50 for the two
+    statements against 4.8 with the keyword statement sent first, the other sent behind it while
+    the client waits for the keyword rows anyway (``benchmarks/README.md``). Where the lane's
+    statement is the longer one (at 10k frames) the search sends it first itself
+    (``search/engine.py``)."""
     token = _BESIDE.set(lane)
     try:
         yield
