@@ -627,8 +627,10 @@ class HybridSearch:
             forget()
 
     def forget(self, mind_id: int) -> None:
-        """Drop the cached model of a mind (after this process switched it)."""
+        """Drop the cached model of a mind (after this process switched it), and its lane order
+        (the new model's vector lane is timed anew)."""
         self._models.pop(mind_id, None)
+        self._vector_ends_last.pop(mind_id, None)
 
     def _mind_model(self, conn: Connection, mind_id: int, *,
                     cached: bool = True) -> tuple[int, ModelKey] | None:
