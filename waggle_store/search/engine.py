@@ -41,6 +41,7 @@ from sqlalchemy import exc as sa_exc
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.dialects.base import DeferredLane, LaneHit, ModelNotActiveError, PendingLane
 from waggle_store.dialects.common import beside_next_statement
+from waggle_store.dialects.info import engine_info
 from waggle_store.embeddings.base import embeds_beside_reads
 from waggle_store.errors import DatabaseUnavailableError
 from waggle_store.models import EmbeddingModelRow, MindEmbeddingModelRow
@@ -379,7 +380,8 @@ class HybridSearch:
                         else:
                             degraded.append("keyword lane off: no search terms in the query")
                 if alone:
-                    self._saw_lane_order(mind.id, vector.begun)
+                    if engine_info(lane_conn.engine).first_rows:  # (else never read first)
+                        self._saw_lane_order(mind.id, vector.begun)
                     # The lane's rows may still be awaited: the pool takes the keyword lane's
                     # connection back meanwhile, and the graph query below runs on the lane's.
                     first.close()
