@@ -32,7 +32,7 @@ class EngineInfo:
     hnsw_options: bool = False
     #: False once a search's two statements, sent with flush requests, brought no rows back
     #: within ``common.FIRST_ROWS_WAIT`` (a connection pooler that holds rows until a sync, or
-    #: statements that slow): its searches then read their lanes' rows in order.
+    #: statements slower than that): its searches then read their lanes' rows in order.
     first_rows: bool = True
 
 
