@@ -5,7 +5,10 @@ statement, on the search's first connection, so the server runs both at once; el
 whose lanes read one snapshot) on the search's one connection. On both dialects: the same pages
 as one lane after the other; the lane's statement really runs during the keyword lane where it
 may; a pool with no connection to spare gives no second one; a search that fails before its
-lane's rows are read, a failing lane statement and a lost lane connection leave nothing behind."""
+lane's rows are read, a failing lane statement and a lost lane connection leave nothing behind.
+On Postgres also: the rows that arrive first are read first (and rows that never come within
+the wait are read in order from then on); the keyword lane's connection goes back before the
+lane's rows are awaited; a mind whose vector lane ends last sends its statement first."""
 
 from __future__ import annotations
 
