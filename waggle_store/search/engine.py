@@ -238,29 +238,14 @@ class _Reading:
 READING: Final = _Reading()
 
 
-@dataclasses.dataclass(frozen=True)
-class _Failed:
-    """A lane that failed to start: :meth:`result` raises its error where the lane's result is
-    handled."""
+def _failed(error: Exception) -> PendingLane:
+    """A lane that failed to start: its ``result()`` raises ``error`` where the lane's result is
+    handled (a :class:`DeferredLane`: nothing begun, sent or awaited)."""
 
-    error: Exception
+    def run() -> list[LaneHit]:
+        raise error
 
-    def result(self) -> list[LaneHit]:
-        raise self.error
-
-    def send(self) -> None:
-        """Nothing was begun."""
-
-    def close(self) -> None:
-        """Nothing was begun."""
-
-    def awaited_socket(self) -> int | None:
-        """Nothing was sent."""
-        return None
-
-    def collect_if_arrived(self) -> bool:
-        """Nothing was sent: :meth:`result` raises."""
-        return False
+    return DeferredLane(run)
 
 
 class HybridSearch:
@@ -558,7 +543,7 @@ class HybridSearch:
             return found, self._store.adapter.start_vector_search(
                 conn, model_id=model_id, vector=qvec, where=plan.where, limit=k, alone=alone)
         except (ModelNotActiveError, sa_exc.DBAPIError, QueryNotEmbedded) as exc:
-            return found, _Failed(exc)
+            return found, _failed(exc)
 
     def _saw_lane_order(self, mind_id: int, lane: PendingLane) -> None:
         """Count, once the keyword lane is done, whether the vector lane sent beside it is still
