@@ -33,6 +33,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import ExitStack, nullcontext
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, Final, NamedTuple, overload
 
 from sqlalchemy import Connection, bindparam, select
@@ -158,6 +159,10 @@ def lost_connection(exc: DatabaseUnavailableError) -> bool:
     return isinstance(cause, sa_exc.DBAPIError) and cause.connection_invalidated
 
 
+#: A lane hit's sort key: its score, then its frame id.
+_SCORE_THEN_ID: Final = attrgetter("score", "frame_id")
+
+
 def settled(hits: Sequence[LaneHit]) -> list[LaneHit]:
     """The vector lane's hits with their distances quantised (:data:`DISTANCE_DECIMALS`), nearest
     first, ties by frame id; hits sharing nothing with the query (:data:`MAX_VECTOR_DISTANCE`)
@@ -165,7 +170,7 @@ def settled(hits: Sequence[LaneHit]) -> list[LaneHit]:
     # LaneHit(...) directly: dataclasses.replace re-reads the fields on every call, 4x slower.
     kept = [LaneHit(h.frame_id, round(h.score, DISTANCE_DECIMALS), h.frame, h.mentions)
             for h in hits if h.score < MAX_VECTOR_DISTANCE]
-    kept.sort(key=lambda h: (h.score, h.frame_id))
+    kept.sort(key=_SCORE_THEN_ID)
     return kept
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from operator import itemgetter
 from typing import Any, Final
 
 from waggle_store.dialects.base import LaneHit
@@ -28,6 +29,8 @@ _IMPORTANCE, _ACCESS_COUNT, _LAST_ACCESSED = (
 )
 _CONTENT: Final = _FIELDS.index("content")
 _CREATED_AT: Final = _FIELDS.index("created_at")
+#: The final score of a ``(final, frame_id, relevance)`` candidate, its sort key.
+_FINAL: Final = itemgetter(0)
 
 
 def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
@@ -104,18 +107,24 @@ class Ranking:
         """The page (see :func:`rank_results`): every lane of ``ran`` taken."""
         frames, relevance_of, periods = self._frames, self._relevance_of, self._periods
         without_distance = self._relevance
-        scored: list[tuple[float, int, float]] = []
-        for frame_id, fused_score in fusion.scores.items():
-            distance = distances.get(frame_id)
-            if distance is None:
-                relevance = without_distance[frame_id]
-            else:
-                frame = frames[frame_id]
-                relevance = relevance_of(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
-                                         frame[_IMPORTANCE], distance)
-            scored.append((fused_score * relevance, frame_id, relevance))
+        scored: list[tuple[float, int, float]]
+        if not distances:  # (most searches: no found frame mentions an entity)
+            scored = [(fused_score * without_distance[frame_id], frame_id,
+                       without_distance[frame_id])
+                      for frame_id, fused_score in fusion.scores.items()]
+        else:
+            scored = []
+            for frame_id, fused_score in fusion.scores.items():
+                distance = distances.get(frame_id)
+                if distance is None:
+                    relevance = without_distance[frame_id]
+                else:
+                    frame = frames[frame_id]
+                    relevance = relevance_of(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
+                                             frame[_IMPORTANCE], distance)
+                scored.append((fused_score * relevance, frame_id, relevance))
         # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
-        scored.sort(key=lambda item: item[0], reverse=True)
+        scored.sort(key=_FINAL, reverse=True)
         within: set[int] = set()
         if periods:
             within = {frame_id for final, frame_id, _ in scored

@@ -117,7 +117,8 @@ def keyword_confidence(scores: Sequence[float], *, power: int = CONFIDENCE_POWER
     top = max(magnitudes, default=0.0)
     if top <= 0.0:
         return [1.0] * len(magnitudes)
-    return [min(1.0, m / top) ** power for m in magnitudes]
+    # (A conditional, not min(): a builtin's call per hit cost as much as the rest.)
+    return [(m / top if m < top else 1.0) ** power for m in magnitudes]
 
 
 def vector_confidence(distances: Sequence[float], *, power: int = CONFIDENCE_POWER) -> list[float]:
@@ -134,7 +135,17 @@ def vector_confidence(distances: Sequence[float], *, power: int = CONFIDENCE_POW
     if background >= 1.0:  # every candidate is an exact match: nothing stands out, nothing lost
         return [1.0] * len(sims)
     span = 1.0 - background  # (the same float in every term, computed once)
-    return [min(1.0, max(0.0, (s - background) / span)) ** power for s in sims]
+    confidences = []
+    for s in sims:
+        # Clipped to [0, 1] with conditionals, not min()/max(): a builtin's call per hit cost
+        # as much as the rest.
+        strength = (s - background) / span
+        if strength <= 0.0:
+            strength = 0.0
+        elif strength > 1.0:
+            strength = 1.0
+        confidences.append(strength ** power)
+    return confidences
 
 
 #: How each lane turns its raw scores (as the dialect adapters return them) into confidences.
@@ -170,9 +181,13 @@ class Fusion:
                 f"weights given for lanes that were not passed: {sorted(unknown)}"
             )
         hits: dict[int, dict[str, tuple[int, float, float]]] = {}
+        # Each frame's weighted sum, its lanes' terms added in lane order (as ``lanes`` lists).
+        sums: dict[int, float] = {}
         # Each lane's best term over all frames (1.0 for a lane that ran and found nothing):
         # the divisor that makes "top of every lane" exactly 1.0.
         best: dict[str, float] = {}
+        # Per lane, the frames whose term there is the lane's best.
+        tops: list[set[int]] = []
         for lane, ids in lanes.items():
             lane_weights = weights.get(lane)
             if lane_weights is None:
@@ -182,6 +197,7 @@ class Fusion:
                     f"lane {lane!r}: {len(lane_weights)} weights for {len(ids)} ids"
                 )
             top = 0.0 if ids else 1.0
+            at_top: set[int] = set()
             # (Plain loops and lookups: this runs for every candidate of every search.)
             for rank, (frame_id, weight) in enumerate(zip(ids, lane_weights, strict=True)):
                 w = float(weight)
@@ -189,31 +205,32 @@ class Fusion:
                     raise InvalidInputError(f"lane {lane!r}: weight {weight!r} is not in [0, 1]")
                 seen = hits.get(frame_id)
                 if seen is None:
-                    seen = hits[frame_id] = {}
+                    term = w * (k / (k + rank))
+                    hits[frame_id] = {lane: (rank, w, term)}
+                    sums[frame_id] = term
                 elif lane in seen:  # a repeated id keeps its best (first) rank
                     continue
-                term = w * (k / (k + rank))
-                seen[lane] = (rank, w, term)
+                else:
+                    term = w * (k / (k + rank))
+                    seen[lane] = (rank, w, term)
+                    sums[frame_id] += term
                 if term > top:
-                    top = term
+                    top, at_top = term, {frame_id}
+                elif term == top:
+                    at_top.add(frame_id)
             best[lane] = top
+            tops.append(at_top)
         total = sum(best.values())
-        lane_count = len(best)
         scores: dict[int, float] = {}
-        for frame_id, lane_hits in hits.items():
-            if total <= 0:
-                scores[frame_id] = 0.0
+        if total <= 0:
+            scores = dict.fromkeys(sums, 0.0)
+        else:
             # A frame holding every lane's best term sums to exactly ``total`` (same floats, same
-            # order is not guaranteed, hence the explicit check): exactly 1.0, no rounding drift.
-            elif len(lane_hits) == lane_count and all(
-                lane_hits[lane][2] == top for lane, top in best.items()
-            ):
-                scores[frame_id] = 1.0
-            else:
-                summed = 0.0
-                for hit in lane_hits.values():
-                    summed += hit[2]
-                scores[frame_id] = min(1.0, summed / total)
+            # order is not guaranteed, hence the explicit set): exactly 1.0, no rounding drift.
+            exact = set.intersection(*tops) if tops else set()
+            for frame_id, summed in sums.items():
+                scores[frame_id] = (1.0 if frame_id in exact or summed >= total
+                                    else summed / total)
         self._k, self._hits, self._total = k, hits, total
         self.scores = scores
 

@@ -68,24 +68,23 @@ def fold_term(term: str) -> str:
 _TOKEN_REST: Final = re.compile(r"\S*")
 
 
-def _tokens_holding(query_terms: Collection[str], folded: str, content: str) -> list[str]:
-    """The whitespace-separated tokens of ASCII ``content`` (``folded``: its case-folded copy,
-    character for character) that contain one of ``query_terms``, found with ``str.find``.
+def _holds_ascii(term: str, at: int, folded: str, content: str) -> bool:
+    """Whether a whitespace-separated token of ASCII ``content`` (``folded``: its case-folded
+    copy, character for character) has ``term`` among its folded terms: each token containing
+    ``term`` (found with ``str.find``, the first at ``at``) is split in turn, until one does.
 
     Not one regular expression of the terms: compiling it cost ~0.17 ms a search (every query
     is a new pattern), more than the rest of the match score."""
-    spans: set[tuple[int, int]] = set()
-    for term in query_terms:
-        at = folded.find(term) if term else -1  # (no text term is empty)
-        while at != -1:
-            start = at
-            while start > 0 and not folded[start - 1].isspace():
-                start -= 1
-            rest = _TOKEN_REST.match(folded, at)  # always matches (maybe nothing)
-            end = rest.end() if rest else at + len(term)
-            spans.add((start, end))
-            at = folded.find(term, end)
-    return [content[start:end] for start, end in spans]
+    while at != -1:
+        start = at
+        while start > 0 and not folded[start - 1].isspace():
+            start -= 1
+        rest = _TOKEN_REST.match(folded, at)  # always matches (maybe nothing)
+        end = rest.end() if rest else at + len(term)
+        if term in _token_terms(content[start:end]):
+            return True
+        at = folded.find(term, end)
+    return False
 
 
 def lexical_coverage(query_terms: Collection[str], content: str) -> float:
@@ -95,23 +94,27 @@ def lexical_coverage(query_terms: Collection[str], content: str) -> float:
     # A content term that folds to ``t`` starts with ``t`` once case-folded (folding only drops
     # suffixes, and case folding maps character by character), and a term lies within one
     # whitespace-separated token of the content: so only the tokens that contain a query term
-    # (case-folded) are split into terms. The result is that of splitting the whole content
-    # (the terms of a text are the union of its tokens' terms); the split, the costliest part
-    # of a search's Python work, runs for a few words instead of every word of every result.
+    # (case-folded) are split into terms, and a query term is looked for only until one token
+    # holds it. The result is that of splitting the whole content (the terms of a text are the
+    # union of its tokens' terms); the split, the costliest part of a search's Python work, runs
+    # for a few words instead of every word of every result.
     folded = content.casefold()
     if content.isascii():
         # ASCII case-folds character for character (to lower case): a token of ``folded`` sits
         # at the same offsets as its original in ``content``.
-        tokens = _tokens_holding(query_terms, folded, content)
-    elif any(t in folded for t in query_terms):
-        tokens = [token for token in content.split()
-                  if any(t in token.casefold() for t in query_terms)]
-    else:
+        found = 0
+        for term in query_terms:
+            at = folded.find(term) if term else -1  # (no text term is empty)
+            if at != -1 and _holds_ascii(term, at, folded, content):
+                found += 1
+        return found / len(query_terms)
+    if not any(t in folded for t in query_terms):
         return 0.0
-    found: set[str] = set()
-    for token in tokens:
-        found.update(_token_terms(token))
-    return sum(1 for t in query_terms if t in found) / len(query_terms)
+    terms: set[str] = set()
+    for token in content.split():
+        if any(t in token.casefold() for t in query_terms):
+            terms.update(_token_terms(token))
+    return sum(1 for t in query_terms if t in terms) / len(query_terms)
 
 
 @functools.lru_cache(maxsize=4096)
