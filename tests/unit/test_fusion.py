@@ -261,6 +261,51 @@ def test_weighted_scores_lie_in_unit_interval_and_sum_their_contributions(
             assert result.weights[lane] == lanes[lane][rank][1]
 
 
+def _reference_scores(lanes: dict[str, list[tuple[int, float]]], k: int) -> dict[int, float]:
+    """The documented score, computed the plain way: per frame the sum of its lanes' terms
+    (its first position in each lane, lanes in the order given) over the sum of every lane's
+    best term (1.0 for an empty lane); exactly 1.0 for a frame at the top of every lane."""
+    terms: dict[int, dict[str, float]] = {}
+    best: dict[str, float] = {}
+    for lane, hits in lanes.items():
+        best[lane] = 0.0 if hits else 1.0
+        for rank, (frame_id, weight) in enumerate(hits):
+            if lane not in terms.setdefault(frame_id, {}):
+                terms[frame_id][lane] = weight * (k / (k + rank))
+                best[lane] = max(best[lane], terms[frame_id][lane])
+    total = sum(best.values())
+    scores = {}
+    for frame_id, of_frame in terms.items():
+        if total <= 0:
+            scores[frame_id] = 0.0
+        elif len(of_frame) == len(best) and all(of_frame[lane] == best[lane] for lane in best):
+            scores[frame_id] = 1.0
+        else:
+            summed = 0.0
+            for term in of_frame.values():
+                summed += term
+            scores[frame_id] = min(1.0, summed / total)
+    return scores
+
+
+# Few distinct weights and ids: ties at a lane's top, and frames in several lanes, are common.
+tied_lane = st.lists(st.tuples(st.integers(min_value=1, max_value=8),
+                               st.sampled_from([0.0, 0.25, 0.5, 1.0])), max_size=12)
+
+
+@given(st.dictionaries(st.sampled_from(["keyword", "vector", "chunk"]), tied_lane, max_size=3),
+       st.sampled_from([1, 3, RRF_K]))
+def test_scores_are_the_documented_sum_exactly(lanes: dict[str, list[tuple[int, float]]],
+                                               k: int) -> None:
+    """Float for float and in first-seen order, as the plain computation gives them (the
+    fusion sums as it goes and finds the frames at every lane's top through sets)."""
+    fused = rrf_fuse({lane: [i for i, _ in hits] for lane, hits in lanes.items()}, k=k,
+                     weights={lane: [w for _, w in hits] for lane, hits in lanes.items()})
+    expected = _reference_scores(lanes, k)
+    assert list(fused) == list(expected)
+    assert [result.score for result in fused.values()] == list(expected.values())
+
+
 def test_vector_lane_distances_tie_below_float32_noise() -> None:
     """The same sentence said on three days is equally near the query in exact arithmetic; the
     engines' float32 sums differ by ~1e-8. Quantised, the hits tie and go by frame id, whatever
