@@ -51,8 +51,9 @@ def clean_term(term: object) -> str:
 
 
 def frame_filters(where: LaneFilter, params: dict[str, Any], alias: str = "f",
-                  mind_alias: str | None = None) -> str:
-    """SQL conditions for the mind/session/time filters (bound, never inlined).
+                  mind_alias: str | None = None, *, inline_minds: bool = False) -> str:
+    """SQL conditions for the mind/session/time filters (bound; ``inline_minds``: the mind ids,
+    integers, written into the text instead, see the Postgres KNN for why).
 
     ``alias`` names the table carrying ``gop_id``/``created_at``, ``mind_alias`` (default: the
     same) the one carrying ``mind_id``. Times are bound through :func:`timed` so they are written
@@ -61,6 +62,9 @@ def frame_filters(where: LaneFilter, params: dict[str, Any], alias: str = "f",
     """
     names = []
     for i, mind_id in enumerate(where.mind_ids):
+        if inline_minds:
+            names.append(str(int(mind_id)))
+            continue
         params[f"m{i}"] = int(mind_id)
         names.append(f":m{i}")
     sql = [f"{mind_alias or alias}.mind_id IN ({', '.join(names) or 'NULL'})"]

@@ -379,15 +379,21 @@ class PostgresAdapter:
             # off the HNSW index): mind, session and time filters on its own columns, which the
             # iterative scan applies while it walks the graph. The manifest is checked on the
             # materialised candidates; stale ones are dropped and the scan widens on a shortfall.
-            knn_filters = frame_filters(where, params, alias="v", mind_alias="v")
-            knn = (
-                f"WITH c AS MATERIALIZED (SELECT v.frame_id, {distance} AS d FROM {table} v "
-                f"WHERE {knn_filters} ORDER BY {distance} LIMIT :k) "
-                f"{checked_knn('c', 'frame_id', 'd')} ORDER BY c.d, c.frame_id"
-            )
+            # The mind ids and the LIMIT are written into the text, not bound: bound, the server's
+            # plan cache planned the statement afresh at every execution (a generic plan, costed
+            # for any LIMIT and any mind, lost to the custom ones: 0.3–0.4 ms of server time a
+            # search at 10k frames); written in, the prepared statement's generic plan is the
+            # plan a custom one would choose for that mind and page (benchmarks/README.md).
+            knn_filters = frame_filters(where, params, alias="v", mind_alias="v",
+                                        inline_minds=True)
             k = limit
             while True:
-                rows = yield knn, {**params, "k": k}
+                knn = (
+                    f"WITH c AS MATERIALIZED (SELECT v.frame_id, {distance} AS d FROM {table} v "
+                    f"WHERE {knn_filters} ORDER BY {distance} LIMIT {int(k)}) "
+                    f"{checked_knn('c', 'frame_id', 'd')} ORDER BY c.d, c.frame_id"
+                )
+                rows = yield knn, params
                 hits = current_hits(session, rows, model_id)
                 if len(hits) >= limit:
                     return hits[:limit]

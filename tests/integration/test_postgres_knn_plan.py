@@ -1,0 +1,58 @@
+"""The Postgres KNN statement writes its mind ids and its LIMIT into its text: its prepared
+statement's generic plan is then the plan a custom one would choose, and the server stops
+planning it at every search (with both bound it never did: 0.3–0.4 ms of server time a search
+at 10k frames, ``benchmarks/README.md``). Postgres only: SQLite's vector lane prepares nothing
+on a server."""
+
+from __future__ import annotations
+
+import re
+from contextlib import ExitStack
+
+import sqlalchemy as sa
+
+import waggle_store as ws
+
+from conftest import only_postgres
+
+#: The mind's frames (and vectors).
+FRAMES = 5000
+TEXTS = [f"note {i}: the {('red', 'blue', 'green')[i % 3]} kite over hill {i % 5}"
+         for i in range(24)]
+
+
+@only_postgres
+def test_the_knn_statement_is_not_planned_at_every_search(store: ws.Store) -> None:
+    # Enough frames that the planner takes the HNSW index (on a few dozen it sorts them all,
+    # and a generic plan wins with the LIMIT bound too).
+    mind = store.mind("m")
+    done = mind.cognify_batch([f"{TEXTS[i % len(TEXTS)]} ({i})" for i in range(FRAMES)])
+    assert not done.failures
+    ids = set(done.frame_ids)
+    other = store.mind("other")  # its own statement text: another mind id written in
+    other_ids = set(other.cognify_batch(TEXTS[:5]).frame_ids)
+    with store.engine.connect() as conn:  # what autovacuum does within a minute of the load
+        conn.execute(sa.text("ANALYZE"))
+        conn.commit()
+    pages = [[r.frame.id for r in mind.search(f"kite hill {i % 5}", limit=10,
+                                                  lanes=("vector",))] for i in range(40)]
+    assert all(len(page) == 10 and set(page) <= ids for page in pages)
+    assert {r.frame.id for r in other.search("kite", limit=10, lanes=("vector",))} == other_ids
+
+    # Every pooled connection at once (the searches may have used any of them): each one's
+    # prepared KNN statements, with how often the server planned each.
+    plans: list[tuple[str, int, int]] = []
+    with ExitStack() as stack:
+        for _ in range(store.engine.pool.checkedin()):  # type: ignore[attr-defined]
+            conn = stack.enter_context(store.engine.connect())
+            plans += [(str(row[0]), int(row[1]), int(row[2])) for row in conn.execute(sa.text(
+                "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements "
+                "WHERE statement LIKE '%<=>%'"))]
+    # (The other mind's statement ran once: psycopg prepares a statement at its fifth run.)
+    assert plans, "no KNN statement was prepared"
+    # Postgres tries five custom plans before it weighs the generic one; bound, the KNN's
+    # custom plans went on growing with the searches and no generic plan was ever used.
+    assert sum(generic for _, generic, _ in plans) > 0, plans
+    assert all(custom <= 5 for _, _, custom in plans), plans
+    assert all(f"mind_id IN ({mind.id})" in statement and re.search(r"LIMIT \d+\)", statement)
+               for statement, _, _ in plans), plans
