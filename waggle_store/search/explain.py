@@ -107,22 +107,16 @@ class Ranking:
         """The page (see :func:`rank_results`): every lane of ``ran`` taken."""
         frames, relevance_of, periods = self._frames, self._relevance_of, self._periods
         without_distance = self._relevance
-        scored: list[tuple[float, int, float]]
-        if not distances:  # (most searches: no found frame mentions an entity)
-            scored = [(fused_score * without_distance[frame_id], frame_id,
-                       without_distance[frame_id])
-                      for frame_id, fused_score in fusion.scores.items()]
-        else:
-            scored = []
-            for frame_id, fused_score in fusion.scores.items():
-                distance = distances.get(frame_id)
-                if distance is None:
-                    relevance = without_distance[frame_id]
-                else:
-                    frame = frames[frame_id]
-                    relevance = relevance_of(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
-                                             frame[_IMPORTANCE], distance)
-                scored.append((fused_score * relevance, frame_id, relevance))
+        scored: list[tuple[float, int, float]] = []
+        for frame_id, fused_score in fusion.scores.items():
+            distance = distances.get(frame_id)
+            if distance is None:
+                relevance = without_distance[frame_id]
+            else:
+                frame = frames[frame_id]
+                relevance = relevance_of(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
+                                         frame[_IMPORTANCE], distance)
+            scored.append((fused_score * relevance, frame_id, relevance))
         # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
         scored.sort(key=_FINAL, reverse=True)
         within: set[int] = set()

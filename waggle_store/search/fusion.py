@@ -204,14 +204,13 @@ class Fusion:
                 if not 0.0 <= w <= 1.0:  # also rejects NaN
                     raise InvalidInputError(f"lane {lane!r}: weight {weight!r} is not in [0, 1]")
                 seen = hits.get(frame_id)
+                if seen is not None and lane in seen:  # a repeated id keeps its best (first) rank
+                    continue
+                term = w * (k / (k + rank))
                 if seen is None:
-                    term = w * (k / (k + rank))
                     hits[frame_id] = {lane: (rank, w, term)}
                     sums[frame_id] = term
-                elif lane in seen:  # a repeated id keeps its best (first) rank
-                    continue
                 else:
-                    term = w * (k / (k + rank))
                     seen[lane] = (rank, w, term)
                     sums[frame_id] += term
                 if term > top:
@@ -221,16 +220,15 @@ class Fusion:
             best[lane] = top
             tops.append(at_top)
         total = sum(best.values())
-        scores: dict[int, float] = {}
+        scores: dict[int, float]
         if total <= 0:
             scores = dict.fromkeys(sums, 0.0)
         else:
             # A frame holding every lane's best term sums to exactly ``total`` (same floats, same
             # order is not guaranteed, hence the explicit set): exactly 1.0, no rounding drift.
             exact = set.intersection(*tops) if tops else set()
-            for frame_id, summed in sums.items():
-                scores[frame_id] = (1.0 if frame_id in exact or summed >= total
-                                    else summed / total)
+            scores = {frame_id: 1.0 if frame_id in exact or summed >= total else summed / total
+                      for frame_id, summed in sums.items()}
         self._k, self._hits, self._total = k, hits, total
         self.scores = scores
 
