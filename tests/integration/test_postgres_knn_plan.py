@@ -2,7 +2,8 @@
 statement's generic plan is then the plan a custom one would choose, and the server stops
 planning it at every search (with both bound it never did: 0.3–0.4 ms of server time a search
 at 10k frames, ``benchmarks/README.md``). Postgres only: SQLite's vector lane prepares nothing
-on a server."""
+on a server. Only for the first KNN texts a store sends: beyond them, a mind is bound (the
+second test)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from contextlib import ExitStack
 import sqlalchemy as sa
 
 import waggle_store as ws
+from waggle_store.dialects.postgres import KnnTexts
 
 from conftest import only_postgres
 
@@ -56,3 +58,29 @@ def test_the_knn_statement_is_not_planned_at_every_search(store: ws.Store) -> No
     assert all(custom <= 5 for _, _, custom in plans), plans
     assert all(f"mind_id IN ({mind.id})" in statement and re.search(r"LIMIT \d+\)", statement)
                for statement, _, _ in plans), plans
+
+
+@only_postgres
+def test_minds_beyond_the_written_in_texts_are_bound(store: ws.Store) -> None:
+    # psycopg keeps 100 prepared statements a connection: a KNN text per mind, for every mind a
+    # process searches, would have it prepare and deallocate one at nearly every search. Past
+    # the store's room (1 here), a mind's KNN binds its id instead, and finds the same frames.
+    store.adapter.knn_texts = KnnTexts(1)  # type: ignore[attr-defined]
+    first, second = store.mind("first"), store.mind("second")
+    first_ids = set(first.cognify_batch(TEXTS[:6]).frame_ids)
+    second_ids = set(second.cognify_batch(TEXTS[6:12]).frame_ids)
+    for _ in range(6):  # psycopg prepares a statement at its fifth run on a connection
+        assert {r.frame.id for r in first.search("kite", limit=10, lanes=("vector",))} == first_ids
+        assert ({r.frame.id for r in second.search("kite", limit=10, lanes=("vector",))}
+                == second_ids)
+    statements: list[str] = []
+    with ExitStack() as stack:
+        for _ in range(store.engine.pool.checkedin()):  # type: ignore[attr-defined]
+            conn = stack.enter_context(store.engine.connect())
+            statements += [str(row[0]) for row in conn.execute(sa.text(
+                "SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%<=>%'"))]
+    written_in = [s for s in statements if f"mind_id IN ({first.id})" in s]
+    bound = [s for s in statements if re.search(r"mind_id IN \(\$\d+\)", s)]
+    assert written_in, statements
+    assert bound, statements
+    assert not any(f"mind_id IN ({second.id})" in s for s in statements), statements

@@ -23,6 +23,7 @@ The vector tables' DDL and row maintenance live in :mod:`waggle_store.dialects.p
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -113,6 +114,40 @@ def _distance_expr(column: str, param: str, dims: int) -> str:
     return f"({column} <=> CAST(:{param} AS vector({dims})))"
 
 
+#: How many KNN statements of a store write their mind ids into their text (see :class:`KnnTexts`).
+WRITTEN_IN_KNN: Final = 32
+
+
+class KnnTexts:
+    """The KNN statement texts that write their mind ids in: the first ``room`` a store sends.
+
+    Why a bound: each such text (a mind, a page size, the filters) is a statement of its own for
+    psycopg, which prepares a statement at its fifth run and keeps 100 prepared per connection,
+    deallocating the least recently used (a round trip) — shared with every other statement the
+    pooled connection runs. A process searching more minds than that in turn prepared and
+    deallocated a KNN at nearly every search (200 minds of 200 frames searched in turn: 2.68 ms
+    a search against 2.35 with the mind bound, ``benchmarks/README.md``). The minds searched first
+    keep their own statement and its generic plan; the others share one text with the mind bound,
+    planned at each search, as every search was before the mind ids were written in."""
+
+    __slots__ = ("_lock", "_room", "_texts")
+
+    def __init__(self, room: int = WRITTEN_IN_KNN) -> None:
+        self._room = room
+        self._texts: set[str] = set()
+        self._lock = threading.Lock()
+
+    def admit(self, sql: str) -> bool:
+        """Whether ``sql`` (written with its mind ids) may be sent: known, or room for it."""
+        if sql in self._texts:
+            return True
+        with self._lock:
+            if len(self._texts) >= self._room:
+                return False
+            self._texts.add(sql)
+            return True
+
+
 #: A frame's length for the keyword lane's tie order, in bytes (``keyword_rank``: no character
 #: count walks the text).
 TEXT_BYTES: Final = "octet_length(f.content) + coalesce(octet_length(f.search_context), 0)"
@@ -138,6 +173,8 @@ class PostgresAdapter:
         self.frame_counts = FrameCounts()
         #: Minds searched and a common term -> the frames holding it: see :mod:`keyword_rank`.
         self.term_counts = TermCounts()
+        #: The KNN texts written with their mind ids (:class:`KnnTexts`).
+        self.knn_texts = KnnTexts()
 
     def release_caches(self) -> None:
         pass  # a few counters and flags: nothing worth freeing
@@ -383,16 +420,24 @@ class PostgresAdapter:
             # plan cache planned the statement afresh at every execution (a generic plan, costed
             # for any LIMIT and any mind, lost to the custom ones: 0.3–0.4 ms of server time a
             # search at 10k frames); written in, the prepared statement's generic plan is the
-            # plan a custom one would choose for that mind and page (benchmarks/README.md).
-            knn_filters = frame_filters(where, params, alias="v", mind_alias="v",
-                                        inline_minds=True)
-            k = limit
-            while True:
-                knn = (
+            # plan a custom one would choose for that mind and page (benchmarks/README.md). Only
+            # for the first texts a store sends (KnnTexts): beyond them, the minds are bound.
+            def knn_sql(filters: str, k: int) -> str:
+                return (
                     f"WITH c AS MATERIALIZED (SELECT v.frame_id, {distance} AS d FROM {table} v "
-                    f"WHERE {knn_filters} ORDER BY {distance} LIMIT {int(k)}) "
+                    f"WHERE {filters} ORDER BY {distance} LIMIT {int(k)}) "
                     f"{checked_knn('c', 'frame_id', 'd')} ORDER BY c.d, c.frame_id"
                 )
+
+            written_in = frame_filters(where, params, alias="v", mind_alias="v",
+                                       inline_minds=True)
+            bound: str | None = None
+            k = limit
+            while True:
+                knn = knn_sql(written_in, k)
+                if not self.knn_texts.admit(knn):
+                    bound = bound or frame_filters(where, params, alias="v", mind_alias="v")
+                    knn = knn_sql(bound, k)
                 rows = yield knn, params
                 hits = current_hits(session, rows, model_id)
                 if len(hits) >= limit:
