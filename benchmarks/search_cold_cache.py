@@ -34,8 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import search_latency  # the latency benchmark's stores, queries and raw side
 
-import waggle_store as ws
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -54,14 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         url, schema = args.pg_url, f"bench_{args.n}"
     else:
         url, schema = f"sqlite:///{Path(args.keep) / f'bench-{args.n}.db'}", None
-    store = ws.open_store(url, schema=schema, embedder=search_latency._embedder("hashing"))
+    store, mind, queries = search_latency.open_kept(url, schema, args.n, args.queries)
     try:
-        if search_latency._frames(store) != args.n:
-            raise SystemExit(f"no store of {args.n} frames there: run search_latency.py --keep")
-        mind = store.mind("bench")
-        queries = search_latency._texts(0)[1][:args.queries]
-        for query in queries[:20]:  # the frame count, the prepared statements, the lane order
-            mind.search(query, limit=search_latency.LIMIT)
         raw = search_latency._raw_runner(
             store, search_latency._lane_statements(store, mind, queries))
         sweep = np.ones(args.sweep_mb * 1024 * 1024 // 8)

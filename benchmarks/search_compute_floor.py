@@ -113,15 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args(argv)
     schema = f"bench_{args.n}"
-    store = ws.open_store(args.pg_url, schema=schema,
-                          embedder=search_latency._embedder("hashing"))
+    store, mind, queries = search_latency.open_kept(args.pg_url, schema, args.n, args.queries)
     try:
-        if search_latency._frames(store) != args.n:
-            raise SystemExit(f"no store of {args.n} frames there: run search_latency.py --keep")
-        mind = store.mind("bench")
-        queries = search_latency._texts(0)[1][:args.queries]
-        for query in queries[:20]:  # the frame count, the prepared statements, the lane order
-            mind.search(query, limit=search_latency.LIMIT)
         statements = search_latency._lane_statements(store, mind, queries)
         if not all(any(step[0] in ("beside", "beside-first") for step in statements[q])
                    for q in queries):

@@ -197,6 +197,25 @@ def _frames(store: ws.Store) -> int:
         return int(s.scalar(select(func.count()).select_from(FrameRow.__table__)) or 0)
 
 
+def open_kept(url: str, schema: str | None, n: int, count: int
+              ) -> tuple[ws.Store, ws.Mind, list[str]]:
+    """A store that ``--keep`` built with ``n`` frames, its mind and the first ``count`` queries,
+    after 20 searches (the frame count, the prepared statements, the lane order): for the
+    scripts that measure a kept store (``search_cold_cache.py``, ``search_compute_floor.py``)."""
+    store = ws.open_store(url, schema=schema, embedder=_embedder("hashing"))
+    try:
+        if _frames(store) != n:
+            raise SystemExit(f"no store of {n} frames there: run search_latency.py --keep")
+        mind = store.mind("bench")
+        queries = _texts(0)[1][:count]
+        for query in queries[:20]:
+            mind.search(query, limit=LIMIT)
+    except BaseException:
+        store.close()
+        raise
+    return store, mind, queries
+
+
 def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
