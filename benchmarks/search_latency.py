@@ -78,6 +78,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -149,30 +150,12 @@ def build(store: ws.Store, n: int, words: str = "pseudo") -> ws.Mind:
     texts, _ = _texts(n, words=words)
     mind = store.mind("bench")
     base = time.time() - n
-    from datetime import UTC, datetime
-
     with store.write() as s:
         for g in range(SESSIONS):
             s.add(SessionRow(mind_id=mind.id, gop_id=f"g{g}", kind="named"))
         s.flush()
-        rows = []
-        for i, text in enumerate(texts):
-            when = datetime.fromtimestamp(base + i, UTC)
-            rows.append(
-                {
-                    "mind_id": mind.id,
-                    "frame_type": "I",
-                    "gop_id": f"g{i % SESSIONS}",
-                    "t": i // SESSIONS,
-                    "content": text,
-                    "content_hash": hashlib.sha256(text.encode()).hexdigest(),
-                    "importance": "normal",
-                    "source": "import",
-                    "access_count": 0,
-                    "created_at": when,
-                    "last_accessed": when,
-                }
-            )
+        rows = [frame_row(mind.id, f"g{i % SESSIONS}", i // SESSIONS, text, base + i)
+                for i, text in enumerate(texts)]
         for start in range(0, n, 5000):
             s.execute(FrameRow.__table__.insert(), rows[start : start + 5000])
         ids = list(
@@ -184,12 +167,25 @@ def build(store: ws.Store, n: int, words: str = "pseudo") -> ws.Mind:
         )
     embed_frames(store.context, ids, batch_size=2000)
     if store.engine.dialect.name == "postgresql":
-        # What autovacuum does to a table this size within a minute of the load: without
-        # statistics the planner took the GIN and primary-key lookups for full scans, and both
-        # sides measured a plan no running server keeps.
-        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.exec_driver_sql("VACUUM ANALYZE")
+        vacuum_analyze(store)
     return mind
+
+
+def frame_row(mind_id: int, gop_id: str, t: int, text: str, at: float) -> dict[str, Any]:
+    """A ``memory_frames`` row of an I-frame imported at ``at`` (a POSIX time), for a bulk
+    insert."""
+    when = datetime.fromtimestamp(at, UTC)
+    return {"mind_id": mind_id, "frame_type": "I", "gop_id": gop_id, "t": t, "content": text,
+            "content_hash": hashlib.sha256(text.encode()).hexdigest(), "importance": "normal",
+            "source": "import", "access_count": 0, "created_at": when, "last_accessed": when}
+
+
+def vacuum_analyze(store: ws.Store) -> None:
+    """What autovacuum does to a Postgres table this size within a minute of the load: without
+    statistics the planner took the GIN and primary-key lookups for full scans, and both sides
+    measured a plan no running server keeps."""
+    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("VACUUM ANALYZE")
 
 
 def _frames(store: ws.Store) -> int:

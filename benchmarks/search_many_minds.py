@@ -24,12 +24,10 @@ search.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import statistics
 import sys
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import search_latency  # the latency benchmark's texts, queries and embedder
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 import waggle_store as ws
 from waggle_store.dialects.postgres import WRITTEN_IN_KNN, KnnTexts
@@ -50,11 +48,6 @@ BUILT = 200
 ROOMS = {"default": WRITTEN_IN_KNN, "all": 10**9, "bound": 0}
 
 
-def _count(store: ws.Store) -> int:
-    with store.read() as s:
-        return int(s.scalar(select(func.count()).select_from(FrameRow.__table__)) or 0)
-
-
 def build(store: ws.Store, frames: int) -> None:
     texts, _ = search_latency._texts(BUILT * frames)
     base = time.time() - len(texts)
@@ -63,22 +56,12 @@ def build(store: ws.Store, frames: int) -> None:
         with store.write() as s:
             s.add(SessionRow(mind_id=mind.id, gop_id="g0", kind="named"))
             s.flush()
-            rows = []
-            for i in range(frames):
-                text = texts[m * frames + i]
-                when = datetime.fromtimestamp(base + m * frames + i, UTC)
-                rows.append({
-                    "mind_id": mind.id, "frame_type": "I", "gop_id": "g0", "t": i,
-                    "content": text, "content_hash": hashlib.sha256(text.encode()).hexdigest(),
-                    "importance": "normal", "source": "import", "access_count": 0,
-                    "created_at": when, "last_accessed": when,
-                })
+            rows = [search_latency.frame_row(mind.id, "g0", i, texts[m * frames + i],
+                                             base + m * frames + i) for i in range(frames)]
             s.execute(FrameRow.__table__.insert(), rows)
             ids = list(s.scalars(select(FrameRow.id).where(FrameRow.mind_id == mind.id)))
         embed_frames(store.context, ids, batch_size=2000)
-    # What autovacuum does within a minute of such a load (search_latency.py says why).
-    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.exec_driver_sql("VACUUM ANALYZE")
+    search_latency.vacuum_analyze(store)
 
 
 def _prepared(store: ws.Store) -> list[int]:
@@ -103,8 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               for name in ROOMS}
     try:
         first = stores["default"]
-        if _count(first) != BUILT * args.frames:
-            if _count(first):
+        if search_latency._frames(first) != BUILT * args.frames:
+            if search_latency._frames(first):
                 raise SystemExit(f"schema {args.schema} holds another store; drop it")
             t0 = time.perf_counter()
             build(first, args.frames)
