@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,8 +12,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 import waggle_store as ws
-from waggle_store.models import EntityRow
-from waggle_store.repositories.knowledge import MAX_DEPTH, KnowledgeRepository
+from waggle_store.models import EntityRow, RelationRow
+from waggle_store.repositories.knowledge import MAX_DEPTH, MAX_NODES, KnowledgeRepository
+from waggle_store.timeutil import utcnow
 
 
 def kg(session: Session, mind_id: int) -> KnowledgeRepository:
@@ -81,6 +83,74 @@ def test_traverse_dense_graph_at_max_depth_stays_bounded(store: ws.Store, mind: 
                     kg(session, mind.id).relations.create(s.id, t.id, "links")
     assert len(k.traverse(nodes[0].id, "links", MAX_DEPTH)) == 11
     assert set(k.bfs_distances(nodes[0].id, MAX_DEPTH).values()) == {1}
+
+
+def bfs(edges: list[tuple[int, int]], start: int, depth: int, undirected: bool) -> dict[int, int]:
+    """Plain breadth-first hops over ``edges``, the reference for the SQL walk."""
+    out: dict[int, list[int]] = {}
+    for s, t in edges:
+        out.setdefault(s, []).append(t)
+        if undirected:
+            out.setdefault(t, []).append(s)
+    hops, frontier = {start: 0}, [start]
+    for level in range(1, depth + 1):
+        frontier = [n for f in frontier for n in out.get(f, []) if n not in hops]
+        for n in frontier:
+            hops.setdefault(n, level)
+    return hops
+
+
+def dense_graph(store: ws.Store, mind: ws.Mind, nodes: int, edges: int) -> tuple[
+        list[int], list[tuple[int, int]]]:
+    """``nodes`` entities and ``edges`` random distinct directed 'links' edges (seeded)."""
+    ids = [mind.knowledge.create_entity("node", f"n{i}").id for i in range(nodes)]
+    rng, pairs = random.Random(3), set()
+    while len(pairs) < edges:
+        s, t = rng.sample(ids, 2)
+        pairs.add((s, t))
+    now = utcnow()
+    with store.write() as session:
+        session.execute(RelationRow.__table__.insert(), [
+            {"mind_id": mind.id, "source_id": s, "target_id": t, "relation_type": "links",
+             "confidence": 1.0, "properties": {}, "valid_from": now, "valid_to": None,
+             "recorded_at": now} for s, t in sorted(pairs)])
+    return ids, sorted(pairs)
+
+
+def test_walks_of_a_dense_graph_at_max_depth_are_bfs_and_capped(
+        store: ws.Store, mind: ws.Mind) -> None:
+    """300 entities, 6,000 edges, depth 20: exact BFS hops while under the cap, and at most
+    ``max_nodes`` entities, the nearest with their exact hops, when the cap cuts the walk."""
+    ids, edges = dense_graph(store, mind, 300, 6000)
+    k, start = mind.knowledge, ids[0]
+    directed, undirected = bfs(edges, start, MAX_DEPTH, False), bfs(edges, start, MAX_DEPTH, True)
+    directed.pop(start)
+    assert k.bfs_distances(start, MAX_DEPTH) == directed
+    assert len(directed) <= MAX_NODES
+    with store.read() as session:
+        assert kg(session, mind.id).graph.distances([start], MAX_DEPTH) == undirected
+        capped = kg(session, mind.id).graph.distances([start], MAX_DEPTH, max_nodes=80)
+    assert 0 < len(capped) <= 80
+    assert all(undirected[n] == hops for n, hops in capped.items())
+    nearest = {n for n, hops in undirected.items() if hops <= 1}
+    assert len(nearest) < 80
+    assert nearest <= set(capped)  # the walk is cut level by level: the nearest are all there
+    walked = k.traverse(start, "links", MAX_DEPTH, max_nodes=40)
+    assert 0 < len(walked) < 40
+    assert {e.id for e in walked} >= {n for n, hops in directed.items() if hops == 1}
+    assert all(e.id in directed for e in walked)
+
+
+def test_a_capped_walk_keeps_the_nearest_visits(mind: ws.Mind) -> None:
+    e = chain(mind)
+    k = mind.knowledge
+    # Visits in order: A at 0, B and D at 1, C at 2, D again at 3.
+    assert [x.name for x in k.traverse(e["A"].id, None, 3, max_nodes=3)] == ["B", "D"]
+    assert [x.name for x in k.traverse(e["A"].id, None, 3, max_nodes=4)] == ["B", "D", "C"]
+    assert k.bfs_distances(e["A"].id, 3, max_nodes=1) == {}
+    for bad in (0, -1, 2.5, "3", True, 100_001):
+        with pytest.raises(ws.InvalidInputError, match="max_nodes"):
+            k.traverse(e["A"].id, None, 3, max_nodes=bad)  # type: ignore[arg-type]
 
 
 def test_traverse_skips_retired_entities_and_relations(mind: ws.Mind) -> None:

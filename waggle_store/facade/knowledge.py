@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from waggle_store.context import MindContext
 from waggle_store.errors import NotFoundError
 from waggle_store.records import Entity, Relation, ValidationSchema
-from waggle_store.repositories.knowledge import KnowledgeRepository
+from waggle_store.repositories.knowledge import MAX_NODES, KnowledgeRepository
 from waggle_store.repositories.knowledge_common import to_entity, to_relation
 from waggle_store.textinput import check_id
 from waggle_store.timeutil import ensure_utc, optional_utc
@@ -145,18 +145,25 @@ class KnowledgeAPI:
     # -- walks --------------------------------------------------------------------------------
 
     def traverse(self, start_id: int, relation_type: str | None = None,
-                 max_depth: int = 3) -> list[Entity]:
-        """Entities reachable along outgoing edges (of one type, if given), in BFS order."""
+                 max_depth: int = 3, *, max_nodes: int = MAX_NODES) -> list[Entity]:
+        """Entities reachable along outgoing edges (of one type, if given), in BFS order.
+
+        ``max_depth`` is at most 20; the walk stops after ``max_nodes`` visits (a node reached
+        at several depths counts at each), so a dense graph returns the nearest entities."""
         with self._store.read() as session:
             kg = self._require(session, start_id)
-            rows = kg.graph.traverse(start_id, relation_type, max_depth)
+            rows = kg.graph.traverse(start_id, relation_type, max_depth, max_nodes)
             return [to_entity(row) for row, _ in rows]
 
-    def bfs_distances(self, start_id: int, max_depth: int = 3) -> dict[int, int]:
-        """Entity id → hops along outgoing active edges of any type; the start is not included."""
+    def bfs_distances(self, start_id: int, max_depth: int = 3, *,
+                      max_nodes: int = MAX_NODES) -> dict[int, int]:
+        """Entity id → hops along outgoing active edges of any type; the start is not included.
+
+        Bounded as :meth:`traverse` is."""
         with self._store.read() as session:
             kg = self._require(session, start_id)
-            hops = kg.graph.distances([start_id], max_depth, undirected=False)
+            hops = kg.graph.distances([start_id], max_depth, undirected=False,
+                                      max_nodes=max_nodes)
             hops.pop(start_id, None)
             return hops
 

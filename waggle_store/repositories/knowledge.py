@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from waggle_store.repositories.entities import EntityRepository
-from waggle_store.repositories.graph import MAX_DEPTH, GraphRepository
+from waggle_store.repositories.graph import MAX_DEPTH, MAX_NODES, GraphRepository
 from waggle_store.repositories.knowledge_common import EdgeSpec, EntitySpec, lock_graph
 from waggle_store.repositories.knowledge_schema import ValidationSchemaRepository
 from waggle_store.repositories.mentions import MentionRepository
@@ -20,6 +20,7 @@ from waggle_store.repositories.relations import RelationRepository
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_NODES",
     "EdgeSpec",
     "EntityRepository",
     "EntitySpec",
