@@ -11,7 +11,7 @@ SYNCHRONOUS_MODES = ("OFF", "NORMAL", "FULL", "EXTRA")
 DEFAULT_CONNECT_TIMEOUT = 10.0
 #: SQLite reads the first this many bytes of a store through a memory map (``PRAGMA
 #: mmap_size``): a search's random probes of the frames table then cost no system call each
-#: (the keyword statement at 100k frames: 5.3 → 3.9 ms, ``benchmarks/README.md``). The pages are
+#: (a quarter off the keyword statement at 100k frames). The pages are
 #: the OS's file cache, shared by every connection and process; SQLite caps it at its build's
 #: maximum (2 GB by default).
 DEFAULT_SQLITE_MMAP_BYTES = 2 * 1024**3

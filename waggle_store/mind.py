@@ -87,7 +87,7 @@ class Mind:
                until: datetime | str | None = None,
                context: Mapping[int, int] | None = None,
                lanes: Collection[str] | None = None) -> list[SearchResult]:
-        """Hybrid keyword + vector search of this mind (DESIGN §5).
+        """Hybrid keyword + vector search of this mind, the two lanes fused and ranked.
 
         ``lanes`` restricts the lanes that run ({"keyword"}, {"vector"}; default both), for
         evaluation and debugging.
@@ -109,7 +109,7 @@ class Mind:
     def cognify(self, content: str, *, importance: str = "normal", gop_id: str | None = None,
                 created_at: datetime | str | None = None, source: str = "user_stated",
                 link: bool = True) -> CognifyResult:
-        """Store a memory: frame, entities, relations and vector in one transaction (DESIGN §6).
+        """Store a memory: frame, entities, relations and vector in one transaction.
 
         ``link=False`` skips the related-frames search when the caller does not need it.
         """

@@ -1,4 +1,4 @@
-"""The store's export/import methods (issue 14), kept out of ``store.py`` to keep it small.
+"""The store's export/import methods, kept out of ``store.py`` to keep it small.
 
 Part of the store layer: :class:`TransferMixin` is a base of :class:`waggle_store.store.Store`
 and only resolves names and hands a context to :mod:`waggle_store.pipeline.transfer`.
@@ -69,8 +69,8 @@ class TransferMixin:
 
     def import_waggle_mind(self, path: str | os.PathLike[str], *, into: str,
                            progress: Progress | None = None) -> ImportReport:
-        """Import a Waggle ``.mind`` SQLite file (the seed's schema) into the mind ``into``; the
-        seed's known data bugs are repaired and listed in ``problems``, never fatal."""
+        """Import a Waggle ``.mind`` SQLite file (Waggle's own schema) into the mind ``into``; the
+        known data bugs of such files are repaired and listed in ``problems``, never fatal."""
         from waggle_store.pipeline.transfer.waggle_mind import waggle_mind_records
 
         with waggle_mind_records(path) as (records, problems):

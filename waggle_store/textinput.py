@@ -1,9 +1,8 @@
 """The rules for caller input that reaches SQL as a value: one place for every read API.
 
-Issue 12 (finding 5) found ``search`` hardened and ``knowledge.search_entities`` not: a lone
-surrogate escaped as a raw ``UnicodeEncodeError``, a 50 KB query made SQLite's LIKE give up
-("pattern too complex"), a NUL made Postgres refuse the parameter. The rules below are what
-``search`` already did, moved here so every API applies the same ones:
+Unchecked, a lone surrogate escapes as a raw ``UnicodeEncodeError``, a 50 KB query makes
+SQLite's LIKE give up ("pattern too complex"), a NUL makes Postgres refuse the parameter. Every
+API applies the same rules, from here:
 
 * **Free-text queries** (``search``, ``search_entities``) never fail on their content: control,
   format and surrogate characters (Unicode category ``C*``) become spaces (:func:`scrub`), LIKE

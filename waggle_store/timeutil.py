@@ -1,7 +1,7 @@
 """Time handling: every time in waggle_store is a timezone-aware UTC datetime.
 
-The seeds stored times as strings in two formats and compared them as strings (reference §23.14);
-here a time is parsed once, at the API boundary, and compared as a time everywhere after.
+A time is never stored or compared as a string (two string formats do not sort together): it
+is parsed once, at the API boundary, and compared as a time everywhere after.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from waggle_store.errors import InvalidInputError
 
-# Strict ISO-8601 with a zone (reference §6.1): uppercase T, seconds, optional fraction, Z or
+# Strict ISO-8601 with a zone: uppercase T, seconds, optional fraction, Z or
 # ±HH[:]MM.
 _ISO_RE = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})$"
@@ -25,7 +25,7 @@ def utcnow() -> datetime:
 def parse_iso(value: str, *, name: str = "time") -> datetime:
     """Parse a strict ISO-8601 timestamp that carries a zone.
 
-    The seed accepted V8 leniencies (Feb 30 rolling over, hour 24); we reject them deliberately:
+    V8's leniencies (Feb 30 rolling over, hour 24) are rejected deliberately:
     a memory's time that does not exist on the calendar is a bug in the caller's data.
     """
     if not isinstance(value, str) or not _ISO_RE.match(value):

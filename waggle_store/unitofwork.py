@@ -89,13 +89,13 @@ class Database:
 
         It ends with COMMIT, not ROLLBACK (the same for a transaction that wrote nothing):
         psycopg discards every prepared statement of the connection on ROLLBACK, so searches
-        that rolled back were parsed and planned afresh every time (``benchmarks/README.md``).
+        that rolled back would be parsed and planned afresh every time.
         An exception still rolls back.
 
         ``per_statement``: the caller's statements need no common transaction (the adapter's
         ``reads_per_statement``: Postgres at READ COMMITTED, where each statement reads its own
         snapshot anyway): the connection runs in autocommit, which saves a search the BEGIN and
-        COMMIT round trips (``benchmarks/README.md``). A store joined to a host's transaction
+        COMMIT round trips. A store joined to a host's transaction
         (:class:`JoinedDatabase`) ignores it.
         """
         self._require_open()

@@ -299,7 +299,7 @@ def _create_keyword_index(dialect: str) -> None:
 
 
 def _create_fts5_index() -> None:
-    # The FTS table keeps its own copy of the text (like the seed's, reference §1) so that
+    # The FTS table keeps its own copy of the text (as Waggle's does) so that
     # reconcile can compare it with memory_frames; triggers keep it in step in the same
     # transaction as every write.
     op.execute(

@@ -10,7 +10,7 @@ Both columns are nullable additions, so the upgrade is a plain ``ADD COLUMN`` on
 * ``memory_frames.salience``: the value :func:`waggle_store.pipeline.consolidate.consolidate`
   last computed for the frame; NULL = never consolidated.
 * ``harvest_sources.kind``: which adapter reads the source (chatgpt, claude, markdown, jsonl);
-  NULL for rows written by a seed import, where ``source`` names the kind.
+  NULL for rows imported from a Waggle ``.mind`` file, where ``source`` names the kind.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from waggle_store.errors import DimensionMismatchError, InvalidVectorError
 
-#: The text embedded to decide whether a provider answers (the seed's probe text).
+#: The text embedded to decide whether a provider answers (Waggle's probe text).
 PROBE_TEXT = "waggle embedding probe"
 
 
@@ -80,7 +80,7 @@ def validate_vector(
             f"a vector must be a sequence of numbers, got {type(vec).__name__}"
         )
     # map() over the C-level functions: this check runs for every stored vector, and the
-    # generator-based version cost more than the ingest's database work (issue 15).
+    # generator-based version costs more than the ingest's database work.
     try:
         values = list(map(float, vec))
     except (TypeError, ValueError) as exc:

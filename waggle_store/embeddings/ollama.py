@@ -1,7 +1,8 @@
 """Ollama's ``/api/embed`` endpoint, spoken directly over httpx (Ollama has no SDK we need).
 
 httpx is imported when an Ollama embedder is built, not with this module: the provider table
-imports every provider, and httpx (with what it pulls in) was 60 ms of ``import waggle_store``.
+imports every provider, and httpx (with what it pulls in) would slow every
+``import waggle_store``.
 """
 
 from __future__ import annotations

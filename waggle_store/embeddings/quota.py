@@ -1,9 +1,9 @@
 """Monthly embedding quotas, counted per user per UTC month in ``embedding_usage``.
 
 The check and the increment are one conditional UPDATE, so two processes embedding at once can
-neither lose a count nor both slip past the limit (the seed read, compared, then wrote, §10).
+neither lose a count nor both slip past the limit (as a read, compare, then write could).
 The month is the UTC month: a local-time month key makes the same instant fall in different
-months for different hosts (§23.15). Only real embeddings are counted; the hashing fallback is
+months for different hosts. Only real embeddings are counted; the hashing fallback is
 no service and costs nothing (:func:`is_billable`).
 
 These functions take the caller's ``Session`` and never commit: the caller owns the unit of work,

@@ -13,7 +13,7 @@ with one (a single word and a colon: ``"Caroline: "``, ``"user: "``, ``"assistan
 text of one sentence is embedded as it is. The mean is one vector per document, so the stored
 vector tables, the search and the query's embedding (the whole query, always) are as for
 ``"whole"``. Measured on the LoCoMo development set with all-MiniLM-L6-v2
-(``benchmarks/README.md``, issue 16, sixth round): the vector lane's recall@10 0.478 → 0.605,
+(``benchmarks/locomo_recall.py``): the vector lane's recall@10 0.478 → 0.605,
 and the hybrid at or above both lanes at every k. It costs more texts per embedding call
 (about 3× on conversational turns, about the same tokens: each sentence once, plus its label).
 

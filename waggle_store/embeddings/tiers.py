@@ -1,10 +1,10 @@
 """Which embedding providers a tier may use, and how many embeddings a month it may make.
 
-The default table is the seed's (reference §11), with the seed's provider names mapped to ours
-(``inprocess`` → ``local``, ``mock`` → ``hashing``). Unlike the seed, the "lowest tier that
+The default table is Waggle's, with its provider names mapped to ours
+(``inprocess`` → ``local``, ``mock`` → ``hashing``). The "lowest tier that
 allows a provider" is found by the tiers' rank (FREE < PRO < TEAMS < ENTERPRISE, with the
-time-limited TRIAL ranked with ENTERPRISE), not by list order: the seed's list starts with TRIAL,
-which allows everything, so its TierError always said "requires TRIAL" (§23.15).
+time-limited TRIAL ranked with ENTERPRISE), not by list order: the list starts with TRIAL,
+which allows everything, so list order would always say "requires TRIAL".
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ ALL_PROVIDERS = frozenset(PROVIDERS)
 #: The default table's tiers and ranks; each provider's ``min_tier`` places it in this ladder.
 _DEFAULT_RANKS = (("FREE", 0), ("PRO", 1), ("TEAMS", 2), ("ENTERPRISE", 3), ("TRIAL", 3))
 
-#: Old tier names still found in configs (case-insensitive), as the seed accepts them.
+#: Old tier names still found in configs (case-insensitive), as Waggle accepts them.
 LEGACY_TIER_NAMES = {
     "solo": "FREE",
     "basic": "PRO",
@@ -60,7 +60,7 @@ class TierPolicy:
 
     @classmethod
     def default(cls) -> TierPolicy:
-        """The seed's tier table; every quota unlimited (-1), as in the seed's production.
+        """Waggle's tier table; every quota unlimited (-1), as in Waggle's production.
 
         Built from the provider registry: a tier allows every provider whose ``min_tier`` ranks
         at or below it (FREE: local, ollama, hashing; PRO adds voyage and openai; TEAMS and up,

@@ -42,7 +42,7 @@ class AwarenessAPI:
             return AwarenessRepository(s, self.mind.id).clear(category)
 
     def to_context(self) -> str:
-        """The active items grouped by category, in the seed's prompt format (reference §4)."""
+        """The active items grouped by category, in Waggle's prompt format."""
         items = self.active()
         if not items:
             return "No active awareness items."

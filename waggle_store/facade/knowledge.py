@@ -63,7 +63,7 @@ class KnowledgeAPI:
 
     def update_entity(self, entity_id: int, *, name: str | None = None,
                       properties: dict[str, Any] | None = None) -> Entity:
-        """Rename and/or replace the properties of an active entity (the seed's updateEntity)."""
+        """Rename and/or replace the properties of an active entity (Waggle's updateEntity)."""
         with self._store.write() as session:
             kg = self._repo(session)
             row = kg.entities.update(_check_id(entity_id, "entity_id"), name=name,
@@ -84,7 +84,7 @@ class KnowledgeAPI:
             return self._repo(session).entities.type_counts()
 
     def entity_count(self) -> int:
-        """Active entities (the seed's getEntityCount)."""
+        """Active entities (Waggle's getEntityCount)."""
         return sum(self.entity_type_counts().values())
 
     def entities_valid_at(self, when: datetime | str, limit: int = 500) -> list[Entity]:
@@ -105,7 +105,7 @@ class KnowledgeAPI:
     def create_relation(self, source_id: int, target_id: int, relation_type: str, *,
                         confidence: float = 1.0,
                         properties: dict[str, Any] | None = None) -> Relation:
-        """Both ends must be active entities of this mind; no duplicate check (as in the seed)."""
+        """Both ends must be active entities of this mind; no duplicate check (as in Waggle)."""
         with self._store.write() as session:
             kg = self._repo(session)
             row = kg.relations.create(_check_id(source_id, "source_id"),

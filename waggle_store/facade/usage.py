@@ -1,6 +1,6 @@
 """``store.usage``: the LLM (and embedding) usage log, its totals and per-mind monthly budgets.
 
-OpenFang's UsageStore (reference §20), per mind instead of per agent. ``record`` never refuses a
+OpenFang's UsageStore, per mind instead of per agent. ``record`` never refuses a
 row: the call it describes has already been made and paid for. A budget is checked before a call
 (:meth:`UsageAPI.check_budget` raises :class:`~waggle_store.errors.BudgetExceededError`, or
 :meth:`UsageAPI.budget_status` says so without raising), which is what OpenFang's metering did

@@ -1,10 +1,10 @@
-"""Entity and relation extraction: a pluggable protocol and the seed's rule-based extractor.
+"""Entity and relation extraction: a pluggable protocol and a rule-based extractor.
 
 Cognify needs *some* extractor on every write, offline and without an API key, so the default is
-the seed's rule-based one (reference §12-§13) with its bugs fixed (§23.10). An application that
+Waggle's word-list and capitalisation rules, corrected (below). An application that
 has an LLM can supply its own object satisfying :class:`EntityExtractor` instead.
 
-Entity output order is the seed's: every technology hit first (in text order), then capitalised
+Entity output order is Waggle's: every technology hit first (in text order), then capitalised
 names in text order; the first occurrence of a (type, case-folded name) wins.
 """
 
@@ -24,7 +24,7 @@ MIN_TEXT_LENGTH = 10
 TECHNOLOGY_CONFIDENCE = 0.9
 PROPER_NOUN_CONFIDENCE = 0.7
 
-# The seed's separators (whitespace , ; : . ! ? ( ) /) plus quotes, brackets, backticks and
+# Waggle's separators (whitespace , ; : . ! ? ( ) /) plus quotes, brackets, backticks and
 # markdown emphasis, so that "`redis`" or "(Docker)" in an agent's text still count. A full stop
 # separates only when it is not between two word characters: "node.js" stays one token, the
 # full stop in "We use Docker." does not glue anything.
@@ -67,7 +67,7 @@ def _technology_names(lowered: str) -> list[str]:
         ):
             names.append(_titled(token))
         else:
-            # Not a "<term>.js" name: read the parts as the seed did ("github.com" -> Github).
+            # Not a "<term>.js" name: read the parts as Waggle does ("github.com" -> Github).
             names.extend(_titled(part) for part in token.split(".") if part in TECH_TERMS)
     return names
 
@@ -80,10 +80,10 @@ def _dedup_key(entity_type: str, name: str) -> str:
 
 
 class RuleBasedExtractor:
-    """The seed's word-list and capitalisation rules, with the §23.10 bugs fixed.
+    """Waggle's word-list and capitalisation rules, corrected.
 
-    Fixed: names in any cased script ("Zürich Labs", "José García"); "<term>.js" names kept
-    whole; sentence-opening words ("Yesterday", "However", ...) no longer glued onto the name
+    Corrected: names in any cased script ("Zürich Labs", "José García"); "<term>.js" names kept
+    whole; sentence-opening words ("Yesterday", "However", ...) not glued onto the name
     that follows; names never run across a line break; relation direction follows meaning; the
     ``approved`` relation is emitted. Text is NFC-normalised first, so that the same name typed
     with combining accents and with precomposed ones is one entity.

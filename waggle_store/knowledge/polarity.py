@@ -1,8 +1,8 @@
 """Status polarity of short texts: does it say something was approved, or that it was rejected?
 
 CombinedRetrieval uses it to notice that workspace memory and an external source disagree. The
-seed looked for the status words as *substrings*, so "inactive" read as "active" and
-"unapproved" as "approved" (reference §23.9). Here they are matched as whole words, and a
+status words are matched as whole words, never as substrings ("inactive" is not "active",
+"unapproved" is not "approved"), and a
 negation shortly before a status word in the same clause ("was not approved", "no longer
 active") turns its polarity around, so "not approved" is not read as an approval.
 """
@@ -64,7 +64,7 @@ def status_words(text: str) -> tuple[bool, bool]:
 
 
 def polarity(texts: Iterable[str]) -> Polarity:
-    """Positive or negative only when one side is present and the other absent (the seed's rule)."""
+    """Positive or negative only when one side is present and the other absent."""
     positive = negative = False
     for text in texts:
         pos, neg = status_words(text)

@@ -1,7 +1,7 @@
 """Capitalised runs ("Sarah Chen", "Project Apollo", "Zürich Labs") and their classification.
 
-The seed matched names with ASCII ``[A-Z][a-z]+`` words, so "José García" and "Zürich" were cut
-apart or lost (reference §23.10). Python's ``re`` has no ``\\p{Lu}``, and character classes
+Names are matched in any cased script, so "José García" and "Zürich" are whole names, not
+ASCII ``[A-Z][a-z]+`` fragments. Python's ``re`` has no ``\\p{Lu}``, and character classes
 listing every cased letter are slow to build and to compile, so the patterns run instead over a
 *shape* of the text: the same length, ASCII kept as it is, every other character replaced by a
 marker for its class (uppercase letter, lowercase letter, other word character, space, line
@@ -94,7 +94,7 @@ def find_runs(text: str) -> list[str]:
 def strip_leading_fillers(words: list[str], *, also_skip_words: bool = False) -> list[str]:
     """Drop sentence-opening words from the front of a run.
 
-    ``also_skip_words`` strips the seed's skip words too; the entity pass keeps the seed's rule
+    ``also_skip_words`` strips the skip words too; the entity pass keeps the rule
     of dropping such runs whole, but a relation endpoint is better served by the name that
     follows ("the Platform Team" at a sentence start is still the Platform Team).
     """
@@ -109,7 +109,7 @@ def strip_leading_fillers(words: list[str], *, also_skip_words: bool = False) ->
 def entity_name(run: str) -> str | None:
     """The entity name a capitalised run stands for, or None when it names nothing.
 
-    The seed's skip rule is kept as it was: a run opening with a skip word is dropped whole.
+    A run opening with a skip word is dropped whole (Waggle's skip rule).
     """
     words = run.split()
     if words[0] in SKIP_WORDS:
@@ -141,7 +141,7 @@ _PROJECT_RE = re.compile(r"^(?:" + "|".join(PROJECT_INDICATORS) + r")\b", re.IGN
 def classify_proper_noun(name: str) -> str:
     """Type of a capitalised name: person > organization > project > concept.
 
-    The seed also computes a concept flag (CONCEPT_INDICATORS), but concept is both the lowest
+    Waggle also computes a concept flag (CONCEPT_INDICATORS), but concept is both the lowest
     priority and the default, so the flag never changes the answer and is not evaluated here.
     """
     if name.split()[0].casefold() in PERSON_FIRST_NAMES:

@@ -1,13 +1,12 @@
-"""Rule-based relation extraction between capitalised names (reference §13).
+"""Rule-based relation extraction between capitalised names.
 
 Each relation type reads one way: ``led_by(Project Apollo -> Sarah Chen)`` means "Project Apollo
-is led by Sarah Chen". The seed mapped "leads" and "is led by" onto the same type without
-swapping the ends, so half of its edges meant the opposite of what they said (§23.10). Here
-every trigger phrase is either *forward* (its subject is the relation's source) or *inverse*
+is led by Sarah Chen". Every trigger phrase is either *forward* (its subject is the relation's
+source) or *inverse*
 (its subject is the target, and the ends are swapped), so "Sarah Chen leads Project Apollo"
 and "Project Apollo is led by Sarah Chen" give the same edge.
 
-As in the seed, the patterns run in a fixed order, each as one left-to-right scan in which a
+The patterns run in a fixed order, each as one left-to-right scan in which a
 match consumes its text, and a match counts only when one of its ends is an extracted entity.
 """
 
@@ -74,7 +73,7 @@ RULES: tuple[RelationRule, ...] = (
         forward=rf"from|at|works?{_S}at",
         appositive=False,
     ),
-    # The seed's pattern had no target group and never emitted (§23.10).
+    # ``approved``: the approver is the source, what was approved the target.
     RelationRule(
         "approved",
         0.8,
@@ -97,7 +96,7 @@ def _compile(rule: RelationRule) -> _Compiled:
     return _Compiled(rule, re.compile(rf"{_S}{trigger}{_S}(?:the{_S})?", re.ASCII))
 
 
-# Matched against the text's shape (see propernouns.shape), in the seed's order.
+# Matched against the text's shape (see propernouns.shape), in a fixed order.
 _COMPILED: tuple[_Compiled, ...] = tuple(_compile(rule) for rule in RULES)
 _APPOSITIVE = re.compile(rf"{_S}(?:from|at){_S}", re.ASCII)
 
@@ -107,7 +106,7 @@ def _scan(
 ) -> list[tuple[int, int, bool]]:
     """(subject run, object run, inverse?) for each match, left to right, matches consuming.
 
-    Equivalent to the seed's one-regex-per-type scan: a name is a maximal capitalised run, so a
+    Equivalent to one regex per type scanning the text: a name is a maximal capitalised run, so a
     match always starts and ends on whole runs, and what lies between two names either is a
     trigger phrase or is not. Walking the runs keeps the scan linear; the regex form
     backtracked quadratically over long capitalised stretches.

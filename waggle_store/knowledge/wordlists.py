@@ -1,6 +1,6 @@
-"""Word lists of the rule-based extractor, copied from the seed (reference §12).
+"""Word lists of the rule-based extractor, as Waggle's extractor has them.
 
-They live apart from the matching code so that a reviewer can diff them against the reference
+They live apart from the matching code so that a reviewer can diff them against Waggle's
 constant by constant; changing one changes which entities every existing memory would yield.
 """
 
@@ -25,11 +25,11 @@ TECH_TERMS: frozenset[str] = frozenset(
     )
 )
 
-# Not in the seed. Suffixes that make "<term>.<suffix>" one technology name: "node.js" is
-# Node.js, where the seed split on the full stop and saw Node.
+# Not in Waggle. Suffixes that make "<term>.<suffix>" one technology name: "node.js" is
+# Node.js, not Node.
 DOTTED_TECH_SUFFIXES: frozenset[str] = frozenset({"js"})
 
-# A capitalised run whose first word is one of these is dropped whole (the seed's skip rule,
+# A capitalised run whose first word is one of these is dropped whole (Waggle's skip rule,
 # which is why "The Current Situation" yields nothing).
 SKIP_WORDS: frozenset[str] = frozenset(
     _words(
@@ -41,10 +41,10 @@ SKIP_WORDS: frozenset[str] = frozenset(
     )
 )
 
-# Not in the seed. Words that are capitalised only because they open a sentence (adverbs,
+# Not in Waggle. Words that are capitalised only because they open a sentence (adverbs,
 # connectives, prepositions, pronouns, greetings) and so are never the first word of a name.
-# The seed's greedy run glued them onto the name that followed ("Yesterday Project Apollo",
-# reference §23.10); they are now stripped from the front of a run instead. Words that can
+# They are stripped from the front of a run, so "Yesterday Project Apollo" names Project
+# Apollo. Words that can
 # begin a real name (months, weekdays, "Mark", "Will", ...) are deliberately absent.
 LEADING_FILLER_WORDS: frozenset[str] = frozenset(
     _words(

@@ -95,8 +95,8 @@ class UTCDateTime(TypeDecorator[datetime]):
     def result_processor(self, dialect: Dialect, coltype: Any) -> Callable[[Any], Any] | None:
         """On SQLite, the fixed-width string this type writes is read in one step:
         ``fromisoformat`` of it with ``+00:00`` appended gives the UTC datetime directly, where
-        parsing it naive and then ``replace(tzinfo=UTC)`` costs 5x as much (``replace`` alone
-        ~1 µs; a search reads two times of each of its ~80 candidate frames). Elsewhere
+        parsing it naive and then ``replace(tzinfo=UTC)`` costs 5x as much (a search reads two
+        times of each of its candidate frames). Elsewhere
         (Postgres, whose store sessions run in UTC) a driver's datetime already in UTC is
         returned as it is, without the general path's two calls. Any other value takes the
         general path (:meth:`process_result_value`)."""

@@ -27,8 +27,8 @@ class SessionRow(Base):
     """One session of one mind.
 
     ``kind`` separates sessions made by ``ensure_active`` (auto) from sessions callers name
-    themselves (harvest, MCP day sessions): the seed returned named sessions from ensure_active
-    (reference §23.12), so that cognify appended to a harvest session.
+    themselves (harvest, MCP day sessions): ensure_active returns only auto sessions, so cognify
+    never appends to a harvest session.
 
     gop_id is unique per mind, not globally: two minds can both have an ``mcp:2026-05-13`` session
     without one seeing the other's.

@@ -44,7 +44,8 @@ class HarvestSourceRow(Base):
     id: Mapped[int] = mapped_column(PK, primary_key=True)
     mind_id: Mapped[int] = mapped_column(ForeignKey("waggle_minds.id", ondelete="CASCADE"))
     source: Mapped[str] = mapped_column(String(255))
-    #: The adapter that reads it (chatgpt, claude, markdown, jsonl); NULL in seed-imported rows.
+    #: The adapter that reads it (chatgpt, claude, markdown, jsonl); NULL in rows imported from
+    #: a Waggle ``.mind`` file.
     kind: Mapped[str | None] = mapped_column(String(20), default=None)
     display_name: Mapped[str] = mapped_column(Text)
     source_path: Mapped[str | None] = mapped_column(Text, default=None)

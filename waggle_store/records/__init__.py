@@ -308,8 +308,8 @@ from waggle_store.records.lifecycle import UsageTotals as UsageTotals  # noqa: E
 def from_values(cls: type[_T], values: Sequence[Any]) -> _T:
     """``cls(*values)`` for the frozen dataclasses a search builds per result (:class:`Frame`,
     :class:`SearchResult`): the same instance (the same ``__dict__``), built without the
-    generated ``__init__``, which sets each field through ``object.__setattr__`` (``Frame(*row)``
-    2.4 µs, this 1.3 µs). Their ``__init__`` only stores the fields (no ``__post_init__``, every
+    generated ``__init__``, which sets each field through ``object.__setattr__`` (about half the
+    cost). Their ``__init__`` only stores the fields (no ``__post_init__``, every
     field given), so nothing is skipped; ``values`` must hold every field, in order."""
     instance = object.__new__(cls)
     instance.__dict__.update(zip(_FIELDS[cls], values, strict=True))

@@ -22,7 +22,7 @@ from waggle_store.repositories.common import (
 from waggle_store.timeutil import optional_utc, utcnow
 
 MAX_ACTIVE_ITEMS = 10
-"""active() returns at most this many items: a read cap (as in the seed), add() never evicts."""
+"""active() returns at most this many items: a read cap (as in Waggle), add() never evicts."""
 
 
 def to_item(row: AwarenessRow) -> AwarenessItem:
@@ -57,8 +57,8 @@ class AwarenessRepository:
                now: datetime | None = None) -> list[AwarenessItem]:
         """Unexpired items, priority first, newest first among equals, at most 10.
 
-        Expiry compares times in SQL against a bound aware datetime, never strings
-        (reference §23.14), so an item expiring a second from now is still shown.
+        Expiry compares times in SQL against a bound aware datetime
+        (never as strings), so an item expiring a second from now is still shown.
         """
         moment = now or utcnow()
         query = select(AwarenessRow).where(

@@ -39,9 +39,9 @@ MAX_KEY_LENGTH = 500  # kv_store.key is VARCHAR(500)
 MAX_NAME_LENGTH = 255  # gop_id / project_id columns are VARCHAR(255)
 MAX_LIMIT = 100_000
 
-# JS String.prototype.trim() strips WhiteSpace and LineTerminator code points (reference §24).
+# JS String.prototype.trim() strips WhiteSpace and LineTerminator code points.
 # Python's str.strip() differs: it also strips U+001C..U+001F and keeps U+FEFF, so the set is
-# spelled out to keep hashes identical to the seed's.
+# spelled out to keep content hashes identical to Waggle's.
 _JS_WHITESPACE = (
     "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
     "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -61,7 +61,7 @@ def js_trim(text: str) -> str:
 
 
 def strip_hm_prefix(text: str) -> str:
-    """Drop a leading ``[hm …]`` provenance prefix (reference §6.2a), so that the same turn
+    """Drop a leading ``[hm …]`` provenance prefix, so that the same turn
     captured by two IDE hooks hashes the same. Only a prefix at the very start counts."""
     return _HM_PREFIX.sub("", text, count=1)
 

@@ -171,7 +171,7 @@ class EntityRepository:
     def update(self, entity_id: int, *, name: str | None = None,
                properties: dict[str, Any] | None = None,
                schema: ValidationSchema | None = None) -> EntityRow:
-        """Rename and/or replace (not merge) the properties, as the seed does; retired rows
+        """Rename and/or replace (not merge) the properties, as Waggle does; retired rows
         are history."""
         row = self.require_active(entity_id)
         if name is not None:
@@ -190,7 +190,7 @@ class EntityRepository:
         """The active entity of this exact type and case-folded name, created if there is none.
 
         Matches through the (mind_id, entity_type, name_key) index over every active row: no
-        500-row window (reference §23.11). Returns ``(row, created)``; an existing row is
+        500-row window. Returns ``(row, created)``; an existing row is
         returned unchanged. There is no unique index to make a savepoint-and-retry work (retired
         rows share keys), so it takes the per-mind graph lock instead (see ``lock_graph``).
         """

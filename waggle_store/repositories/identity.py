@@ -13,8 +13,8 @@ from waggle_store.records import Identity
 from waggle_store.repositories.common import check_text, get_or_create
 from waggle_store.timeutil import utcnow
 
-# The only columns update() may set: the seed built ``SET <key> = ?`` from caller keys
-# (reference §23.17); here a key that is not in this tuple is refused.
+# The only columns update() may set: a key that is not in this tuple is refused, so caller keys
+# never reach the SQL.
 IDENTITY_FIELDS = ("name", "role", "department", "personality", "capabilities", "system_prompt")
 
 

@@ -88,7 +88,7 @@ def _schema_payload(schema: object) -> dict[str, Any]:
 
 def check_entity(schema: ValidationSchema | None, entity_type: str,
                  properties: dict[str, Any]) -> None:
-    """Types without an entry in ``required_properties`` pass, as in the seed."""
+    """Types without an entry in ``required_properties`` pass, as in Waggle."""
     if schema is None:
         return
     for key in schema.required_properties.get(entity_type, []):

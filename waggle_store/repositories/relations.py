@@ -90,8 +90,8 @@ class RelationRepository:
         """The active edge of this type between the two entities, created if there is none.
 
         ``unordered=True`` (for symmetric types such as ``co_occurs_with``) treats A→B and B→A
-        as the same edge, so a pair gets one edge whatever order the texts name it in (the seed
-        checked one direction only, §23.11). An existing edge is returned unchanged. Takes the
+        as the same edge, so a pair gets one edge whatever order the texts name it in
+        (both directions are checked). An existing edge is returned unchanged. Takes the
         per-mind graph lock: no unique index can say "one active edge per unordered pair".
         """
         relation_type = check_label(relation_type, "relation_type", MAX_TYPE_LENGTH)

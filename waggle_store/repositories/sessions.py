@@ -43,7 +43,7 @@ def to_session(row: SessionRow) -> SessionRecord:
 
 
 def new_gop_id(now: datetime | None = None) -> str:
-    """``session:<ISO ms Z>:<6 base36>`` (reference §5), always 6 random characters."""
+    """``session:<ISO ms Z>:<6 base36>`` (Waggle's form), always 6 random characters."""
     moment = now or utcnow()
     stamp = moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
     return f"session:{stamp}:{''.join(secrets.choice(_BASE36) for _ in range(6))}"
@@ -140,7 +140,7 @@ class SessionRepository:
     def ensure_active(self, project_id: str | None = None) -> SessionRecord:
         """The one active auto session of (mind, project), created if there is none.
 
-        Named sessions (harvest, MCP day sessions) are never returned (reference §23.12)."""
+        Named sessions (harvest, MCP day sessions) are never returned."""
         project = _check_project(project_id)
         for _ in range(_RACE_ATTEMPTS):
             row = self._active_auto(project)
@@ -190,8 +190,7 @@ class SessionRepository:
         self.session.flush()
 
     def close(self, gop_id: str, summary: str | None = None) -> SessionRecord:
-        """Close a session. ``summary=None`` keeps the existing summary (the seed erased it,
-        reference §23.18)."""
+        """Close a session. ``summary=None`` keeps the existing summary."""
         if summary is not None:
             check_text(summary, name="summary", allow_empty=True)
         row = self.require(gop_id)

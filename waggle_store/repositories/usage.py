@@ -1,8 +1,8 @@
-"""The LLM usage log (OpenFang's UsageStore, reference §20): one row per model call, per mind.
+"""The LLM usage log (OpenFang's UsageStore): one row per model call, per mind.
 
-Every sum is computed by the database over ``created_at`` compared as a time (the seed compared
-RFC 3339 strings against ``datetime('now', ...)`` strings, so its hourly window and its cleanup
-were off by up to a day, reference §23.23). Grouping by day or month is done here, in Python,
+Every sum is computed by the database over ``created_at`` compared as a time, never as a string
+(RFC 3339 strings against ``datetime('now', ...)`` put a window off by up to a day). Grouping
+by day or month is done here, in Python,
 over the rows of the window, streamed: a ``date()`` of a timestamp is dialect-specific SQL, and
 the windows asked for (days, months) hold few enough rows for a single pass.
 
