@@ -22,6 +22,7 @@ to one mind.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -84,9 +85,11 @@ class GraphRepository:
         starts = sorted({int(i) for i in start_ids})
         if not starts:
             return {}
-        hops = walk(self.mind_id, EntityRow.id.in_(starts), depth, dialect=self._dialect(),
-                    relation_type=relation_type, undirected=undirected, max_nodes=cap)
-        return {int(node): int(n) for node, n in self.session.execute(sa.select(hops))}
+        statement = _distances_statement(self._dialect(), undirected, relation_type is not None)
+        rows = self.session.execute(statement, {
+            "mind_id": self.mind_id, "starts": starts, "max_depth": depth, "max_nodes": cap,
+            "relation_type": relation_type})
+        return {int(node): int(n) for node, n in rows}
 
     def traverse(self, start_id: int, relation_type: str | None = None, max_depth: int = 3,
                  max_nodes: int = MAX_NODES) -> list[tuple[EntityRow, int]]:
@@ -97,15 +100,39 @@ class GraphRepository:
         read (see the module's notes).
         """
         depth, cap = _check_depth(max_depth), _check_nodes(max_nodes)
-        hops = walk(self.mind_id, EntityRow.id == start_id, depth, dialect=self._dialect(),
-                    relation_type=relation_type, undirected=False, max_nodes=cap)
-        rows = self.session.execute(
-            sa.select(EntityRow, hops.c.hops)
-            .join(hops, EntityRow.id == hops.c.node)
-            .where(EntityRow.id != start_id)
-            .order_by(hops.c.hops, EntityRow.id)
-        )
+        statement = _traverse_statement(self._dialect(), relation_type is not None)
+        rows = self.session.execute(statement, {
+            "mind_id": self.mind_id, "start": int(start_id), "max_depth": depth,
+            "max_nodes": cap, "relation_type": relation_type})
         return [(row, int(n)) for row, n in rows]
+
+
+# The knowledge API's statements, built once per shape with every value bound.
+_MIND = sa.bindparam("mind_id", type_=sa.BigInteger())
+_DEPTH = sa.bindparam("max_depth", type_=sa.Integer())
+_NODES = sa.bindparam("max_nodes", type_=sa.Integer())
+_TYPE = sa.bindparam("relation_type", type_=sa.String())
+
+
+@functools.cache
+def _distances_statement(dialect: str, undirected: bool, typed: bool) -> sa.Select[Any]:
+    starts = EntityRow.id.in_(sa.bindparam("starts", expanding=True, type_=sa.BigInteger()))
+    hops = walk(_MIND, starts, _DEPTH, dialect=dialect, relation_type=_TYPE if typed else None,
+                undirected=undirected, max_nodes=_NODES)
+    return sa.select(hops.c.node, hops.c.hops)
+
+
+@functools.cache
+def _traverse_statement(dialect: str, typed: bool) -> sa.Select[Any]:
+    start = sa.bindparam("start", type_=sa.BigInteger())
+    hops = walk(_MIND, EntityRow.id == start, _DEPTH, dialect=dialect,
+                relation_type=_TYPE if typed else None, undirected=False, max_nodes=_NODES)
+    return (
+        sa.select(EntityRow, hops.c.hops)
+        .join(hops, EntityRow.id == hops.c.node)
+        .where(EntityRow.id != start)
+        .order_by(hops.c.hops, EntityRow.id)
+    )
 
 
 class FrameDistances:
@@ -152,8 +179,9 @@ class FrameDistances:
 
 
 def walk(mind_id: int | sa.BindParameter[int], start: sa.ColumnElement[bool],
-         max_depth: int | sa.BindParameter[int], *, dialect: str, relation_type: str | None,
-         undirected: bool, max_nodes: int) -> sa.Subquery:
+         max_depth: int | sa.BindParameter[int], *, dialect: str,
+         relation_type: str | sa.BindParameter[str] | None, undirected: bool,
+         max_nodes: int | sa.BindParameter[int]) -> sa.Subquery:
     """The subquery ``hops(node, hops)``: each entity reached from the entities of the mind that
     match ``start`` (a condition on the entities table), with its smallest hop count."""
     entities, relations = EntityRow.__table__, RelationRow.__table__
