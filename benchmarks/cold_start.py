@@ -1,5 +1,5 @@
 """Cold start: ``import waggle_store`` and the first ``open_store`` of an existing store, each
-in a fresh interpreter (issue 15).
+in a fresh interpreter.
 
     python benchmarks/cold_start.py                 # SQLite, 9 runs per measurement
     python benchmarks/cold_start.py --runs 15

@@ -22,8 +22,8 @@ the first part names the speaker, as any text split into sentences would):
 
 A turn of one part keeps its own distance. The parts are embedded once, in memory, by the same
 model; the stored vectors, the keyword lane, the fusion and everything else are the library's.
-``base`` (no parts) is run first: its rows must equal ``locomo_recall.py``'s from before the
-sixth round (whole vectors: the local model is built here with ``text_form="whole"``).
+``base`` (no parts) is run first: its rows must equal ``locomo_recall.py``'s with whole vectors
+(the local model is built here with ``text_form="whole"``).
 
 Prints recall@{1,5,10,20,50} and MRR for keyword, vector and hybrid searches per variant, and
 how many part vectors each variant embedded (the embedding calls and vector rows it would add).
@@ -142,8 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="split the turn as plain text (only the first part names the speaker)")
     args = parser.parse_args(argv)
     data = json.loads(args.path.read_text())
-    # Whole vectors, as every frame had when this was measured (the local model's default is the
-    # sentence centroid since: issue 16, sixth round).
+    # Whole vectors: the parts are compared with one vector of the whole text (the local model's
+    # default is the sentence centroid).
     embedder: Any = (LocalEmbedder(text_form="whole") if args.embedder == "local"
                      else HashingEmbedder())
     variants = [("base", 0)] + [(c, w) for w in args.min_words for c in args.combine]

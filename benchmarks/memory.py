@@ -1,5 +1,5 @@
 """Peak memory of the two calls that walk a whole mind: ``cognify_batch`` and ``reconcile``
-(issue 15: "bounded memory").
+(neither may grow with the mind).
 
     python benchmarks/memory.py cognify --items 100000       # cognify_batch of 100,000 turns
     python benchmarks/memory.py reconcile --frames 1000000   # reconcile of 1,000,000 frames

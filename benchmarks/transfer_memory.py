@@ -1,4 +1,4 @@
-"""Peak memory of exporting and importing a large mind (issue 14: "constant memory at any size").
+"""Peak memory of exporting and importing a large mind (constant at any size).
 
     python benchmarks/transfer_memory.py                     # 100,000 frames on SQLite
     python benchmarks/transfer_memory.py --frames 20000 --only postgres
