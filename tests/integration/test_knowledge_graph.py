@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 import waggle_store as ws
 from waggle_store.models import EntityRow, RelationRow
 from waggle_store.repositories.knowledge import MAX_DEPTH, MAX_NODES, KnowledgeRepository
+from waggle_store.search.graph import MAX_GRAPH_DEPTH, GraphDistances
 from waggle_store.timeutil import utcnow
 
 
@@ -139,6 +140,31 @@ def test_walks_of_a_dense_graph_at_max_depth_are_bfs_and_capped(
     assert 0 < len(walked) < 40
     assert {e.id for e in walked} >= {n for n, hops in directed.items() if hops == 1}
     assert all(e.id in directed for e in walked)
+
+
+def test_search_graph_distances_are_the_walks_hops_to_mentioned_entities(
+        store: ws.Store, mind: ws.Mind) -> None:
+    """The search's frame distances: per frame, the fewest undirected hops (≤ 3) from a named
+    entity to an entity it mentions — the same walk as the knowledge API's."""
+    ids, edges = dense_graph(store, mind, 60, 150)
+    gop = mind.sessions.ensure("g").gop_id
+    frames = [mind.frames.create_i(gop, f"frame {i}").id for i in range(30)]
+    rng = random.Random(9)
+    mentioned = {f: rng.sample(ids, 2) for f in frames}
+    with store.write() as session:
+        for f, entity_ids in mentioned.items():
+            kg(session, mind.id).mentions.add_many(f, entity_ids)
+    names = ["n0", "n7"]  # case-folded entity names, as the search's query names are
+    hops: dict[int, int] = {}
+    for start in (ids[0], ids[7]):
+        for node, n in bfs(edges, start, MAX_GRAPH_DEPTH, True).items():
+            hops[node] = min(n, hops.get(node, n))
+    expected = {f: min(hops[e] for e in es if e in hops)
+                for f, es in mentioned.items() if any(e in hops for e in es)}
+    with store.engine.connect() as conn:
+        got = GraphDistances(store.adapter)(conn, mind.id, names, frames)
+    assert got == expected
+    assert set(got.values()) >= {0, 1}
 
 
 def test_a_capped_walk_keeps_the_nearest_visits(mind: ws.Mind) -> None:
