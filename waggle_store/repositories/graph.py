@@ -185,8 +185,8 @@ def walk(mind_id: int | sa.BindParameter[int], start: sa.ColumnElement[bool],
     """The subquery ``hops(node, hops)``: each entity reached from the entities of the mind that
     match ``start`` (a condition on the entities table), with its smallest hop count."""
     entities, relations = EntityRow.__table__, RelationRow.__table__
-    # Walked from an entity of the mind, every edge is the mind's (both ends are checked when it
-    # is written), so the step filters only what an index seek from the node cannot.
+    # Every node reached is checked to be an active entity of the mind (``recursive_walk``), so
+    # the edges need no mind filter: the step filters only what an index seek cannot.
     followed: list[sa.ColumnElement[bool]] = [relations.c.valid_to.is_(None)]
     if relation_type is not None:
         followed.append(relations.c.relation_type == relation_type)
