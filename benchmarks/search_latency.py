@@ -412,9 +412,10 @@ def _scan_pass(store: ws.Store) -> str:
     return f"coarse×{lane.factor}({lane.recalls[lane.factor]:.3f})"
 
 
-def knn_floor(store: ws.Store, mind: ws.Mind, count: int = 30, words: str = "pseudo") -> float:
-    """p50 ms of sqlite-vec's bare KNN alone (the mind's ``k = 40`` nearest by vec0's own scan,
-    no manifest check, no keyword lane) over the same vectors and queries."""
+def knn_floor(store: ws.Store, mind: ws.Mind, count: int = 30,
+              words: str = "pseudo") -> tuple[float, float]:
+    """p50 ms (wall, CPU) of sqlite-vec's bare KNN alone (the mind's ``k = 40`` nearest by
+    vec0's own scan, no manifest check, no keyword lane) over the same vectors and queries."""
     embedder = store.embedder
     assert embedder is not None
     _, queries = _texts(0, words=words)
@@ -426,15 +427,16 @@ def knn_floor(store: ws.Store, mind: ws.Mind, count: int = 30, words: str = "pse
            "WHERE embedding MATCH ? AND k = 40 AND mind_id = ?")
     conn = store.engine.raw_connection()
     try:
-        times = []
+        times, cpu = [], []
         for q in queries[:count]:
             blob = sqlite_maint.vec_blob(embedder.embed_query(q))
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             conn.cursor().execute(sql, (blob, mind.id)).fetchall()
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
     finally:
         conn.close()
-    return statistics.median(times) * 1000
+    return statistics.median(times) * 1000, statistics.median(cpu) * 1000
 
 
 def recall_vs_vec0(store: ws.Store, mind: ws.Mind, count: int = 50,
@@ -633,10 +635,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       if lane == "index" else 1.0)
                             scan = _scan_pass(store) if lane == "index" else lane
                             if lane == "index":
-                                knn = knn_floor(store, mind, words=args.words)
-                                print(f"# {n}: bare vec0 KNN p50 {knn:.2f} ms; library "
-                                      f"hybrid p50 / KNN p50 = {r['lib_p50'] / knn:.3f}",
-                                      flush=True)
+                                knn, knn_cpu = knn_floor(store, mind, words=args.words)
+                                print(f"# {n}: bare vec0 KNN p50 {knn:.2f} ms (cpu "
+                                      f"{knn_cpu:.2f}); library hybrid / KNN: p50 "
+                                      f"{r['lib_p50'] / knn:.3f}, cpu "
+                                      f"{r['lib_cpu'] / knn_cpu:.3f}", flush=True)
                             print(
                                 f"{dialect:10} {lane:6} {n:>7} {built:8.1f} {first:8.2f} "
                                 f"{r['lib_p50']:8.2f} {r['lib_p95']:8.2f} "
