@@ -316,6 +316,27 @@ def test_the_budget_bounds_the_index(store_factory: Callable[..., ws.Store]) -> 
     assert index.nbytes == 0
 
 
+def test_a_mind_that_outgrows_the_budget_leaves_the_index(
+    store_factory: Callable[..., ws.Store]
+) -> None:
+    """Rows appended by refreshes count against the budget too: once the mind no longer fits,
+    it is searched by vec0."""
+    store = store_factory(embedder=DenseEmbedder())
+    mind = store.mind("m")
+    _seed(store, mind, 40)
+    index = _adapter(store).vector_index
+    assert mind.search("memory number 2", lanes=("vector",))
+    index.budget = index.nbytes + 2000  # room for the mind as loaded, not for 20 more frames
+    gop = mind.sessions.ensure("s0").gop_id
+    more = [mind.frames.create_i(gop, f"later memory {i}").id for i in range(20)]
+    embed_frames(store.context, more)
+    assert mind.search("later memory 3", lanes=("vector",))[0].frame.id == more[3]
+    q = DenseEmbedder().embed_query("later memory 5")
+    indexed, vec0 = _lanes(store, mind, q, LaneFilter([mind.id]), 10)
+    assert _ids(indexed) == _ids(vec0)
+    assert index.nbytes == 0
+
+
 def test_closing_the_store_frees_the_index(store_factory: Callable[..., ws.Store]) -> None:
     store = store_factory(embedder=DenseEmbedder())
     mind = store.mind("m")

@@ -151,6 +151,7 @@ class VectorIndex:
                 self._apply(executor, np_, rows, key, changed)
                 rows.seq = seq
                 topk.prepare_coarse(np_, rows, self.mode)  # a mind that has doubled
+                self.cache.trim(state, key)
                 return rows
         if not self.cache.may_load(state, key):
             return None

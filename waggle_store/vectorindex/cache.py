@@ -97,6 +97,22 @@ class RowsCache:
         state.rows[key] = rows
         return rows
 
+    def trim(self, state: State, key: Key) -> None:
+        """After ``key``'s rows grew in place (appended rows, new codes): evict the least
+        recently used others until the index fits its budget again, and mark ``key``'s rows
+        for a reload if they alone no longer fit (the reload then finds them over the budget).
+        Under ``state.lock``."""
+        total = state.nbytes()
+        while total > self.budget and len(state.rows) > 1:
+            oldest = next(iter(state.rows))
+            if oldest == key:
+                state.rows.move_to_end(key)
+                continue
+            total -= state.rows.pop(oldest).nbytes
+        rows = state.rows.get(key)
+        if rows is not None and total > self.budget:
+            rows.stale = True
+
     def loaded(self) -> dict[Key, Rows]:
         """A snapshot of this process's loaded minds (for inspection)."""
         return dict(self.state().rows)
