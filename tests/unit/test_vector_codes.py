@@ -183,3 +183,14 @@ def test_the_mode_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WAGGLE_VECTOR_INDEX_MODE", "fast")
     with pytest.raises(InvalidInputError, match="WAGGLE_VECTOR_INDEX_MODE"):
         vectorindex.mode_from_env()
+
+
+def test_the_budget_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WAGGLE_VECTOR_INDEX_BYTES", raising=False)
+    assert vectorindex.budget_from_env() == vectorindex.DEFAULT_BUDGET
+    monkeypatch.setenv("WAGGLE_VECTOR_INDEX_BYTES", " 0 ")
+    assert vectorindex.budget_from_env() == 0
+    for bad in ("-1", "2GB", "1e9"):
+        monkeypatch.setenv("WAGGLE_VECTOR_INDEX_BYTES", bad)
+        with pytest.raises(InvalidInputError, match="WAGGLE_VECTOR_INDEX_BYTES"):
+            vectorindex.budget_from_env()
