@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True, params=["exact", "coarse"])
-def scan_thread(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def scan_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test on each scan path: the exact scan, and the coarse pass (sign codes,
     candidates rescored: ``vectorindex/codes.py``) chosen for every mind — these minds are
     smaller than its candidate count, so its answers must be the exact scan's exactly."""
@@ -50,11 +50,11 @@ def scan_thread(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     return str(request.param)
 
 
-def _coarse_used(store: ws.Store, scan_thread: str) -> None:
+def _coarse_used(store: ws.Store, scan_path: str) -> None:
     """On the coarse paths, every loaded lane has taken the coarse pass."""
     lanes = _adapter(store).vector_index.loaded().values()
     assert lanes
-    assert all((lane.codes is not None) == scan_thread.startswith("coarse") for lane in lanes)
+    assert all((lane.codes is not None) == scan_path.startswith("coarse") for lane in lanes)
 
 
 class DenseEmbedder:
@@ -119,7 +119,7 @@ def _ids(hits: Sequence[LaneHit]) -> list[int]:
 
 
 def test_the_index_answers_like_vec0s_exact_knn(store_factory: Callable[..., ws.Store],
-                                                 scan_thread: str) -> None:
+                                                 scan_path: str) -> None:
     store = store_factory(embedder=DenseEmbedder())
     mind = store.mind("m")
     _seed(store, mind, 240)
@@ -140,7 +140,7 @@ def test_the_index_answers_like_vec0s_exact_knn(store_factory: Callable[..., ws.
             assert [h.score for h in indexed] == pytest.approx([h.score for h in vec0], abs=1e-5)
             assert [h.frame for h in indexed] == [h.frame for h in vec0]
     assert _adapter(store).vector_index.nbytes > 0  # the index answered, not the fallback
-    _coarse_used(store, scan_thread)
+    _coarse_used(store, scan_path)
 
 
 def test_filters_give_full_pages(store_factory: Callable[..., ws.Store]) -> None:
@@ -230,7 +230,7 @@ def test_a_change_the_log_missed_is_caught_by_the_verification(
 
 
 def test_incremental_refresh_appends_without_reloading(
-    store_factory: Callable[..., ws.Store], scan_thread: str
+    store_factory: Callable[..., ws.Store], scan_path: str
 ) -> None:
     store = store_factory(embedder=DenseEmbedder())
     mind = store.mind("m")
@@ -245,7 +245,7 @@ def test_incremental_refresh_appends_without_reloading(
     assert top[0].frame.id == more[3]
     assert index.loaded()[(mind.id, _model_id(store, mind))] is lane  # refreshed in place
     assert lane.n == 35
-    _coarse_used(store, scan_thread)
+    _coarse_used(store, scan_path)
 
 
 def test_without_budget_the_lane_is_vec0s(store_factory: Callable[..., ws.Store]) -> None:
