@@ -24,16 +24,14 @@ sessions) with the deterministic hashing embedder (384 dims) or ``--embedder loc
 
 SQLite's vector lane runs as the in-process index (``--sqlite-lane index``: change-log check,
 numpy scan, verification statement; the raw side replays the statements and repeats the bare
-matrix product and top-k over the same matrix, on a second thread beside the statements as the
-library overlaps its scan with the keyword lane, the replaying thread taking what is left of the
-product once its statements are done, as the library's searching thread does, and runs the
-verification statement once the scan has ended, as the library must: it verifies the scan's
-candidates) and/or as sqlite-vec's
-KNN (``vec0``). R@20 is the index lane's recall@20 against vec0's exact KNN over 50 queries
-(1.000 = the same frames); "pass" says how the index scanned the mind: ``exact``, or ``coarse``
-(sign codes, candidates rescored: ``dialects/sqlite_veccodes.py``) with the recall its
-calibration measured on the mind's own vectors (``exact(0.41)``: calibrated and refused); the
-timed searches start once that build (on a worker thread after the first search) has ended.
+top-k over the same rows at the point where the library scans, on the same thread) and/or as
+sqlite-vec's KNN (``vec0``: the index turned off; its "raw p50" is the bare KNN statements
+beside the keyword lane's). R@20 is the index lane's recall@20 against vec0's exact KNN over
+50 queries (1.000 = the same frames); "pass" says how the index scanned the mind: ``exact``,
+or ``coarse`` (sign codes, candidates rescored: ``waggle_store/vectorindex/codes.py``) with the
+recall its calibration measured on the mind's own vectors (``exact(0.41)``: calibrated and
+refused). "first s" is the first search after opening: on the index lane it loads the mind
+(and builds a large mind's coarse pass).
 
 ``--words``: the terms are random pseudo-words (default, the stores of every earlier round), or
 ``real`` English words (the bundled model's WordPiece vocabulary, in its rough frequency order):
@@ -73,11 +71,9 @@ import random
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -87,17 +83,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from sqlalchemy import func, select
 
 import waggle_store as ws
+from waggle_store import vectorindex
 from waggle_store.dialects import (
     common,
     keyword_rank,
     lane_steps,
     postgres_maint,
-    sqlite_veccodes,
+    sqlite_maint,
     sqlite_vecindex,
+    sqlite_vecload,
+    sqlite_veclog,
 )
 from waggle_store.dialects import postgres as postgres_adapter
 from waggle_store.dialects import sqlite as sqlite_adapter
-from waggle_store.dialects.base import LaneFilter
+from waggle_store.dialects.base import LaneFilter, vector_table_name
 from waggle_store.embeddings import HashingEmbedder, LocalEmbedder
 from waggle_store.embeddings.local import DEFAULT_MODEL, bundled_model_path
 from waggle_store.models import FrameRow, SessionRow
@@ -105,6 +104,7 @@ from waggle_store.pipeline.embed import embed_frames
 from waggle_store.repositories.vectors import register_model
 from waggle_store.search import engine as search_engine
 from waggle_store.testing import embedded_postgres
+from waggle_store.vectorindex import codes, topk
 
 LIMIT = 20
 SESSIONS = 10
@@ -228,7 +228,8 @@ def _lane_statements(
     the vector lane the KNN with its manifest check (plus ``set_config`` on Postgres). Not the
     pool's pre-ping, the model lookup or the graph-distance query: those are the library's.
     """
-    modules = (common, lane_steps, sqlite_adapter, postgres_adapter, sqlite_vecindex)
+    modules = (common, lane_steps, sqlite_adapter, postgres_adapter, sqlite_vecindex,
+               sqlite_veclog, sqlite_vecload)
     real = common.run_lane
     recorded: list[Any] = []
 
@@ -259,27 +260,17 @@ def _lane_statements(
 
     setattr(lane_steps.SentLane, "send", sending)  # noqa: B010 - patched for the run
 
-    # The SQLite index lane's scan is numpy, not SQL: the raw side repeats the bare matrix
-    # product and top-k over the same matrix (recorded as a ("scan", lane, vector, k) step).
-    real_scan = sqlite_vecindex._scan
+    # The SQLite index lane's scan is numpy, not SQL: the raw side repeats the bare top-k over
+    # the same rows, at the same point of the search (recorded as a ("scan", rows, vector, k)
+    # step).
+    real_top_k = topk.top_k
 
-    def scanning(np_: Any, lane: Any, vector: Any, where: Any, limit: int,
-                 product: Any = None) -> Any:
-        recorded.append(("scan", lane, np_.asarray(vector, np_.float32), limit))
-        return real_scan(np_, lane, vector, where, limit, product)
+    def scanning(np_: Any, rows: Any, vector: Any, where: Any, k: int,
+                 exact: bool = False) -> Any:
+        recorded.append(("scan", rows, np_.asarray(vector, np_.float32), k))
+        return real_top_k(np_, rows, vector, where, k, exact)
 
-    sqlite_vecindex._scan = scanning  # type: ignore[assignment]
-
-    # Where the library waits for the scan (before verifying its candidates in SQL): the raw side
-    # waits there too. The verification reads the candidates the scan found, so no lane can run
-    # it while the scan runs; the raw side once did, and hid it under the scan.
-    real_result = sqlite_vecindex._PendingScan.result
-
-    def waiting(pending: Any) -> Any:
-        recorded.append(("wait", None))
-        return real_result(pending)
-
-    setattr(sqlite_vecindex._PendingScan, "result", waiting)  # noqa: B010 - patched for the run
+    topk.top_k = scanning  # type: ignore[assignment]
 
     statements: dict[str, list[Any]] = {}
     for module in modules:
@@ -294,17 +285,14 @@ def _lane_statements(
                                            for step in recorded[:sent[0]])
             recorded = [("beside-first" if first and step[0] == "beside" else step[0],
                          *step[1:]) for step in recorded if step[0] != "sent"]
-            # The library starts the scan before the keyword lane and overlaps them (it runs
-            # on a worker thread); the raw side starts it first too.
             statements[q] = sorted(recorded, key=lambda step: step[0] not in (
-                "scan", "beside", "beside-first"))
+                "beside", "beside-first"))
     finally:
         for module in modules:
             module.run_lane = real  # type: ignore[attr-defined]
         lane_steps.driver_statement = real_ahead  # type: ignore[assignment]
         setattr(lane_steps.SentLane, "send", real_send)  # noqa: B010
-        sqlite_vecindex._scan = real_scan  # type: ignore[assignment]
-        setattr(sqlite_vecindex._PendingScan, "result", real_result)  # noqa: B010
+        topk.top_k = real_top_k  # type: ignore[assignment]
     return statements
 
 
@@ -330,7 +318,6 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
 
     conn = connect()
     second: list[Any] = []  # the connection of the statements run beside, made when first needed
-    workers = ThreadPoolExecutor(max_workers=1)
 
     def beside(sql: str, args: Any) -> Callable[[], None]:
         """Send the statement on the second connection in pipeline mode, as the library sends
@@ -354,13 +341,11 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
         cur = conn.cursor()
         if sqlite:  # isolation_level=None: the library's begin hook does this
             cur.execute("BEGIN DEFERRED")
-        scans: list[tuple[_BareScan, Any]] = []
         ahead: list[Any] = []  # statements to send on the second connection
         besides: list[Any] = []  # and, once sent, the calls collecting their rows
         for sql, args, *scan in statements[query]:
-            if sql == "scan":  # overlapped with the statements, as the library does
-                bare = _BareScan(args, *scan)
-                scans.append((bare, workers.submit(bare.work)))
+            if sql == "scan":  # between the statements, as the library scans
+                _bare_scan(args, *scan)
                 continue
             if sql == "beside-first":  # sent before the keyword lane, as the library sent it
                 besides.append(beside(*args))
@@ -378,18 +363,8 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
                 first.close()
                 ahead = []
                 continue
-            if sql == "wait":  # the statements after this one read the scan's result
-                for bare, pending in scans:
-                    bare.work()  # this thread takes what is left, as the library's does
-                    pending.result()
-                    bare.top()
-                scans = []
-                continue
             cur.execute(sql, args)
             cur.fetchall()
-        for bare, pending in scans:
-            pending.result()
-            bare.top()
         besides += [beside(*step) for step in ahead]
         for collect in besides:
             collect()
@@ -401,60 +376,22 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
     return run
 
 
-class _BareScan:
-    """The least an exact in-memory lane must do: normalise, one matrix-vector product over the
-    mind, the top k by distance. The product in chunks taken by a worker thread from the start
-    and by the replaying thread once its statements reach the scan's result (the library shares
-    its product the same way: single-threaded passes, two threads at the end). Where the mind's
-    calibration chose the coarse pass: that pass's own core (``sqlite_veccodes.nearest``: the
-    codes' Hamming distances, the nearest rows' dot products), then the top k, on the worker
-    thread."""
+def _bare_scan(rows: Any, vector: Any, k: int) -> None:
+    """The least an in-memory lane must do: normalise, one matrix-vector product over the mind
+    and the top k by distance; where the mind's calibration chose the coarse pass, that pass's
+    own core (``codes.nearest``: the codes' Hamming distances, the nearest rows' dot products),
+    then the top k."""
+    import numpy as np
 
-    def __init__(self, lane: Any, vector: Any, k: int) -> None:
-        import numpy as np
-
-        self.np, self.k = np, k
-        self.m = lane.matrix[: lane.n]
-        self.q = vector / np.linalg.norm(vector)
-        self.sim = np.empty(lane.n, np.float32)
-        self.rows = max(1, sqlite_vecindex.SCAN_CHUNK_ENTRIES // self.m.shape[1])
-        self.next = 0
-        self.lock = threading.Lock()
-        # A mind whose calibration chose the coarse pass: the least that pass must do instead.
-        self.lane, self.codes = lane, lane.codes
-        self.done = False
-
-    def work(self) -> None:
-        if self.codes is not None:
-            with self.lock:
-                if self.done:
-                    return
-                self.done = True
-            self._coarse()
-            return
-        while True:
-            with self.lock:
-                start = self.next
-                if start >= len(self.sim):
-                    return
-                self.next = end = min(len(self.sim), start + self.rows)
-            self.np.einsum("ij,j->i", self.m[start:end], self.q, out=self.sim[start:end])
-
-    def _coarse(self) -> None:
-        lane = self.lane
-        self.rows_sim = sqlite_veccodes.nearest(self.np, self.codes, lane.matrix, self.q, lane.n,
-                                                None, self.k, lane.factor)
-
-    def top(self) -> None:
-        np = self.np
-        if self.codes is not None:
-            rows, sim = self.rows_sim
-            top = np.argpartition(-sim, self.k - 1)[: self.k]
-            rows[top[np.argsort(-sim[top])]]
-            return
-        d = 1.0 - self.sim
-        top = self.np.argpartition(d, self.k - 1)[: self.k]
-        top[self.np.argsort(d[top])]
+    q = vector / np.linalg.norm(vector)
+    if rows.codes is not None:
+        found, sim = codes.nearest(np, rows.codes, rows.matrix, q, rows.n, None, k, rows.factor)
+        top = np.argpartition(-sim, k - 1)[:k]
+        found[top[np.argsort(-sim[top])]]
+        return
+    d = 1.0 - np.einsum("ij,j->i", rows.matrix[: rows.n], q)
+    top = np.argpartition(d, k - 1)[:k]
+    top[np.argsort(d[top])]
 
 
 def _embedder(name: str) -> Any:
@@ -467,12 +404,39 @@ def _scan_pass(store: ws.Store) -> str:
     """How the SQLite index scans the mind: ``exact``, or ``coarse`` with its candidate factor
     and the recall its calibration measured with it (``exact(0.41)``: calibrated, refused: the
     best recall of any factor)."""
-    (lane,) = store.adapter.vector_index._lanes.values()  # type: ignore[attr-defined]
+    (lane,) = store.adapter.vector_index.loaded().values()  # type: ignore[attr-defined]
     if lane.recalls is None:
         return "exact"
     if lane.codes is None:
         return f"exact({max(lane.recalls.values(), default=0.0):.2f})"
     return f"coarse×{lane.factor}({lane.recalls[lane.factor]:.3f})"
+
+
+def knn_floor(store: ws.Store, mind: ws.Mind, count: int = 30,
+              words: str = "pseudo") -> tuple[float, float]:
+    """p50 ms (wall, CPU) of sqlite-vec's bare KNN alone (the mind's ``k = 40`` nearest by
+    vec0's own scan, no manifest check, no keyword lane) over the same vectors and queries."""
+    embedder = store.embedder
+    assert embedder is not None
+    _, queries = _texts(0, words=words)
+    with store.read_connection() as conn:
+        model_id = int(conn.exec_driver_sql(
+            "SELECT model_id FROM waggle_mind_embedding_models "
+            f"WHERE mind_id = {mind.id}").scalar_one())
+    sql = (f"SELECT rowid, distance FROM {vector_table_name(model_id)} "
+           "WHERE embedding MATCH ? AND k = 40 AND mind_id = ?")
+    conn = store.engine.raw_connection()
+    try:
+        times, cpu = [], []
+        for q in queries[:count]:
+            blob = sqlite_maint.vec_blob(embedder.embed_query(q))
+            c0, t0 = time.process_time(), time.perf_counter()
+            conn.cursor().execute(sql, (blob, mind.id)).fetchall()
+            times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+    finally:
+        conn.close()
+    return statistics.median(times) * 1000, statistics.median(cpu) * 1000
 
 
 def recall_vs_vec0(store: ws.Store, mind: ws.Mind, count: int = 50,
@@ -660,21 +624,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                         for lane in lanes:
                             if lane != "knn":
                                 store.adapter.vector_index.budget = (  # type: ignore[attr-defined]
-                                    0 if lane == "vec0" else sqlite_vecindex.budget_from_env())
+                                    0 if lane == "vec0" else vectorindex.budget_from_env())
                             t0 = time.perf_counter()
-                            mind.search("first search", limit=LIMIT)  # loads the index
+                            # Loads the index (and builds a large mind's coarse pass).
+                            mind.search("first search", limit=LIMIT)
                             first = time.perf_counter() - t0
-                            if lane == "index":  # the coarse pass's build, after the load
-                                t0 = time.perf_counter()
-                                store.adapter.vector_index.settle()  # type: ignore[attr-defined]
-                                built_codes = time.perf_counter() - t0
-                                print(f"# {n}: coarse-pass build and calibration "
-                                      f"{built_codes:.2f} s after the first search", flush=True)
                             r = measure(store, mind, n, args.queries, args.sporadic,
                                         args.words, args.common_word, args.common_only)
                             recall = (recall_vs_vec0(store, mind, words=args.words)
                                       if lane == "index" else 1.0)
                             scan = _scan_pass(store) if lane == "index" else lane
+                            if lane == "index":
+                                knn, knn_cpu = knn_floor(store, mind, words=args.words)
+                                print(f"# {n}: bare vec0 KNN p50 {knn:.2f} ms (cpu "
+                                      f"{knn_cpu:.2f}); library hybrid / KNN: p50 "
+                                      f"{r['lib_p50'] / knn:.3f}, cpu "
+                                      f"{r['lib_cpu'] / knn_cpu:.3f}", flush=True)
                             print(
                                 f"{dialect:10} {lane:6} {n:>7} {built:8.1f} {first:8.2f} "
                                 f"{r['lib_p50']:8.2f} {r['lib_p95']:8.2f} "

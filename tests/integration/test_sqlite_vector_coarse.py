@@ -1,4 +1,4 @@
-"""The SQLite vector index's coarse pass on a real store (``dialects/sqlite_veccodes.py``): a
+"""The SQLite vector index's coarse pass on a real store (``vectorindex/codes.py``): a
 large mind of an embedder whose sign codes rank well takes it after calibration, and answers
 with the exact scan's distances and (nearly) its frames; a mind whose vectors do not suit it
 keeps the exact scan; writes after the load reach the codes; ``WAGGLE_VECTOR_INDEX_MODE=exact``
@@ -8,8 +8,6 @@ lowered to make the pass choose among many more rows than it rescores."""
 from __future__ import annotations
 
 import hashlib
-import os
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,10 +16,11 @@ import pytest
 from sqlalchemy import text
 
 import waggle_store as ws
-from waggle_store.dialects import sqlite_veccodes, sqlite_vecindex
+from waggle_store.dialects import sqlite_vecindex
 from waggle_store.dialects.base import LaneFilter
 from waggle_store.dialects.sqlite import SQLiteAdapter
-from waggle_store.dialects.sqlite_vecindex import _Lane
+from waggle_store.vectorindex import codes, topk
+from waggle_store.vectorindex.rows import Rows
 
 from conftest import only_sqlite
 
@@ -63,10 +62,10 @@ class TopicEmbedder:
 
 @pytest.fixture(autouse=True)
 def small_minds_are_large(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqlite_vecindex, "COARSE_MIN_ROWS", 1000)
+    monkeypatch.setattr(topk, "COARSE_MIN_ROWS", 1000)
     # Candidate factors small enough for a mind of 1,500 rows (at most 160 of them rescored).
-    monkeypatch.setattr(sqlite_veccodes, "MIN_CANDIDATES", 16)
-    monkeypatch.setattr(sqlite_veccodes, "FACTORS", (2, 4, 8))
+    monkeypatch.setattr(codes, "MIN_CANDIDATES", 16)
+    monkeypatch.setattr(codes, "FACTORS", (2, 4, 8))
 
 
 def _fill(mind: ws.Mind, texts: Sequence[str] | None = None) -> list[int]:
@@ -77,12 +76,11 @@ def _fill(mind: ws.Mind, texts: Sequence[str] | None = None) -> list[int]:
     return [i for i in done.frame_ids if i is not None]
 
 
-def _lane(store: ws.Store) -> _Lane:
-    """The store's one loaded lane, once the builds begun have ended."""
+def _lane(store: ws.Store) -> Rows:
+    """The store's one loaded (mind, model)."""
     adapter = store.adapter
     assert isinstance(adapter, SQLiteAdapter)
-    adapter.vector_index.settle()
-    (lane,) = adapter.vector_index._lanes.values()
+    (lane,) = adapter.vector_index.loaded().values()
     return lane
 
 
@@ -102,12 +100,12 @@ def _both(store: ws.Store, mind: ws.Mind, vector: Sequence[float], limit: int = 
     return [(h.frame_id, h.score) for h in got], [(h.frame_id, h.score) for h in exact]
 
 
-def _coded(store_factory: Callable[..., ws.Store]) -> tuple[ws.Store, ws.Mind, _Lane]:
+def _coded(store_factory: Callable[..., ws.Store]) -> tuple[ws.Store, ws.Mind, Rows]:
     """A mind of the topic embedder, searched once (loaded, its codes built) and coded."""
     store = store_factory(embedder=TopicEmbedder())
     mind = store.mind("m")
     _fill(mind)
-    _both(store, mind, TopicEmbedder().embed_query("topic 0 first"))  # loads, begins the build
+    _both(store, mind, TopicEmbedder().embed_query("topic 0 first"))  # loads, builds the codes
     lane = _lane(store)
     assert lane.codes is not None
     return store, mind, lane
@@ -120,7 +118,7 @@ def test_a_mind_whose_codes_rank_well_takes_the_coarse_pass(
     emb = TopicEmbedder()
     assert lane.factor is not None
     assert lane.recalls is not None
-    assert lane.recalls[lane.factor] >= sqlite_veccodes.REQUIRED_RECALL
+    assert lane.recalls[lane.factor] >= codes.REQUIRED_RECALL
     found = total = 0
     for i in range(12):
         got, exact = _both(store, mind, emb.embed_query(f"topic {i} asked about {i}"))
@@ -158,8 +156,8 @@ def test_vectors_the_codes_do_not_suit_keep_the_exact_scan(
     store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Few candidates: random directions in 384 dimensions are then beyond the codes.
-    monkeypatch.setattr(sqlite_veccodes, "MIN_CANDIDATES", 1)
-    monkeypatch.setattr(sqlite_veccodes, "FACTORS", (1, 2))
+    monkeypatch.setattr(codes, "MIN_CANDIDATES", 1)
+    monkeypatch.setattr(codes, "FACTORS", (1, 2))
     store = store_factory(embedder=RandomEmbedder())
     mind = store.mind("m")
     _fill(mind)
@@ -167,44 +165,11 @@ def test_vectors_the_codes_do_not_suit_keep_the_exact_scan(
     lane = _lane(store)
     assert lane.recalls is not None
     assert set(lane.recalls) == {1, 2}
-    assert max(lane.recalls.values()) < sqlite_veccodes.REQUIRED_RECALL
+    assert max(lane.recalls.values()) < codes.REQUIRED_RECALL
     assert lane.codes is None
     assert lane.factor is None
     got, exact = _both(store, mind, RandomEmbedder().embed_query("topic 3 note 30 again"))
     assert [i for i, _ in got] == [i for i, _ in exact]
-
-
-def test_frames_written_during_the_build_are_coded_when_it_ends(
-    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The build runs beside searches and writes: rows the index refreshes meanwhile (new
-    frames, changed ones) are coded again when the build installs its codes."""
-    store = store_factory(embedder=TopicEmbedder())
-    mind = store.mind("m")
-    ids = _fill(mind)
-    release = threading.Event()
-    real = sqlite_vecindex.calibrate
-
-    def held(*args: Any) -> Any:
-        assert release.wait(30)
-        return real(*args)
-
-    monkeypatch.setattr(sqlite_vecindex, "calibrate", held)
-    emb = TopicEmbedder()
-    _both(store, mind, emb.embed_query("topic 0 first"))  # begins the build, which waits
-    texts = [f"topic 9 meanwhile {i}" for i in range(20)]
-    meanwhile = _fill(mind, texts)
-    mind.frames.update(ids[4], "topic 11 rewritten while building")
-    got, _ = _both(store, mind, emb.embed_query(texts[3]), limit=3)  # refreshed, exact scan
-    assert got[0][0] == meanwhile[3]
-    release.set()
-    lane = _lane(store)
-    assert lane.codes is not None
-    for frame_id, content in [*zip(meanwhile, texts, strict=True),
-                              (ids[4], "topic 11 rewritten while building")]:
-        got, exact = _both(store, mind, emb.embed_query(content), limit=3)
-        assert got[0] == (frame_id, pytest.approx(0.0, abs=1e-6)), content
-        assert got[0][0] == exact[0][0]
 
 
 def test_frames_written_after_the_load_reach_the_codes(
@@ -226,61 +191,6 @@ def test_frames_written_after_the_load_reach_the_codes(
     assert lane.codes.words.shape[1] == len(lane.ids)
     # The mind has not doubled: no second calibration.
     assert lane.decided_at == ROWS
-
-
-def test_closing_the_store_stops_a_build_in_progress(
-    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A build whose mind left the index (the store closed) stops at its next slice instead of
-    keeping the process busy (and waiting at exit) for codes nobody will use."""
-    store = store_factory(embedder=TopicEmbedder())
-    mind = store.mind("m")
-    _fill(mind)
-    release = threading.Event()
-    outcomes: list[str] = []
-    real = sqlite_vecindex.calibrate
-
-    def held(*args: Any) -> Any:
-        assert release.wait(30)
-        try:
-            return real(*args)
-        except sqlite_veccodes.Cancelled:
-            outcomes.append("cancelled")
-            raise
-
-    monkeypatch.setattr(sqlite_vecindex, "calibrate", held)
-    _both(store, mind, TopicEmbedder().embed_query("topic 0 first"))  # begins the build
-    adapter = store.adapter
-    assert isinstance(adapter, SQLiteAdapter)
-    (lane,) = adapter.vector_index._lanes.values()
-    store.close()
-    release.set()
-    adapter.vector_index.settle()  # the build ended without an error
-    assert outcomes == ["cancelled"]
-    assert lane.dropped
-    assert lane.codes is None
-    assert lane.recalls is None
-
-
-def test_a_build_left_by_another_process_is_begun_again(
-    store_factory: Callable[..., ws.Store]
-) -> None:
-    """A forked child inherits a lane marked as being built by its parent's worker thread, which
-    the child does not have: it builds the codes itself."""
-    store = store_factory(embedder=TopicEmbedder())
-    mind = store.mind("m")
-    _fill(mind)
-    adapter = store.adapter
-    assert isinstance(adapter, SQLiteAdapter)
-    adapter.vector_index.mode = "exact"  # loaded, not built
-    _both(store, mind, TopicEmbedder().embed_query("topic 0 first"))
-    (lane,) = adapter.vector_index._lanes.values()
-    assert lane.codes is None
-    lane.building, lane.touched = os.getpid() + 1, set()  # as a fork would leave it
-    adapter.vector_index.mode = "auto"
-    _both(store, mind, TopicEmbedder().embed_query("topic 1 again"))
-    assert _lane(store).codes is not None
-    assert lane.building == 0
 
 
 def test_the_exact_mode_turns_the_pass_off(
@@ -308,7 +218,7 @@ def test_a_numpy_without_bitwise_count_keeps_the_exact_scan(
                 raise AttributeError(name)
             return getattr(np, name)
 
-    monkeypatch.setattr(sqlite_vecindex, "_numpy", OldNumpy)
+    monkeypatch.setattr(sqlite_vecindex, "numpy_or_none", OldNumpy)
     store = store_factory(embedder=TopicEmbedder())
     mind = store.mind("m")
     _fill(mind)

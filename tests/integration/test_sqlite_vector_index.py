@@ -1,4 +1,5 @@
-"""The SQLite vector lane's in-process index (``dialects/sqlite_vecindex.py``): the same answers
+"""The SQLite vector lane's in-process index (``dialects/sqlite_vecindex.py`` over
+``waggle_store/vectorindex``): the same answers
 as vec0's exact KNN, coherent with writes by other connections and processes, never a stale or
 deleted frame, full pages under filters."""
 
@@ -14,19 +15,19 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 from sqlalchemy import text
 
 import waggle_store as ws
-from waggle_store.dialects import sqlite_vecindex
+from waggle_store.dialects import sqlite_vecload
 from waggle_store.dialects.base import LaneFilter, LaneHit
 from waggle_store.dialects.sqlite import SQLiteAdapter
 from waggle_store.dialects.sqlite_vecindex import LOG_TABLE
 from waggle_store.pipeline.embed import embed_frames
 from waggle_store.records import Frame
+from waggle_store.vectorindex import topk
 
 from conftest import only_sqlite
 
@@ -35,45 +36,25 @@ pytestmark = only_sqlite
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True,
-                params=["inline", "worker", "shared-chunks", "coarse", "coarse-worker"])
-def scan_thread(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test on each scan path: on the calling thread (small minds); on the worker thread
-    that overlaps the keyword lane (minds of ``INLINE_SCAN_BELOW`` entries and more); the same
-    with the product cut into chunks of a few rows, which the worker and the searching thread
-    share once the keyword lane is done; and the coarse pass (sign codes, candidates rescored:
-    ``sqlite_veccodes``) chosen for every mind, on either thread — these minds are smaller than
-    its candidate count, so its answers must be the exact scan's exactly."""
-    if request.param not in ("inline", "coarse"):
-        monkeypatch.setattr(sqlite_vecindex, "INLINE_SCAN_BELOW", 0)
-    if request.param == "shared-chunks":
-        monkeypatch.setattr(sqlite_vecindex, "SCAN_CHUNK_ENTRIES", 100)
-    if request.param.startswith("coarse"):
-        # Every mind is built and calibrated, and takes the pass with candidates enough for
-        # all its rows; each search waits for the build it began, so the next one uses it.
-        monkeypatch.setattr(sqlite_vecindex, "COARSE_MIN_ROWS", 0)
-        monkeypatch.setattr(sqlite_vecindex, "RESCORED_SHARE", 0)
-        monkeypatch.setattr(sqlite_vecindex, "calibrate",
-                            lambda *args: (10_000, {10_000: 1.0}))
-        for name in ("search", "start"):
-            monkeypatch.setattr(sqlite_vecindex.VectorIndex, name,
-                                _settling(getattr(sqlite_vecindex.VectorIndex, name)))
+@pytest.fixture(autouse=True, params=["exact", "coarse"])
+def scan_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test on each scan path: the exact scan, and the coarse pass (sign codes,
+    candidates rescored: ``vectorindex/codes.py``) chosen for every mind — these minds are
+    smaller than its candidate count, so its answers must be the exact scan's exactly."""
+    if request.param == "coarse":
+        # Every mind is built and calibrated when loaded, and takes the pass with candidates
+        # enough for all its rows.
+        monkeypatch.setattr(topk, "COARSE_MIN_ROWS", 0)
+        monkeypatch.setattr(topk, "RESCORED_SHARE", 0)
+        monkeypatch.setattr(topk, "calibrate", lambda *args: (10_000, {10_000: 1.0}))
     return str(request.param)
 
 
-def _settling(method: Callable[..., Any]) -> Callable[..., Any]:
-    def settled(index: sqlite_vecindex.VectorIndex, *args: Any, **kwargs: Any) -> Any:
-        result = method(index, *args, **kwargs)
-        index.settle()
-        return result
-    return settled
-
-
-def _coarse_used(store: ws.Store, scan_thread: str) -> None:
+def _coarse_used(store: ws.Store, scan_path: str) -> None:
     """On the coarse paths, every loaded lane has taken the coarse pass."""
-    lanes = _adapter(store).vector_index._lanes.values()
+    lanes = _adapter(store).vector_index.loaded().values()
     assert lanes
-    assert all((lane.codes is not None) == scan_thread.startswith("coarse") for lane in lanes)
+    assert all((lane.codes is not None) == scan_path.startswith("coarse") for lane in lanes)
 
 
 class DenseEmbedder:
@@ -138,7 +119,7 @@ def _ids(hits: Sequence[LaneHit]) -> list[int]:
 
 
 def test_the_index_answers_like_vec0s_exact_knn(store_factory: Callable[..., ws.Store],
-                                                 scan_thread: str) -> None:
+                                                 scan_path: str) -> None:
     store = store_factory(embedder=DenseEmbedder())
     mind = store.mind("m")
     _seed(store, mind, 240)
@@ -159,7 +140,7 @@ def test_the_index_answers_like_vec0s_exact_knn(store_factory: Callable[..., ws.
             assert [h.score for h in indexed] == pytest.approx([h.score for h in vec0], abs=1e-5)
             assert [h.frame for h in indexed] == [h.frame for h in vec0]
     assert _adapter(store).vector_index.nbytes > 0  # the index answered, not the fallback
-    _coarse_used(store, scan_thread)
+    _coarse_used(store, scan_path)
 
 
 def test_filters_give_full_pages(store_factory: Callable[..., ws.Store]) -> None:
@@ -249,22 +230,22 @@ def test_a_change_the_log_missed_is_caught_by_the_verification(
 
 
 def test_incremental_refresh_appends_without_reloading(
-    store_factory: Callable[..., ws.Store], scan_thread: str
+    store_factory: Callable[..., ws.Store], scan_path: str
 ) -> None:
     store = store_factory(embedder=DenseEmbedder())
     mind = store.mind("m")
     _seed(store, mind, 30)
     index = _adapter(store).vector_index
     assert mind.search("x", lanes=("vector",))
-    (lane,) = index._lanes.values()
+    (lane,) = index.loaded().values()
     more = [mind.frames.create_i(mind.sessions.ensure("s0").gop_id, f"later memory {i}").id
             for i in range(5)]
     embed_frames(store.context, more)
     top = mind.search("later memory 3", lanes=("vector",))
     assert top[0].frame.id == more[3]
-    assert index._lanes[(mind.id, _model_id(store, mind))] is lane  # refreshed in place
+    assert index.loaded()[(mind.id, _model_id(store, mind))] is lane  # refreshed in place
     assert lane.n == 35
-    _coarse_used(store, scan_thread)
+    _coarse_used(store, scan_path)
 
 
 def test_without_budget_the_lane_is_vec0s(store_factory: Callable[..., ws.Store]) -> None:
@@ -286,7 +267,7 @@ def test_the_vec0_scan_loader_reads_the_same_index(
     store = store_factory(embedder=DenseEmbedder())
     mind = store.mind("m")
     _seed(store, mind, 90)
-    monkeypatch.setattr(sqlite_vecindex, "load_chunks", lambda *args: False)
+    monkeypatch.setattr(sqlite_vecload, "_load_chunks", lambda *args: False)
     q = DenseEmbedder().embed_query("q")
     indexed, vec0 = _lanes(store, mind, q, LaneFilter([mind.id], gop_id="s1"), 10)
     assert _ids(indexed) == _ids(vec0)
@@ -326,11 +307,32 @@ def test_the_budget_bounds_the_index(store_factory: Callable[..., ws.Store]) -> 
     for mind in (a, b):
         indexed, vec0 = _lanes(store, mind, q, LaneFilter([mind.id]), 10)
         assert _ids(indexed) == _ids(vec0)
-        assert [key[0] for key in index._lanes] == [mind.id]
+        assert [key[0] for key in index.loaded()] == [mind.id]
         assert index.nbytes <= index.budget
     index.clear()
     index.budget = one // 2  # not even one
     indexed, vec0 = _lanes(store, a, q, LaneFilter([a.id]), 10)
+    assert _ids(indexed) == _ids(vec0)
+    assert index.nbytes == 0
+
+
+def test_a_mind_that_outgrows_the_budget_leaves_the_index(
+    store_factory: Callable[..., ws.Store]
+) -> None:
+    """Rows appended by refreshes count against the budget too: once the mind no longer fits,
+    it is searched by vec0."""
+    store = store_factory(embedder=DenseEmbedder())
+    mind = store.mind("m")
+    _seed(store, mind, 40)
+    index = _adapter(store).vector_index
+    assert mind.search("memory number 2", lanes=("vector",))
+    index.budget = index.nbytes + 2000  # room for the mind as loaded, not for 20 more frames
+    gop = mind.sessions.ensure("s0").gop_id
+    more = [mind.frames.create_i(gop, f"later memory {i}").id for i in range(20)]
+    embed_frames(store.context, more)
+    assert mind.search("later memory 3", lanes=("vector",))[0].frame.id == more[3]
+    q = DenseEmbedder().embed_query("later memory 5")
+    indexed, vec0 = _lanes(store, mind, q, LaneFilter([mind.id]), 10)
     assert _ids(indexed) == _ids(vec0)
     assert index.nbytes == 0
 
@@ -359,7 +361,8 @@ def test_a_child_forked_while_the_index_is_locked_searches(
     ids = _seed(store, mind, 30)
     assert mind.search("memory number 3", lanes=("vector",))[0].frame.id == ids[3]
     index = _adapter(store).vector_index
-    assert index._lock.acquire(timeout=10)  # as a scan on another thread holds it
+    lock = index.cache.state().lock
+    assert lock.acquire(timeout=10)  # as a search on another thread holds it
     try:
         pid = os.fork()
         if pid == 0:  # the child: its own connections (SQLAlchemy's advice), then a search
@@ -371,7 +374,7 @@ def test_a_child_forked_while_the_index_is_locked_searches(
             finally:
                 os._exit(code)
     finally:
-        index._lock.release()
+        lock.release()
     deadline = time.monotonic() + 60
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)

@@ -1,4 +1,4 @@
-"""The SQLite vector index's coarse pass (``dialects/sqlite_veccodes.py``): the codes and their
+"""The vector index's coarse pass (``vectorindex/codes.py``): the codes and their
 Hamming distances, the candidates it rescores, and the calibration that decides per mind
 whether it may be used and with how many candidates."""
 
@@ -9,15 +9,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from waggle_store.dialects import sqlite_veccodes
-from waggle_store.dialects.sqlite_veccodes import (
+from waggle_store import vectorindex
+from waggle_store.errors import InvalidInputError
+from waggle_store.vectorindex import codes as sign_codes
+from waggle_store.vectorindex.codes import (
     BITS,
     SignCodes,
     calibrate,
     candidates,
     nearest,
 )
-from waggle_store.errors import InvalidInputError
 
 
 def _unit_rows(m: Any) -> Any:
@@ -132,8 +133,8 @@ def test_calibration_chooses_the_smallest_factor_that_recalls() -> None:
     alive = np.ones(len(m), np.bool_)
     factor, recalls = calibrate(np, SignCodes.of(np, m, len(m)), m, alive)
     assert factor is not None
-    assert recalls[factor] >= sqlite_veccodes.REQUIRED_RECALL
-    assert all(recalls[f] < sqlite_veccodes.REQUIRED_RECALL for f in recalls if f < factor)
+    assert recalls[factor] >= sign_codes.REQUIRED_RECALL
+    assert all(recalls[f] < sign_codes.REQUIRED_RECALL for f in recalls if f < factor)
     # More candidates never find less.
     ordered = [recalls[f] for f in sorted(recalls)]
     assert ordered == sorted(ordered)
@@ -144,20 +145,20 @@ def test_calibration_refuses_when_no_factor_recalls(monkeypatch: pytest.MonkeyPa
     # with few candidates the codes cannot tell them apart.
     rng = np.random.default_rng(9)
     noise = _unit_rows(rng.standard_normal((20_000, 384)))
-    monkeypatch.setattr(sqlite_veccodes, "FACTORS", (1, 2))
-    monkeypatch.setattr(sqlite_veccodes, "MIN_CANDIDATES", 1)
+    monkeypatch.setattr(sign_codes, "FACTORS", (1, 2))
+    monkeypatch.setattr(sign_codes, "MIN_CANDIDATES", 1)
     factor, recalls = calibrate(np, SignCodes.of(np, noise, len(noise)), noise,
                                 np.ones(len(noise), np.bool_))
     assert factor is None
     assert set(recalls) == {1, 2}
-    assert max(recalls.values()) < sqlite_veccodes.REQUIRED_RECALL
+    assert max(recalls.values()) < sign_codes.REQUIRED_RECALL
 
 
 def test_calibration_tries_no_factor_that_would_rescore_an_eighth_of_the_mind() -> None:
     m = _clustered(5000, 32)
     factor, recalls = calibrate(np, SignCodes.of(np, m, len(m)), m, np.ones(len(m), np.bool_))
-    assert set(recalls) == {f for f in sqlite_veccodes.FACTORS
-                            if 8 * candidates(sqlite_veccodes.CALIBRATION_K, f) <= 5000}
+    assert set(recalls) == {f for f in sign_codes.FACTORS
+                            if 8 * candidates(sign_codes.CALIBRATION_K, f) <= 5000}
     assert factor is None or factor in recalls
 
 
@@ -176,9 +177,20 @@ def test_calibration_leaves_out_dead_rows() -> None:
 
 def test_the_mode_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WAGGLE_VECTOR_INDEX_MODE", raising=False)
-    assert sqlite_veccodes.mode_from_env() == "auto"
+    assert vectorindex.mode_from_env() == "auto"
     monkeypatch.setenv("WAGGLE_VECTOR_INDEX_MODE", " Exact ")
-    assert sqlite_veccodes.mode_from_env() == "exact"
+    assert vectorindex.mode_from_env() == "exact"
     monkeypatch.setenv("WAGGLE_VECTOR_INDEX_MODE", "fast")
     with pytest.raises(InvalidInputError, match="WAGGLE_VECTOR_INDEX_MODE"):
-        sqlite_veccodes.mode_from_env()
+        vectorindex.mode_from_env()
+
+
+def test_the_budget_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WAGGLE_VECTOR_INDEX_BYTES", raising=False)
+    assert vectorindex.budget_from_env() == vectorindex.DEFAULT_BUDGET
+    monkeypatch.setenv("WAGGLE_VECTOR_INDEX_BYTES", " 0 ")
+    assert vectorindex.budget_from_env() == 0
+    for bad in ("-1", "2GB", "1e9"):
+        monkeypatch.setenv("WAGGLE_VECTOR_INDEX_BYTES", bad)
+        with pytest.raises(InvalidInputError, match="WAGGLE_VECTOR_INDEX_BYTES"):
+            vectorindex.budget_from_env()
