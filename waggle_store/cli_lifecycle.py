@@ -125,10 +125,15 @@ def import_(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="The file to import.")],
     into: Annotated[
         str | None,
-        typer.Option(help="The mind to import into (created if missing, merged if not empty). "
+        typer.Option(help="The mind to import into (created if missing). "
                           "Default: --mind if given, else the exported mind's name (waggle-jsonl) "
                           "or 'default'."),
     ] = None,
+    merge: Annotated[
+        bool,
+        typer.Option("--merge", help="Import into a mind that already holds data (refused "
+                                     "without it)."),
+    ] = False,
     fmt: Annotated[
         ImportFormat,
         typer.Option("--format", help="auto (from the file's content), waggle-jsonl, mind "
@@ -148,11 +153,13 @@ def import_(
     embed = kind is not ImportFormat.waggle_jsonl or _header(file).get("include_vectors") is True
     with options.store(embed=embed) as store, progress("import") as update:
         if kind is ImportFormat.waggle_jsonl:
-            report = store.import_mind(file, into=target, progress=update)
+            report = store.import_mind(file, into=target, merge=merge, progress=update)
         elif kind is ImportFormat.mind:
-            report = store.import_waggle_mind(file, into=target or "default", progress=update)
+            report = store.import_waggle_mind(file, into=target or "default", merge=merge,
+                                              progress=update)
         else:
-            report = store.import_openfang(file, into=target or "default", progress=update)
+            report = store.import_openfang(file, into=target or "default", merge=merge,
+                                           progress=update)
     if as_json:
         emit_json({**asdict(report), "format": kind.value})
         return

@@ -96,12 +96,15 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_regular(path: str | os.PathLike[str], *, limit: int = MAX_FILE_BYTES) -> IO[bytes]:
-    """The regular file at ``path``, opened for reading without following a symbolic link at
-    its last component and without blocking; refused (InvalidInputError) otherwise, or when its
-    size is over ``limit``."""
+def open_regular(path: str | os.PathLike[str], *, limit: int | None = MAX_FILE_BYTES,
+                 follow_symlinks: bool = False) -> IO[bytes]:
+    """The regular file at ``path``, opened for reading without blocking and (unless
+    ``follow_symlinks``: a path the caller named itself) without following a symbolic link at
+    its last component; refused (InvalidInputError) otherwise, or when its size is over
+    ``limit`` (None: any size, for a file read line by line under :func:`read_lines`)."""
     where = os.fspath(path)
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    nofollow = 0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDONLY | os.O_NONBLOCK | nofollow | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(where, flags)
     except FileNotFoundError as exc:
@@ -114,7 +117,7 @@ def open_regular(path: str | os.PathLike[str], *, limit: int = MAX_FILE_BYTES) -
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise InvalidInputError(f"{where} is {_kind(info.st_mode)}; only regular files are read")
-        if info.st_size > limit:
+        if limit is not None and info.st_size > limit:
             raise InvalidInputError(f"{where} is {info.st_size} bytes; the limit is {limit}")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -128,13 +131,14 @@ def read_capped(handle: IO[bytes], limit: int, what: str, *,
     """The rest of ``handle``, at most ``limit`` bytes; refused when there is more. With
     ``ratio_of`` (a zip member's compressed size) also refused when, past
     :data:`RATIO_FREE_BYTES`, more than :data:`MAX_MEMBER_RATIO` times that came out."""
-    parts: list[bytes] = []
+    parts: list[Any] = []
     size = 0
     ratio_cap = None if ratio_of is None else max(RATIO_FREE_BYTES, ratio_of * MAX_MEMBER_RATIO)
     while True:
         chunk = handle.read(min(_CHUNK, limit + 1 - size))
         if not chunk:
-            return b"".join(parts)
+            joined: Any = chunk[:0].join(parts)  # a text file object gives str
+            return joined
         size += len(chunk)
         if size > limit:
             raise InvalidInputError(f"{what} is larger than {limit} bytes")

@@ -26,7 +26,15 @@ from waggle_store.embeddings.sentences import TEXT_FORMS
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import AWARENESS_CATEGORIES, FRAME_SOURCES, FRAME_TYPES, IMPORTANCE_LEVELS
 from waggle_store.models.sessions import SESSION_KINDS, SESSION_STATUSES
-from waggle_store.repositories.common import MAX_KEY_LENGTH, MAX_NAME_LENGTH
+from waggle_store.pipeline.safe_files import check_json_shape
+from waggle_store.repositories.common import (
+    MAX_CONTENT_BYTES,
+    MAX_KEY_LENGTH,
+    MAX_NAME_LENGTH,
+    check_content,
+    check_json,
+)
+from waggle_store.repositories.knowledge_common import MAX_NAME_LENGTH as MAX_ENTITY_NAME_LENGTH
 from waggle_store.timeutil import parse_iso
 
 __all__ = [
@@ -105,6 +113,8 @@ Checker = Callable[[Any], Any]
 
 
 def _str(max_length: int | None = None, *, empty: bool = True) -> Checker:
+    """Text as the API takes it: no NUL, valid Unicode, at most ``max_length`` characters and
+    never more than MAX_CONTENT_BYTES of UTF-8 (the API's cap on any text)."""
     def check(value: Any) -> str:
         if not isinstance(value, str):
             raise LineError(f"must be a string, got {type(value).__name__}")
@@ -114,9 +124,32 @@ def _str(max_length: int | None = None, *, empty: bool = True) -> Checker:
             raise LineError("must not be empty")
         if max_length is not None and len(value) > max_length:
             raise LineError(f"is longer than {max_length} characters")
+        try:
+            size = len(value.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise LineError(f"is not valid Unicode text: {exc}") from exc
+        if size > MAX_CONTENT_BYTES:
+            raise LineError(
+                f"is {size} bytes of UTF-8; the maximum is {MAX_CONTENT_BYTES} (MAX_CONTENT_BYTES)")
         return value
 
     return check
+
+
+def _content(value: Any) -> str:
+    """A memory's text, checked as ``frames.create_i`` checks it."""
+    try:
+        return check_content(value)
+    except InvalidInputError as exc:
+        raise LineError(str(exc)) from exc
+
+
+def _json(value: Any) -> Any:
+    """A JSON value the API would store (no NaN, no NUL, at most MAX_CONTENT_BYTES as JSON)."""
+    try:
+        return check_json(value, name="the value")
+    except InvalidInputError as exc:
+        raise LineError(str(exc)) from exc
 
 
 def _int(minimum: int | None = None) -> Checker:
@@ -162,7 +195,8 @@ def _choice(options: tuple[str, ...]) -> Checker:
 def _object(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise LineError(f"must be a JSON object, got {type(value).__name__}")
-    return value
+    checked: dict[str, Any] = _json(value)
+    return checked
 
 
 def _bool(value: Any) -> bool:
@@ -172,7 +206,7 @@ def _bool(value: Any) -> bool:
 
 
 def _any(value: Any) -> Any:
-    return value
+    return _json(value)
 
 
 def _vector(value: Any) -> list[float]:
@@ -231,7 +265,7 @@ SPECS: Final[dict[str, dict[str, Checker]]] = {
         "gop_id": _GOP,
         "t": _int(0),
         "base_frame_id": _optional(_ID),
-        "content": _str(empty=False),
+        "content": _content,
         "importance": _choice(IMPORTANCE_LEVELS),
         "source": _choice(FRAME_SOURCES),
         "access_count": _int(0),
@@ -241,7 +275,7 @@ SPECS: Final[dict[str, dict[str, Checker]]] = {
     "entity": {
         "id": _ID,
         "entity_type": _LABEL,
-        "name": _str(empty=False),
+        "name": _str(MAX_ENTITY_NAME_LENGTH, empty=False),
         "properties": _object,
         "valid_from": _time,
         "valid_to": _optional(_time),
@@ -300,7 +334,10 @@ OPTIONAL: Final[dict[str, dict[str, tuple[Any, Checker]]]] = {
 
 def _decode(text: str) -> dict[str, Any]:
     try:
+        check_json_shape(text, "the line")
         obj = json.loads(text, parse_constant=_refuse_constant)
+    except InvalidInputError as exc:
+        raise LineError(str(exc)) from exc
     except ValueError as exc:
         raise LineError(f"not valid JSON: {exc}") from exc
     if not isinstance(obj, dict):

@@ -1,11 +1,12 @@
-"""A Waggle ``.mind`` file (the seed's SQLite schema, reference §1) as a record source.
+"""A Waggle ``.mind`` file (the old Waggle app's SQLite schema) as a record source.
 
-The file is opened read-only with the stdlib ``sqlite3`` (plain tables need no extension); the
-FTS5 and ``vec0`` virtual tables are not read. Every record is turned into the JSONL format's
+The file is opened with the stdlib ``sqlite3`` (plain tables need no extension) without trusting
+it (:func:`open_mind_file`: read-only, immutable, ``trusted_schema=OFF``, a length limit on every
+value, generated columns refused); the FTS5 and ``vec0`` virtual tables are not read. Every record is turned into the JSONL format's
 terms and checked with the same rules (:func:`~.format.make_line`), so the import path after
 this module is the one every import takes.
 
-The seed's data bugs are repaired here, each counted in the report, none fatal (reference §23):
+The old app's data bugs are repaired here, each counted in the report, none fatal:
 
 * times in two formats (``YYYY-MM-DD HH:MM:SS`` without a zone, ISO ``...Z``), or unreadable:
   zone-less times are read as UTC (``datetime('now')`` is UTC), unreadable ones replaced;
@@ -16,7 +17,7 @@ The seed's data bugs are repaired here, each counted in the report, none fatal (
   session's last frame;
 * ``source``/``importance`` values the seed's own CHECK rejects (``team_sync``):
 ``import``/``normal``;
-* the same active entity stored many times (§23.11): merged into the first, relations follow;
+* the same active entity stored many times: merged into the first, relations follow;
 * vectors: ``memory_frames_vec`` holds 1024-float vectors, zero-padded from whatever model made
   them, and the file does not say which model that was; they are not imported, the frames are
   ``pending`` and ``store.reconcile()`` embeds them with the store's model.
@@ -32,18 +33,25 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Final
 
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS
+from waggle_store.pipeline.safe_files import open_regular
 from waggle_store.pipeline.transfer.format import Line
 from waggle_store.pipeline.transfer.importer import RecordSource
 from waggle_store.pipeline.transfer.problems import NumberedLines, Problems
 from waggle_store.pipeline.transfer.waggle_mind_rows import MindRows, seed_time
 from waggle_store.repositories.knowledge_common import name_key
 
-__all__ = ["seed_time", "waggle_mind_records"]
+__all__ = ["mind_uri", "open_mind_file", "seed_time", "waggle_mind_records"]
 
 _NAMED_PREFIXES = ("harvest:", "mcp:", "team-sync", "openfang:")
+#: The tables the reader reads.
+_READ_TABLES: Final = frozenset({
+    "identity", "awareness", "sessions", "memory_frames", "knowledge_entities",
+    "knowledge_relations", "harvest_sources"})
 
 
 class _Reader(MindRows, NumberedLines):
@@ -325,27 +333,75 @@ class _Reader(MindRows, NumberedLines):
             )
 
 
+#: Largest value read from a ``.mind`` file (SQLite's own length limit on the connection): a
+#: memory is at most MAX_CONTENT_BYTES, and no value of the old schema is larger.
+MAX_VALUE_BYTES: Final = 8 << 20
+
+
+def mind_uri(path: str | os.PathLike[str]) -> str:
+    """The ``file:`` URI that opens exactly ``path`` read-only and immutable: the path is
+    percent-encoded by :meth:`pathlib.Path.as_uri` (``a%41.mind`` opens that file, not
+    ``aA.mind``; ``?`` and ``#`` in a name are not parameters)."""
+    return Path(os.path.abspath(path)).as_uri() + "?mode=ro&immutable=1"
+
+
+def open_mind_file(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    """A connection that reads a ``.mind`` file without trusting it: read-only and immutable (no
+    journal, no lock, nothing written: its triggers cannot fire), ``trusted_schema=OFF`` (its
+    views and triggers cannot call functions that have side effects), values longer than
+    :data:`MAX_VALUE_BYTES` an error, and SQLite's defensive mode where this Python exposes it
+    (``Connection.setconfig``, Python 3.12+)."""
+    conn = sqlite3.connect(mind_uri(path), uri=True)
+    try:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        setconfig = getattr(conn, "setconfig", None)
+        defensive = getattr(sqlite3, "SQLITE_DBCONFIG_DEFENSIVE", None)
+        if setconfig is not None and defensive is not None:
+            setconfig(defensive, True)
+        conn.execute("PRAGMA trusted_schema = OFF")
+        conn.row_factory = sqlite3.Row
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _refuse_computed(conn: sqlite3.Connection, tables: set[str], where: str) -> None:
+    """Refuse a file whose tables compute values (generated columns): the old app's schema has
+    none, and a computed column can make a few-KB file read as gigabytes."""
+    for table in sorted(tables):
+        for column in conn.execute("SELECT name, hidden FROM pragma_table_xinfo(?)", (table,)):
+            if int(column[1] or 0) in (2, 3):
+                raise InvalidInputError(
+                    f"{where} is not a Waggle .mind file: column {table}.{column[0]} is a "
+                    "generated column")
+
+
 @contextmanager
 def waggle_mind_records(path: str | os.PathLike[str]) -> Iterator[tuple[RecordSource, Problems]]:
     """The record source of a ``.mind`` file and the Problems its conversion fills."""
-    if not os.path.isfile(path):
-        raise InvalidInputError(f"no .mind file at {os.fspath(path)!r}")
-    uri = "file:" + os.path.abspath(path).replace("?", "%3F").replace("#", "%23") + "?mode=ro"
+    where = repr(os.fspath(path))
+    open_regular(path, limit=None, follow_symlinks=True).close()  # a regular file, or refused
     try:
-        conn = sqlite3.connect(uri, uri=True)
-        conn.row_factory = sqlite3.Row
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError as exc:
-        raise InvalidInputError(f"{os.fspath(path)!r} is not a SQLite database: {exc}") from exc
+        conn = open_mind_file(path)
+    except sqlite3.Error as exc:
+        raise InvalidInputError(f"{where} cannot be opened as SQLite: {exc}") from exc
     with closing(conn):
+        try:
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            _refuse_computed(conn, tables & _READ_TABLES, where)
+        except sqlite3.DatabaseError as exc:
+            raise InvalidInputError(f"{where} is not a SQLite database: {exc}") from exc
         if "memory_frames" not in tables or "sessions" not in tables:
             raise InvalidInputError(
-                f"{os.fspath(path)!r} is not a Waggle .mind file "
+                f"{where} is not a Waggle .mind file "
                 "(it has no memory_frames or sessions table)"
             )
         problems = Problems()
 
         def records(found: Problems) -> Iterator[tuple[int, Line]]:
-            return _Reader(conn, found).records()
+            reader = _Reader(conn, found)
+            return reader.named(reader.records())
 
         yield records, problems

@@ -46,6 +46,7 @@ def seed_time(value: Any, problems: Problems, what: str) -> datetime | None:
 
 
 class MindRows:
+    at: str
     """The rows of one ``.mind`` file (opened read-only), with each value read leniently."""
 
     def __init__(self, conn: sqlite3.Connection, problems: Problems) -> None:
@@ -56,9 +57,14 @@ class MindRows:
         self.now = iso(utcnow())
 
     def rows(self, table: str, order: str = "rowid") -> Iterator[sqlite3.Row]:
+        """The rows of ``table`` (none when the file lacks it); :attr:`at` names the row being
+        read, for an error a malformed value raises."""
         if table not in self.tables:
-            return iter(())
-        return self.db.execute(f'SELECT * FROM "{table}" ORDER BY {order}')
+            return
+        for number, row in enumerate(
+                self.db.execute(f'SELECT * FROM "{table}" ORDER BY {order}'), start=1):
+            self.at = f"table {table}, row {number}"
+            yield row
 
     def time(
         self, row: sqlite3.Row, column: str, what: str, *, default: str | None = None
