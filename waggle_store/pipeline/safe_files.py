@@ -299,4 +299,4 @@ def bounded_json(data: bytes | str, what: str, **options: Any) -> Any:
     try:
         return json.loads(data, **options)
     except (ValueError, RecursionError) as exc:
-        raise InvalidInputError(f"{what} is not valid JSON: {exc}") from exc
+        raise InvalidInputError(f"{what} is not JSON: {exc}") from exc

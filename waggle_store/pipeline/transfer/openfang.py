@@ -285,7 +285,7 @@ def openfang_records(
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"not an OpenFang memory export (not UTF-8): {exc}") from exc
     try:
-        doc = bounded_json(text, "the OpenFang export")
+        doc = bounded_json(text, "the file")
     except InvalidInputError as exc:
         raise InvalidInputError(f"not an OpenFang memory export: {exc}") from exc
     if not isinstance(doc, dict) or not any(
