@@ -18,7 +18,8 @@ from waggle_store.models import MindRow
 from waggle_store.pipeline.transfer import export_mind, jsonl_records, run_import
 from waggle_store.pipeline.transfer.export import Destination
 from waggle_store.pipeline.transfer.importer import Source
-from waggle_store.records import ExportReport, ImportReport
+from waggle_store.records import ExportReport, ImportReport, PurgeReport
+from waggle_store.unitofwork import JoinedDatabase
 
 if TYPE_CHECKING:
     from waggle_store.mind import Mind
@@ -36,7 +37,7 @@ def _check_mind_name(name: object) -> str:
 
 class TransferMixin:
     """``export_mind``, ``import_mind``, ``import_waggle_mind``, ``import_openfang``,
-    ``export_openfang``."""
+    ``export_openfang``, and ``purge`` (what the store's files keep of deleted data)."""
 
     context: StoreContext
 
@@ -101,3 +102,26 @@ class TransferMixin:
         from waggle_store.pipeline.transfer.openfang import export_openfang
 
         return export_openfang(self._mind_context(name), dest, progress)
+
+    def purge(self) -> PurgeReport:
+        """Make forgotten (deleted) text unrecoverable from the database's files.
+
+        SQLite: the keyword index merged, ``VACUUM`` with ``secure_delete`` on, the WAL
+        checkpointed and truncated. PostgreSQL: ``VACUUM (FULL)`` of each of the store's
+        tables (each locked while it is rewritten). Run it after deleting what must not stay
+        on disk; it takes as long as rewriting the database. A store joined to a host's
+        transaction (``store.within``) cannot purge: VACUUM runs outside transactions."""
+        db = self.context.db
+        if isinstance(db, JoinedDatabase):
+            raise InvalidInputError("purge() needs the store's own engine, not a joined "
+                                    "connection (VACUUM cannot run inside a transaction)")
+        engine = db.engine
+        if engine.dialect.name == "sqlite":
+            from waggle_store.dialects.sqlite_maint import purge as purge_sqlite
+
+            before, after = purge_sqlite(engine)
+        else:
+            from waggle_store.dialects.postgres_maint import purge as purge_postgres
+
+            before, after = purge_postgres(engine, self.context.schema or "public")
+        return PurgeReport(before, after)
