@@ -1,4 +1,4 @@
-"""The lifecycle ``waggle-store`` commands: export, import, harvest, consolidate.
+"""The lifecycle ``waggle-store`` commands: export, import, harvest, consolidate, purge.
 
 They move memory in and out of a mind (a ``waggle-mind`` JSONL file, a Waggle ``.mind`` file, an
 OpenFang JSON export, folders and chat exports to harvest) and keep it in shape (consolidate).
@@ -309,6 +309,19 @@ def consolidate(
         f"{report.fragments_decayed} decayed, {report.fragments_merged} merged, "
         f"{report.fragments_deleted} deleted" + (" (dry run: nothing written)" if dry_run else "")
     )
+
+
+@lifecycle_app.command()
+def purge(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Make deleted memories unrecoverable from the database files (SQLite: VACUUM with secure
+    delete and a WAL checkpoint; PostgreSQL: VACUUM FULL of the store's tables, each locked
+    while it is rewritten). Run it after deleting what must not stay on disk."""
+    with opts(ctx).store(embed=False) as store:
+        report = store.purge()
+    if as_json:
+        emit_json(asdict(report))
+        return
+    typer.echo(f"purged: {report.bytes_before} bytes before, {report.bytes_after} after")
 
 
 def register(app: typer.Typer) -> None:

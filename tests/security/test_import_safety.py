@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import waggle_store as ws
+from tests.interfaces.cli_runner import cli_for
 from waggle_store.repositories.common import MAX_CONTENT_BYTES
 
 NOW = "2026-01-02T03:04:05+00:00"
@@ -82,6 +83,19 @@ def test_import_naming_another_mind_needs_merge(store: ws.Store) -> None:
     assert store.mind("quarantine").kv.get("payout_account") == "attacker-account"
     assert bob.kv.get("payout_account") == "bob-real-account"
     assert store.import_mind(io.StringIO(hostile), merge=True).mind == "bob"  # asked for
+
+
+def test_cli_import_into_a_mind_with_data_needs_merge(store: ws.Store, target: Any,
+                                                      tmp_path: Path) -> None:
+    store.mind("bob").kv.set("payout_account", "bob-real-account")
+    path = tmp_path / "bob.jsonl"
+    path.write_text(export_lines("bob", kv("payout_account", "attacker-account")), "utf-8")
+    cli = cli_for(target, tmp_path)
+    refused = cli("import", str(path), code=1)
+    assert "merge" in refused.stderr
+    assert store.mind("bob").kv.get("payout_account") == "bob-real-account"
+    assert cli.json("import", str(path), "--into", "elsewhere")["mind"] == "elsewhere"
+    assert cli.json("import", str(path), "--merge")["mind"] == "bob"
 
 
 def test_imported_harvest_sources_arrive_without_auto_sync(store: ws.Store,

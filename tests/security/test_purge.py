@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
 import waggle_store as ws
+from tests.interfaces.cli_runner import cli_for
 
 
 def _secret() -> bytes:
@@ -68,3 +70,18 @@ def test_deleted_text_is_gone_from_the_files_after_purge(store: ws.Store) -> Non
     assert secret not in _files(store)
     assert len(mind.frames.gop(gop)) == 2  # what was not deleted is all there
     assert mind.search("ordinary memory")
+
+
+def test_purge_command(store: ws.Store, target: Any, tmp_path: Path) -> None:
+    mind = store.mind("default")
+    secret = _secret()
+    doomed = mind.frames.create_i(mind.sessions.ensure("s").gop_id, f"pin {secret.decode()}")
+    mind.frames.delete(doomed.id)
+    store.close()  # the command is its own process: this one holds no connection
+    report = cli_for(target, tmp_path).json("purge")
+    assert set(report) == {"bytes_before", "bytes_after"}
+    reopened = target.open(embedder=None)
+    try:
+        assert secret not in _files(reopened)
+    finally:
+        reopened.close()
