@@ -309,7 +309,8 @@ def test_import_merges_into_a_non_empty_mind(store: ws.Store, tmp_path: Path) ->
         touched.last_accessed,
     )
 
-    again = store.import_mind(path, into="target", merge=True)  # idempotent: everything is already there
+    # Idempotent: everything is already there.
+    again = store.import_mind(path, into="target", merge=True)
     assert (
         again.frames_imported,
         again.entities_imported,

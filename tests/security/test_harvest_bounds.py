@@ -60,10 +60,10 @@ def test_an_archive_member_over_its_cap_is_refused(mind: ws.Mind, tmp_path: Path
 def test_zip_bomb_is_refused_without_reading_it_whole(mind: ws.Mind, tmp_path: Path) -> None:
     bomb = tmp_path / "export.zip"
     zero = b"\0" * (1 << 20)
-    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
-        with archive.open("conversations.json", "w", force_zip64=True) as member:
-            for _ in range((safe_files.MAX_MEMBER_BYTES >> 20) + 8):
-                member.write(zero)
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive, \
+            archive.open("conversations.json", "w", force_zip64=True) as member:
+        for _ in range((safe_files.MAX_MEMBER_BYTES >> 20) + 8):
+            member.write(zero)
     assert bomb.stat().st_size < 2 << 20  # a small file, over the cap once decompressed
     mind.harvest.add_source("chatgpt", bomb, name="bomb")
     mind.harvest.add_source("jsonl", _jsonl(tmp_path / "ok.jsonl", "the good line"), name="ok")
@@ -96,7 +96,8 @@ def test_deep_json_is_an_item_error_not_recursion(mind: ws.Mind, tmp_path: Path)
     mind.harvest.add_source("claude", chats, name="chats")
     report = mind.harvest.sync()
     text = _failure_text(report)
-    assert "lines: line 2" in text and "nested deeper" in text
+    assert "lines: line 2" in text
+    assert "nested deeper" in text
     assert "chats" in text
     assert report.frames_created == 2
 
@@ -125,7 +126,8 @@ def test_a_fifo_inside_a_notes_folder_fails_that_note_only(mind: ws.Mind, tmp_pa
     mind.harvest.add_source("markdown", notes, name="notes")
     report = in_thread(mind.harvest.sync)
     text = _failure_text(report)
-    assert "pipe.md" in text and "link.md" in text
+    assert "pipe.md" in text
+    assert "link.md" in text
     assert report.frames_created == 1
 
 

@@ -33,8 +33,8 @@ def make_mind_file(path: Path, content: str, *, ddl: str = MIND_DDL, t: object =
     conn.executescript(ddl)
     conn.execute("INSERT INTO sessions VALUES (1, 'session:a', NULL, 'active', "
                  "'2025-11-02 08:00:00', NULL, NULL)")
-    columns = "id, frame_type, gop_id, t, base_frame_id, importance, source, access_count, " \
-              "created_at, last_accessed"
+    columns = ("id, frame_type, gop_id, t, base_frame_id, importance, source, access_count, "
+               "created_at, last_accessed")
     values = (1, "I", "session:a", t, None, "normal", "user_stated", 0, "2025-11-02 08:00:05",
               "2025-11-02 08:00:05")
     if "GENERATED" in ddl:
@@ -141,7 +141,7 @@ def test_deeply_nested_json_is_an_input_error(store: ws.Store, tmp_path: Path) -
     deep = "[" * 100_000 + "]" * 100_000
     line = export_lines("deep").rstrip("\n") + "\n" + '{"type": "kv", "key": "k", "value": ' \
         + deep + ', "updated_at": "' + NOW + '"}\n'
-    with pytest.raises(ws.InvalidInputError, match="line 2: .*nested deeper"):
+    with pytest.raises(ws.InvalidInputError, match=r"line 2: .*nested deeper"):
         store.import_mind(io.StringIO(line))
     openfang = tmp_path / "openfang.json"
     openfang.write_text('{"fragments": ' + deep + "}", "utf-8")

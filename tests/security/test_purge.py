@@ -66,7 +66,8 @@ def test_deleted_text_is_gone_from_the_files_after_purge(store: ws.Store) -> Non
     report = store.purge()
 
     assert isinstance(report, ws.PurgeReport)
-    assert report.bytes_before > 0 and report.bytes_after > 0
+    assert report.bytes_before > 0
+    assert report.bytes_after > 0
     assert secret not in _files(store)
     assert len(mind.frames.gop(gop)) == 2  # what was not deleted is all there
     assert mind.search("ordinary memory")

@@ -116,7 +116,8 @@ def open_regular(path: str | os.PathLike[str], *, limit: int | None = MAX_FILE_B
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InvalidInputError(f"{where} is {_kind(info.st_mode)}; only regular files are read")
+            raise InvalidInputError(
+                f"{where} is {_kind(info.st_mode)}; only regular files are read")
         if limit is not None and info.st_size > limit:
             raise InvalidInputError(f"{where} is {info.st_size} bytes; the limit is {limit}")
         os.set_blocking(fd, True)
@@ -137,7 +138,7 @@ def read_capped(handle: IO[bytes], limit: int, what: str, *,
     while True:
         chunk = handle.read(min(_CHUNK, limit + 1 - size))
         if not chunk:
-            joined: Any = chunk[:0].join(parts)  # a text file object gives str
+            joined: bytes = chunk[:0].join(parts)  # (str from a text file object)
             return joined
         size += len(chunk)
         if size > limit:

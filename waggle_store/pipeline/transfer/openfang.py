@@ -1,6 +1,7 @@
 """OpenFang's memory JSON export, to and from a mind.
 
-Upstream OpenFang never implemented its export (its ``export()`` returns empty bytes), so the shape is the one its documentation describes (``MemorySubstrate::export`` ->
+Upstream OpenFang never implemented its export (its ``export()`` returns empty bytes), so the
+shape is the one its documentation describes (``MemorySubstrate::export`` ->
 ``{fragments, entities, relations, kv}``) with the crate's own column names accepted too. The
 mapping is in ``docs/export-format.md``; in short:
 

@@ -2,9 +2,10 @@
 
 The file is opened with the stdlib ``sqlite3`` (plain tables need no extension) without trusting
 it (:func:`open_mind_file`: read-only, immutable, ``trusted_schema=OFF``, a length limit on every
-value, generated columns refused); the FTS5 and ``vec0`` virtual tables are not read. Every record is turned into the JSONL format's
-terms and checked with the same rules (:func:`~.format.make_line`), so the import path after
-this module is the one every import takes.
+value, generated columns refused); the FTS5 and ``vec0`` virtual tables are not read. Every
+record is turned into the JSONL format's terms and checked with the same rules
+(:func:`~.format.make_line`), so the import path after this module is the one every import
+takes.
 
 The old app's data bugs are repaired here, each counted in the report, none fatal:
 
