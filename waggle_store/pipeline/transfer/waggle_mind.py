@@ -34,7 +34,6 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from pathlib import Path
 from typing import Final
 
 from waggle_store.errors import InvalidInputError
@@ -43,7 +42,13 @@ from waggle_store.pipeline.safe_files import open_regular
 from waggle_store.pipeline.transfer.format import Line
 from waggle_store.pipeline.transfer.importer import RecordSource
 from waggle_store.pipeline.transfer.problems import NumberedLines, Problems
-from waggle_store.pipeline.transfer.waggle_mind_rows import MindRows, seed_time
+from waggle_store.pipeline.transfer.waggle_mind_rows import (
+    MindRows,
+    mind_uri,
+    open_mind_file,
+    refuse_computed,
+    seed_time,
+)
 from waggle_store.repositories.knowledge_common import name_key
 
 __all__ = ["mind_uri", "open_mind_file", "seed_time", "waggle_mind_records"]
@@ -334,50 +339,6 @@ class _Reader(MindRows, NumberedLines):
             )
 
 
-#: Largest value read from a ``.mind`` file (SQLite's own length limit on the connection): a
-#: memory is at most MAX_CONTENT_BYTES, and no value of the old schema is larger.
-MAX_VALUE_BYTES: Final = 8 << 20
-
-
-def mind_uri(path: str | os.PathLike[str]) -> str:
-    """The ``file:`` URI that opens exactly ``path`` read-only and immutable: the path is
-    percent-encoded by :meth:`pathlib.Path.as_uri` (``a%41.mind`` opens that file, not
-    ``aA.mind``; ``?`` and ``#`` in a name are not parameters)."""
-    return Path(os.path.abspath(path)).as_uri() + "?mode=ro&immutable=1"
-
-
-def open_mind_file(path: str | os.PathLike[str]) -> sqlite3.Connection:
-    """A connection that reads a ``.mind`` file without trusting it: read-only and immutable (no
-    journal, no lock, nothing written: its triggers cannot fire), ``trusted_schema=OFF`` (its
-    views and triggers cannot call functions that have side effects), values longer than
-    :data:`MAX_VALUE_BYTES` an error, and SQLite's defensive mode where this Python exposes it
-    (``Connection.setconfig``, Python 3.12+)."""
-    conn = sqlite3.connect(mind_uri(path), uri=True)
-    try:
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-        setconfig = getattr(conn, "setconfig", None)
-        defensive = getattr(sqlite3, "SQLITE_DBCONFIG_DEFENSIVE", None)
-        if setconfig is not None and defensive is not None:
-            setconfig(defensive, True)
-        conn.execute("PRAGMA trusted_schema = OFF")
-        conn.row_factory = sqlite3.Row
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _refuse_computed(conn: sqlite3.Connection, tables: set[str], where: str) -> None:
-    """Refuse a file whose tables compute values (generated columns): the old app's schema has
-    none, and a computed column can make a few-KB file read as gigabytes."""
-    for table in sorted(tables):
-        for column in conn.execute("SELECT name, hidden FROM pragma_table_xinfo(?)", (table,)):
-            if int(column[1] or 0) in (2, 3):
-                raise InvalidInputError(
-                    f"{where} is not a Waggle .mind file: column {table}.{column[0]} is a "
-                    "generated column")
-
-
 @contextmanager
 def waggle_mind_records(path: str | os.PathLike[str]) -> Iterator[tuple[RecordSource, Problems]]:
     """The record source of a ``.mind`` file and the Problems its conversion fills."""
@@ -391,7 +352,7 @@ def waggle_mind_records(path: str | os.PathLike[str]) -> Iterator[tuple[RecordSo
         try:
             tables = {r[0] for r in conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table'")}
-            _refuse_computed(conn, tables & _READ_TABLES, where)
+            refuse_computed(conn, tables & _READ_TABLES, where)
         except sqlite3.DatabaseError as exc:
             raise InvalidInputError(f"{where} is not a SQLite database: {exc}") from exc
         if "memory_frames" not in tables or "sessions" not in tables:
