@@ -144,15 +144,6 @@ def test_a_symlink_planted_at_a_source_path_is_not_followed(mind: ws.Mind, tmp_p
     assert mind.search("planted-secret-value") == []
 
 
-def test_an_oversized_line_fails_that_line_only(mind: ws.Mind, tmp_path: Path) -> None:
-    lines = _jsonl(tmp_path / "big.jsonl", "small one", "x" * (ws.MAX_CONTENT_BYTES + 1)
-                   if hasattr(ws, "MAX_CONTENT_BYTES") else "x" * 1_048_577, "small two")
-    mind.harvest.add_source("jsonl", lines, name="big")
-    report = mind.harvest.sync()
-    assert "big: line 2" in _failure_text(report)
-    assert report.frames_created == 2
-
-
 def test_forgotten_harvested_memory_stays_forgotten(mind: ws.Mind, tmp_path: Path) -> None:
     lines = _jsonl(tmp_path / "notes.jsonl", "the heron nests by the old mill",
                    "the kingfisher hunts at dawn")
