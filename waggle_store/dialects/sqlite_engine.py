@@ -1,6 +1,6 @@
 """SQLite engines: driver choice, sqlite-vec loading, PRAGMAs, BEGIN discipline.
 
-Rules (DESIGN §8): the driver's implicit transaction handling is switched off
+Rules: the driver's implicit transaction handling is switched off
 (``isolation_level=None``) and the ``begin`` hook emits the BEGIN itself: ``BEGIN IMMEDIATE`` for
 writes, so that two writers queue on the lock instead of failing with "database is locked" when
 one upgrades a read snapshot; ``BEGIN DEFERRED`` for connections marked read-only through the

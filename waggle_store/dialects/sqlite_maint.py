@@ -34,7 +34,7 @@ from waggle_store.models.idioms import rowcount
 
 def vec_blob(vector: Sequence[float]) -> bytes:
     """vec0's native input, little-endian float32: what it would parse the JSON text into, at a
-    fraction of the cost of formatting and parsing 384 decimal numbers per vector (issue 15)."""
+    fraction of the cost of formatting and parsing 384 decimal numbers per vector."""
     floats = array("f", vector)
     if sys.byteorder == "big":
         floats.byteswap()
@@ -80,7 +80,7 @@ def vector_table_exists(session: Session, model_id: int) -> bool:
 
 def insert_vectors(session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
     """Insert rows whose frame ids are known absent: vec0 has no upsert, so the adapter deletes
-    them first (the seed crashed re-indexing a frame, reference §23.3)."""
+    them first (an insert over an existing rowid fails)."""
     session.execute(
         text(
             f"INSERT INTO {vector_table_name(model_id)}(rowid, mind_id, embedding, gop_id, "

@@ -29,7 +29,7 @@ _CHUNK: Final = 500
 
 
 def to_source(row: HarvestSourceRow) -> HarvestSource:
-    kind = row.kind or row.source  # seed-imported rows name their kind in ``source``
+    kind = row.kind or row.source  # rows imported from .mind files name their kind in ``source``
     return HarvestSource(row.source, kind, row.source_path, row.display_name, row.last_synced_at,
                          row.items_imported, row.frames_created, bool(row.auto_sync),
                          row.sync_interval_hours, row.last_content_hash)

@@ -14,9 +14,9 @@ The old app's data bugs are repaired here, each counted in the report, none fata
 * orphaned base frames (``base_frame_id`` naming a frame that is gone): the reference is dropped;
 * B-frames without references, and references to frames that are gone (counted by the checks);
 * frames whose session row is missing (foreign keys off): the session is created;
-* two frames at the same ``t`` of a session (the seed's racy ``MAX(t)+1``): renumbered after the
+* two frames at the same ``t`` of a session (the old app's racy ``MAX(t)+1``): renumbered after the
   session's last frame;
-* ``source``/``importance`` values the seed's own CHECK rejects (``team_sync``):
+* ``source``/``importance`` values the old app's own CHECK rejects (``team_sync``):
 ``import``/``normal``;
 * the same active entity stored many times: merged into the first, relations follow;
 * vectors: ``memory_frames_vec`` holds 1024-float vectors, zero-padded from whatever model made
