@@ -1,14 +1,17 @@
 """Adapters for a folder of Markdown/text notes and for generic JSONL.
 
 Markdown: every ``.md``/``.markdown``/``.txt`` file under the folder (recursively, hidden files
-and folders skipped, a single file accepted too) is an item. A short file is one frame; a long
+and folders skipped, a single file accepted too) is an item. Only regular files are read:
+symbolic links, FIFOs, devices and sockets in the folder are problems of that entry
+(:func:`~waggle_store.pipeline.safe_files.walk_regular`). A short file is one frame; a long
 one is split at blank lines into frames of at most :data:`CHUNK_CHARS` characters, each
 ``[relative/path.md] <text>`` and each keeping the file's modification time. The source's
 fingerprint covers the files' paths and bytes, not their times: touching a file is no change.
 
 JSONL: one JSON object per line with ``content`` (or ``text``) and optional ``created_at``
 (ISO-8601 with a zone), ``importance`` and ``source`` (a frame source; any other value is
-stored as ``import``). A line that is not such an object is a problem of that line only.
+stored as ``import``). A line that is not such an object (or is longer than MAX_LINE_BYTES, or
+nested deeper than MAX_JSON_DEPTH) is a problem of that line only.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from waggle_store.models import FRAME_SOURCES
 from waggle_store.pipeline.harvest.items import HarvestFrame, HarvestItem, Parsed, sha256
 from waggle_store.pipeline.safe_files import (
     MAX_FILE_BYTES,
+    MAX_LINE_BYTES,
     bounded_json,
     open_regular,
     read_capped,
@@ -121,6 +125,9 @@ def parse_jsonl(path: Path) -> Parsed:
         if not line.strip():
             continue
         ref = f"line {number}"
+        if len(line) > MAX_LINE_BYTES:  # refused before it is decoded or parsed
+            parsed.problems.append((ref, f"longer than {MAX_LINE_BYTES} bytes"))
+            continue
         try:
             frame = _jsonl_frame(bounded_json(line.decode("utf-8"), ref))
         except (UnicodeDecodeError, InvalidInputError) as exc:
