@@ -216,6 +216,8 @@ def read_zip_member(handle: IO[bytes], where: str, pick: str, *,
             with archive.open(member) as stream:
                 return read_capped(stream, limit, f"{where}: {member.filename}",
                                    ratio_of=member.compress_size)
+    except InvalidInputError:
+        raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
             RuntimeError, ValueError) as exc:
         raise InvalidInputError(f"{where} is not a readable zip archive: {exc}") from exc

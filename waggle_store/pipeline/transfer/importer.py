@@ -152,7 +152,7 @@ def _refuse_unless_empty(session: Session, name: str, merge: bool) -> int | None
     if found is not None and not merge and _has_rows(session, int(found)):
         raise ConflictError(
             f"mind {name!r} already holds data; pass merge=True to import into it "
-            "(or into=... to import into another mind)")
+            "(waggle-store import --merge), or into=... (--into) for another mind")
     return None if found is None else int(found)
 
 
