@@ -1,4 +1,4 @@
-"""The lifecycle ``waggle-store`` commands: export, import, harvest, consolidate.
+"""The lifecycle ``waggle-store`` commands: export, import, harvest, consolidate, purge.
 
 They move memory in and out of a mind (a ``waggle-mind`` JSONL file, a Waggle ``.mind`` file, an
 OpenFang JSON export, folders and chat exports to harvest) and keep it in shape (consolidate).
@@ -125,10 +125,15 @@ def import_(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="The file to import.")],
     into: Annotated[
         str | None,
-        typer.Option(help="The mind to import into (created if missing, merged if not empty). "
+        typer.Option(help="The mind to import into (created if missing). "
                           "Default: --mind if given, else the exported mind's name (waggle-jsonl) "
                           "or 'default'."),
     ] = None,
+    merge: Annotated[
+        bool,
+        typer.Option("--merge", help="Import into a mind that already holds data (refused "
+                                     "without it)."),
+    ] = False,
     fmt: Annotated[
         ImportFormat,
         typer.Option("--format", help="auto (from the file's content), waggle-jsonl, mind "
@@ -148,11 +153,13 @@ def import_(
     embed = kind is not ImportFormat.waggle_jsonl or _header(file).get("include_vectors") is True
     with options.store(embed=embed) as store, progress("import") as update:
         if kind is ImportFormat.waggle_jsonl:
-            report = store.import_mind(file, into=target, progress=update)
+            report = store.import_mind(file, into=target, merge=merge, progress=update)
         elif kind is ImportFormat.mind:
-            report = store.import_waggle_mind(file, into=target or "default", progress=update)
+            report = store.import_waggle_mind(file, into=target or "default", merge=merge,
+                                              progress=update)
         else:
-            report = store.import_openfang(file, into=target or "default", progress=update)
+            report = store.import_openfang(file, into=target or "default", merge=merge,
+                                           progress=update)
     if as_json:
         emit_json({**asdict(report), "format": kind.value})
         return
@@ -302,6 +309,19 @@ def consolidate(
         f"{report.fragments_decayed} decayed, {report.fragments_merged} merged, "
         f"{report.fragments_deleted} deleted" + (" (dry run: nothing written)" if dry_run else "")
     )
+
+
+@lifecycle_app.command()
+def purge(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Make deleted memories unrecoverable from the database files (SQLite: VACUUM with secure
+    delete and a WAL checkpoint; PostgreSQL: VACUUM FULL of the store's tables, each locked
+    while it is rewritten). Run it after deleting what must not stay on disk."""
+    with opts(ctx).store(embed=False) as store:
+        report = store.purge()
+    if as_json:
+        emit_json(asdict(report))
+        return
+    typer.echo(f"purged: {report.bytes_before} bytes before, {report.bytes_after} after")
 
 
 def register(app: typer.Typer) -> None:

@@ -253,7 +253,7 @@ def test_a_bad_line_names_its_number_and_imports_nothing(
     with pytest.raises(ws.InvalidInputError, match=rf"line {middle}\b"):
         store.import_mind(path, into="copy")
     with pytest.raises(ws.InvalidInputError, match=rf"line {middle}\b"):
-        store.import_mind(path)  # into the non-empty source mind
+        store.import_mind(path, merge=True)  # into the non-empty source mind
     assert _snapshot(store) == before
 
 
@@ -280,7 +280,7 @@ def test_import_merges_into_a_non_empty_mind(store: ws.Store, tmp_path: Path) ->
     own = target.frames.create_i(gop, "Notes keyframe about Apollo pricing")  # also in the file
     mine = target.frames.create_i(gop, "A memory only the target has")
 
-    report = store.import_mind(path, into="target")
+    report = store.import_mind(path, into="target", merge=True)
     assert report.duplicates_skipped == 1
     assert report.frames_imported == 52
     stats = target.frames.stats()
@@ -309,7 +309,8 @@ def test_import_merges_into_a_non_empty_mind(store: ws.Store, tmp_path: Path) ->
         touched.last_accessed,
     )
 
-    again = store.import_mind(path, into="target")  # idempotent: everything is already there
+    # Idempotent: everything is already there.
+    again = store.import_mind(path, into="target", merge=True)
     assert (
         again.frames_imported,
         again.entities_imported,
@@ -490,7 +491,7 @@ def test_empty_mind_and_kv_merge(store: ws.Store, tmp_path: Path) -> None:
             .where(KVRow.mind_id == target.id, KVRow.key == "old")
             .values(updated_at=datetime(2000, 1, 1, tzinfo=UTC))
         )
-    report = store.import_mind(kv_path, into="kv-target")
+    report = store.import_mind(kv_path, into="kv-target", merge=True)
     assert report.kv_imported == 1
     assert dict(target.kv.items()) == {"old": "from the file", "new": "the target's, written later"}
 

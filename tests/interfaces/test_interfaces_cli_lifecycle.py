@@ -55,10 +55,10 @@ def test_export_then_import_round_trip(target: Any, tmp_path: Path) -> None:
     assert copy["entities"] == before["entities"]
     assert cli.json("--mind", "copy", "identity")["name"] == "Wren"
     assert cli.json("--mind", "copy", "search", "Helios dashboard")[0]["content"] == MEMORIES[1]
-    again = cli.json("import", str(out), "--into", "copy")
+    again = cli.json("import", str(out), "--into", "copy", "--merge")
     assert again["frames_imported"] == 0
     assert again["duplicates_skipped"] == len(MEMORIES)
-    plain = cli("import", str(out), "--into", "copy")
+    plain = cli("import", str(out), "--into", "copy", "--merge")
     assert plain.stdout.startswith("imported waggle-jsonl into 'copy': 0 frames")
     assert "import:" in plain.stderr  # the final progress count, printed plainly when piped
 
@@ -208,7 +208,7 @@ def test_consolidate_dry_run_reports_what_a_run_does(target: Any, tmp_path: Path
             record["last_accessed"] = "2021-01-04T09:00:00+00:00"
         aged.append(json.dumps(record))
     out.write_text("\n".join(aged) + "\n", encoding="utf-8")
-    cli("import", str(out), "--into", "default")
+    cli("import", str(out), "--into", "default", "--merge")
 
     total = cli.json("stats")["frames"]["total"]
     dry = cli.json("consolidate", "--dry-run")

@@ -23,7 +23,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import Engine, bindparam, text
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import T_FRAMES, Executor, VectorRow, vector_table_name
@@ -249,3 +249,36 @@ def remove_vector_orphans(session: Session, model_id: int) -> int:
         )
     )
     return rowcount(result)
+
+
+# -- purge -----------------------------------------------------------------------------------
+
+_SCHEMA_TABLES = text(
+    "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = :schema AND c.relkind IN ('r', 'm') ORDER BY c.relname"
+)
+_SCHEMA_BYTES = text(
+    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = :schema AND c.relkind IN ('r', 'm')"
+)
+
+
+def purge(engine: Engine, schema: str) -> tuple[int, int]:
+    """Make deleted rows unrecoverable from the store's table files; (bytes before, bytes
+    after) of the schema's tables with their indexes and TOAST.
+
+    ``VACUUM (FULL)`` of each table of the schema, outside a transaction: each table is
+    rewritten into new files from its live rows, with its indexes and TOAST table, and the old
+    files are removed (a plain ``VACUUM`` only marks dead rows' space reusable; their bytes stay
+    in the pages). Each table is locked ACCESS EXCLUSIVE while it is rewritten, so a purge
+    blocks that table's readers and writers for as long. The server's WAL and its backups
+    are outside what a store controls."""
+    with engine.connect() as conn:
+        auto = conn.execution_options(isolation_level="AUTOCOMMIT")
+        before = int(auto.execute(_SCHEMA_BYTES, {"schema": schema}).scalar() or 0)
+        tables = [str(t) for t in auto.execute(_SCHEMA_TABLES, {"schema": schema}).scalars()]
+        for table in tables:  # regclass text: already quoted and schema-qualified as needed
+            auto.exec_driver_sql(f"VACUUM (FULL, ANALYZE) {table}")
+        after = int(auto.execute(_SCHEMA_BYTES, {"schema": schema}).scalar() or 0)
+    return before, after

@@ -1,6 +1,6 @@
 """SQLite engines: driver choice, sqlite-vec loading, PRAGMAs, BEGIN discipline.
 
-Rules (DESIGN §8): the driver's implicit transaction handling is switched off
+Rules: the driver's implicit transaction handling is switched off
 (``isolation_level=None``) and the ``begin`` hook emits the BEGIN itself: ``BEGIN IMMEDIATE`` for
 writes, so that two writers queue on the lock instead of failing with "database is locked" when
 one upgrades a read snapshot; ``BEGIN DEFERRED`` for connections marked read-only through the
@@ -112,6 +112,21 @@ def _note_wal_reset(info: EngineInfo, version: str) -> None:
         warn_at_caller(note, WaggleStoreWarning)
 
 
+def _create_private(url: sa.URL) -> None:
+    """Create a new database file with mode 0600 before SQLite opens it (SQLite would create it
+    0644 under the usual umask, readable by every local user); its ``-wal`` and ``-shm`` files
+    take the database file's mode. An existing file keeps its mode: ``chmod`` widens it."""
+    database = url.database
+    if database in (None, "", ":memory:") or database.startswith("file:"):
+        return
+    try:
+        os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return
+    except OSError:
+        return  # a missing folder or no permission: SQLite reports it when it opens the file
+
+
 def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> Engine:
     """A SQLite engine with sqlite-vec loaded on every connection (see the module docstring)."""
     if config.sqlite_synchronous not in SYNCHRONOUS_MODES:
@@ -122,6 +137,7 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
     if config.sqlite_mmap_bytes < 0:
         raise InvalidInputError(
             f"sqlite mmap bytes must be 0 (off) or more, got {config.sqlite_mmap_bytes!r}")
+    _create_private(url)
     module, label, no_extensions = _sqlite_driver()
     options = {
         "schema_translate_map": schema_translate_map(None),

@@ -15,24 +15,26 @@ table is recorded in the change log (:func:`~waggle_store.dialects.sqlite_vecind
 
 from __future__ import annotations
 
+import os
 import sys
 from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import Engine, bindparam, text
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import T_FRAMES, T_FTS, Executor, VectorRow, vector_table_name
 from waggle_store.dialects.common import connection_of
 from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.sqlite_vecindex import ensure_log, log_changes
+from waggle_store.errors import StorageBusyError
 from waggle_store.models.idioms import rowcount
 
 
 def vec_blob(vector: Sequence[float]) -> bytes:
     """vec0's native input, little-endian float32: what it would parse the JSON text into, at a
-    fraction of the cost of formatting and parsing 384 decimal numbers per vector (issue 15)."""
+    fraction of the cost of formatting and parsing 384 decimal numbers per vector."""
     floats = array("f", vector)
     if sys.byteorder == "big":
         floats.byteswap()
@@ -78,7 +80,7 @@ def vector_table_exists(session: Session, model_id: int) -> bool:
 
 def insert_vectors(session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
     """Insert rows whose frame ids are known absent: vec0 has no upsert, so the adapter deletes
-    them first (the seed crashed re-indexing a frame, reference §23.3)."""
+    them first (an insert over an existing rowid fails)."""
     session.execute(
         text(
             f"INSERT INTO {vector_table_name(model_id)}(rowid, mind_id, embedding, gop_id, "
@@ -216,3 +218,45 @@ def remove_keyword_orphans(session: Session) -> int:
         text(f"DELETE FROM {T_FTS} WHERE rowid NOT IN (SELECT id FROM {T_FRAMES})")
     )
     return rowcount(result)
+
+
+# -- purge -----------------------------------------------------------------------------------
+
+
+def _file_bytes(path: str) -> int:
+    return sum(os.path.getsize(p) for p in (path, f"{path}-wal") if os.path.exists(p))
+
+
+def purge(engine: Engine) -> tuple[int, int]:
+    """Make deleted text unrecoverable from the database files; (bytes before, bytes after) of
+    the file and its WAL.
+
+    With ``secure_delete`` on for this connection, the FTS5 index is merged into one segment
+    (``optimize``: the doclists of deleted rows are dropped, where a delete only adds a
+    tombstone entry), ``VACUUM`` rebuilds the file from the live rows only (free pages and the
+    unused space of pages are not copied), and a ``TRUNCATE`` checkpoint writes the WAL back
+    and cuts it to zero bytes. The FTS5 ``secure-delete`` option is not turned on: a table
+    with it cannot be written by SQLite before 3.42, and ``optimize`` removes the same
+    traces at purge time."""
+    path = engine.url.database
+    if path in (None, "", ":memory:"):
+        return 0, 0
+    before = _file_bytes(path)
+    raw = engine.raw_connection()
+    try:
+        conn: Any = raw.driver_connection
+        conn.execute("PRAGMA secure_delete = ON")
+        try:
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (T_FTS,)).fetchone():
+                conn.execute(f"INSERT INTO {T_FTS}({T_FTS}) VALUES ('optimize')")
+            conn.execute("VACUUM")
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        finally:
+            conn.execute("PRAGMA secure_delete = OFF")
+    finally:
+        raw.close()
+    if busy:
+        raise StorageBusyError(
+            "purge: the WAL could not be checkpointed (another connection is reading); the "
+            "deleted text may remain in the -wal file until the next checkpoint")
+    return before, _file_bytes(path)

@@ -21,7 +21,12 @@ from waggle_store.models.identity import IdentityRow
 from waggle_store.models.knowledge import EntityMentionRow, EntityRow, RelationRow
 from waggle_store.models.mind import MIND_KINDS, MindRow, StoreMeta
 from waggle_store.models.sessions import SESSION_STATUSES, SessionRow
-from waggle_store.models.substrate import HarvestSourceRow, KVRow, UsageLogRow
+from waggle_store.models.substrate import (
+    HarvestSourceRow,
+    HarvestTombstoneRow,
+    KVRow,
+    UsageLogRow,
+)
 
 __all__ = [
     "AWARENESS_CATEGORIES",
@@ -42,6 +47,7 @@ __all__ = [
     "FrameEmbeddingRow",
     "FrameRow",
     "HarvestSourceRow",
+    "HarvestTombstoneRow",
     "IdentityRow",
     "KVRow",
     "MindEmbeddingModelRow",

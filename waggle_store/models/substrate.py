@@ -1,4 +1,5 @@
-"""OpenFang-substrate tables: per-mind KV, LLM usage log, harvest sources."""
+"""OpenFang-substrate tables: per-mind KV, LLM usage log, harvest sources and the tombstones
+of forgotten harvested memories."""
 
 from __future__ import annotations
 
@@ -56,3 +57,16 @@ class HarvestSourceRow(Base):
     sync_interval_hours: Mapped[int] = mapped_column(Integer, default=24)
     last_content_hash: Mapped[str | None] = mapped_column(String(64), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class HarvestTombstoneRow(Base):
+    """A harvested memory that was deleted: its source and content hash, so that a sync does
+    not store it again. Written by a trigger on the frames table (migration 0010)."""
+
+    __tablename__ = "waggle_harvest_tombstones"
+
+    mind_id: Mapped[int] = mapped_column(
+        PK, ForeignKey("waggle_minds.id", ondelete="CASCADE"), primary_key=True)
+    source: Mapped[str] = mapped_column(String(255), primary_key=True)
+    content_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    forgotten_at: Mapped[datetime] = mapped_column(default=utcnow)

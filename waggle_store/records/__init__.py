@@ -299,6 +299,7 @@ from waggle_store.records.lifecycle import ExportReport as ExportReport  # noqa:
 from waggle_store.records.lifecycle import HarvestReport as HarvestReport  # noqa: E402
 from waggle_store.records.lifecycle import HarvestSource as HarvestSource  # noqa: E402
 from waggle_store.records.lifecycle import ImportReport as ImportReport  # noqa: E402
+from waggle_store.records.lifecycle import PurgeReport as PurgeReport  # noqa: E402
 from waggle_store.records.lifecycle import UsageBudget as UsageBudget  # noqa: E402
 from waggle_store.records.lifecycle import UsageDay as UsageDay  # noqa: E402
 from waggle_store.records.lifecycle import UsageMonth as UsageMonth  # noqa: E402

@@ -1,4 +1,5 @@
-"""Records of the memory lifecycle: harvest, consolidation, the usage log, export and import.
+"""Records of the memory lifecycle: harvest, consolidation, the usage log, export, import and
+purge.
 
 Frozen dataclasses like every record; kept apart from the core records only to keep modules
 small. Import them from ``waggle_store.records`` (or the top-level package).
@@ -15,6 +16,7 @@ __all__ = [
     "HarvestReport",
     "HarvestSource",
     "ImportReport",
+    "PurgeReport",
     "UsageBudget",
     "UsageDay",
     "UsageMonth",
@@ -146,3 +148,13 @@ class ImportReport:
     def fragments_imported(self) -> int:
         """OpenFang's name for the frames imported (its report prints fragments / entities)."""
         return self.frames_imported
+
+
+@dataclass(frozen=True)
+class PurgeReport:
+    """What ``store.purge()`` did: the size in bytes of the store's files (SQLite: the database
+    and its WAL) or tables (PostgreSQL: the schema's tables, indexes and TOAST) before and
+    after."""
+
+    bytes_before: int
+    bytes_after: int

@@ -1,4 +1,4 @@
-"""Harvest sources of one mind (Waggle's HarvestSourceStore).
+"""Harvest sources of one mind, and the tombstones of the harvested memories it forgot.
 
 A source is identified by its ``name`` (the ``source`` column, unique per mind); ``kind`` says
 which adapter reads it. The counters only ever grow: ``record_sync`` adds what one sync brought in,
@@ -17,7 +17,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 
 from waggle_store.errors import ConflictError, InvalidInputError, NotFoundError
-from waggle_store.models import FrameRow, HarvestSourceRow
+from waggle_store.models import FrameRow, HarvestSourceRow, HarvestTombstoneRow
 from waggle_store.records import HarvestSource
 from waggle_store.repositories.common import check_int, check_name, check_text
 from waggle_store.timeutil import utcnow
@@ -29,7 +29,7 @@ _CHUNK: Final = 500
 
 
 def to_source(row: HarvestSourceRow) -> HarvestSource:
-    kind = row.kind or row.source  # rows from a Waggle .mind file name their kind in ``source``
+    kind = row.kind or row.source  # rows imported from .mind files name their kind in ``source``
     return HarvestSource(row.source, kind, row.source_path, row.display_name, row.last_synced_at,
                          row.items_imported, row.frames_created, bool(row.auto_sync),
                          row.sync_interval_hours, row.last_content_hash)
@@ -140,6 +140,18 @@ class HarvestRepository:
             found.update(self.session.scalars(select(FrameRow.content_hash).where(
                 FrameRow.mind_id == self.mind_id,
                 FrameRow.content_hash.in_(wanted[start:start + _CHUNK]))))
+        return found
+
+    def forgotten_hashes(self, source: str, hashes: Iterable[str]) -> set[str]:
+        """Which of these content hashes were harvested from ``source`` into this mind and then
+        deleted (the tombstones the frames table's delete trigger writes, migration 0010)."""
+        wanted = list(dict.fromkeys(hashes))
+        found: set[str] = set()
+        t = HarvestTombstoneRow
+        for start in range(0, len(wanted), _CHUNK):
+            found.update(self.session.scalars(select(t.content_hash).where(
+                t.mind_id == self.mind_id, t.source == source,
+                t.content_hash.in_(wanted[start:start + _CHUNK]))))
         return found
 
     def mark_accessed(self, frame_ids: Sequence[int], at: datetime) -> None:

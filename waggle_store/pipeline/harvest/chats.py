@@ -14,7 +14,7 @@ Claude: ``[{uuid, name, created_at (ISO), chat_messages: [{sender, text, created
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -26,23 +26,31 @@ from waggle_store.pipeline.harvest.items import (
     epoch_utc,
     sha256,
 )
+from waggle_store.pipeline.safe_files import bounded_json
 from waggle_store.timeutil import parse_iso
 
 __all__ = ["parse_chatgpt", "parse_claude"]
 
+_MAX_TITLE = 200
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant"}
 
 
 def _conversations(data: bytes, kind: str) -> list[Any]:
     try:
-        value = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInputError(f"the {kind} export is not valid JSON: {exc}") from exc
+        value = bounded_json(data.decode("utf-8-sig"), f"the {kind} export")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"the {kind} export is not UTF-8 text: {exc}") from exc
     if isinstance(value, dict) and isinstance(value.get("conversations"), list):
         value = value["conversations"]
     if not isinstance(value, list):
         raise InvalidInputError(f"the {kind} export must be a JSON list of conversations")
     return value
+
+
+def _title(value: Any) -> str:
+    """A conversation's title as it prefixes each of its frames: text, at most 200 characters."""
+    text = value.strip()[:_MAX_TITLE] if isinstance(value, str) else ""
+    return text.strip() or "Untitled"
 
 
 def _frame(kind: str, title: str, role: str, text: str, when: datetime | None) -> HarvestFrame:
@@ -79,30 +87,46 @@ def _chatgpt_nodes(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]
     return sorted(nodes, key=lambda n: float((n.get("message") or {}).get("create_time") or 0))
 
 
-def parse_chatgpt(data: bytes) -> Parsed:
+def _each(data: bytes, kind: str, parse: Callable[[Any, str], HarvestItem | str]) -> Parsed:
+    """Every conversation through ``parse``: an item, or a problem of that conversation alone
+    (what it says is wrong, or the error a malformed value raised)."""
     parsed = Parsed(sha256(data))
-    for index, conv in enumerate(_conversations(data, "chatgpt")):
+    for index, conv in enumerate(_conversations(data, kind)):
         ref = f"conversation {index + 1}"
-        if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
-            parsed.problems.append((ref, "not a conversation object with a mapping"))
-            continue
-        title = str(conv.get("title") or "Untitled").strip() or "Untitled"
-        ref = f"{ref} ({title})"
-        started = epoch_utc(conv.get("create_time"))
-        item = HarvestItem(ref)
-        for node in _chatgpt_nodes(conv["mapping"], conv.get("current_node")):
-            message = node.get("message")
-            if not isinstance(message, dict):
-                continue
-            role = _ROLES.get(str((message.get("author") or {}).get("role")))
-            text = _chatgpt_text(message.get("content"))
-            hidden = (message.get("metadata") or {}).get("is_visually_hidden_from_conversation")
-            if role is None or not text.strip() or hidden:
-                continue
-            when = epoch_utc(message.get("create_time")) or started
-            item.frames.append(_frame("chatgpt", title, role, text, when))
-        parsed.items.append(item)
+        try:
+            result = parse(conv, ref)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+            result = f"unreadable: {type(exc).__name__}: {exc}"
+        if isinstance(result, str):
+            parsed.problems.append((ref, result))
+        else:
+            parsed.items.append(result)
     return parsed
+
+
+def parse_chatgpt(data: bytes) -> Parsed:
+    return _each(data, "chatgpt", _chatgpt_item)
+
+
+def _chatgpt_item(conv: Any, ref: str) -> HarvestItem | str:
+    if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
+        return "not a conversation object with a mapping"
+    title = _title(conv.get("title"))
+    ref = f"{ref} ({title})"
+    started = epoch_utc(conv.get("create_time"))
+    item = HarvestItem(ref)
+    for node in _chatgpt_nodes(conv["mapping"], conv.get("current_node")):
+        message = node.get("message")
+        if not isinstance(message, dict):
+            continue
+        role = _ROLES.get(str((message.get("author") or {}).get("role")))
+        text = _chatgpt_text(message.get("content"))
+        hidden = (message.get("metadata") or {}).get("is_visually_hidden_from_conversation")
+        if role is None or not text.strip() or hidden:
+            continue
+        when = epoch_utc(message.get("create_time")) or started
+        item.frames.append(_frame("chatgpt", title, role, text, when))
+    return item
 
 
 def _iso_or_none(value: Any) -> datetime | None:
@@ -126,24 +150,23 @@ def _claude_text(message: dict[str, Any]) -> str:
 
 
 def parse_claude(data: bytes) -> Parsed:
-    parsed = Parsed(sha256(data))
-    for index, conv in enumerate(_conversations(data, "claude")):
-        ref = f"conversation {index + 1}"
-        if not isinstance(conv, dict) or not isinstance(conv.get("chat_messages"), list):
-            parsed.problems.append((ref, "not a conversation object with chat_messages"))
+    return _each(data, "claude", _claude_item)
+
+
+def _claude_item(conv: Any, ref: str) -> HarvestItem | str:
+    if not isinstance(conv, dict) or not isinstance(conv.get("chat_messages"), list):
+        return "not a conversation object with chat_messages"
+    title = _title(conv.get("name"))
+    ref = f"{ref} ({title})"
+    started = _iso_or_none(conv.get("created_at"))
+    item = HarvestItem(ref)
+    for message in conv["chat_messages"]:
+        if not isinstance(message, dict):
             continue
-        title = str(conv.get("name") or "Untitled").strip() or "Untitled"
-        ref = f"{ref} ({title})"
-        started = _iso_or_none(conv.get("created_at"))
-        item = HarvestItem(ref)
-        for message in conv["chat_messages"]:
-            if not isinstance(message, dict):
-                continue
-            role = _ROLES.get(str(message.get("sender")))
-            text = _claude_text(message)
-            if role is None or not text.strip():
-                continue
-            when = _iso_or_none(message.get("created_at")) or started
-            item.frames.append(_frame("claude", title, role, text, when))
-        parsed.items.append(item)
-    return parsed
+        role = _ROLES.get(str(message.get("sender")))
+        text = _claude_text(message)
+        if role is None or not text.strip():
+            continue
+        when = _iso_or_none(message.get("created_at")) or started
+        item.frames.append(_frame("claude", title, role, text, when))
+    return item

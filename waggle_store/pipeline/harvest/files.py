@@ -1,21 +1,23 @@
 """Adapters for a folder of Markdown/text notes and for generic JSONL.
 
 Markdown: every ``.md``/``.markdown``/``.txt`` file under the folder (recursively, hidden files
-and folders skipped, a single file accepted too) is an item. A short file is one frame; a long
+and folders skipped, a single file accepted too) is an item. Only regular files are read:
+symbolic links, FIFOs, devices and sockets in the folder are problems of that entry
+(:func:`~waggle_store.pipeline.safe_files.walk_regular`). A short file is one frame; a long
 one is split at blank lines into frames of at most :data:`CHUNK_CHARS` characters, each
 ``[relative/path.md] <text>`` and each keeping the file's modification time. The source's
 fingerprint covers the files' paths and bytes, not their times: touching a file is no change.
 
 JSONL: one JSON object per line with ``content`` (or ``text``) and optional ``created_at``
 (ISO-8601 with a zone), ``importance`` and ``source`` (a frame source; any other value is
-stored as ``import``). A line that is not such an object is a problem of that line only.
+stored as ``import``). A line that is not such an object (or is longer than MAX_LINE_BYTES, or
+nested deeper than MAX_JSON_DEPTH) is a problem of that line only.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterator
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
@@ -23,6 +25,14 @@ from typing import Final
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import FRAME_SOURCES
 from waggle_store.pipeline.harvest.items import HarvestFrame, HarvestItem, Parsed, sha256
+from waggle_store.pipeline.safe_files import (
+    MAX_FILE_BYTES,
+    MAX_LINE_BYTES,
+    bounded_json,
+    open_regular,
+    read_capped,
+    walk_regular,
+)
 from waggle_store.timeutil import parse_iso
 
 __all__ = ["CHUNK_CHARS", "NOTE_SUFFIXES", "chunk_text", "parse_jsonl", "parse_markdown"]
@@ -55,35 +65,35 @@ def chunk_text(text: str, limit: int = CHUNK_CHARS) -> list[str]:
     return pieces
 
 
-def _notes(root: Path) -> Iterator[tuple[str, Path]]:
-    if root.is_file():
-        yield root.name, root
-        return
-    found = []
-    for path in root.rglob("*"):
-        rel = path.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts):
-            continue
-        if path.is_file() and path.suffix.lower() in NOTE_SUFFIXES:
-            found.append((rel.as_posix(), path))
-    yield from sorted(found)
+def _notes(root: Path) -> tuple[list[tuple[str, Path]], list[tuple[str, str]]]:
+    if root.is_dir() and not root.is_symlink():
+        return walk_regular(root, NOTE_SUFFIXES)
+    return [(root.name, root)], []
 
 
 def parse_markdown(root: Path) -> Parsed:
-    if not root.exists():
+    if not root.exists() and not root.is_symlink():
         raise InvalidInputError(f"{root} does not exist")
     digest = hashlib.sha256()
     items: list[HarvestItem] = []
-    problems: list[tuple[str, str]] = []
-    for rel, path in _notes(root):
-        data = path.read_bytes()
+    notes, problems = _notes(root)
+    for rel, path in notes:
+        try:  # one unreadable note (replaced by a FIFO, too large) fails that note only
+            with open_regular(path) as handle:
+                data = read_capped(handle, MAX_FILE_BYTES, rel)
+                modified = os.fstat(handle.fileno()).st_mtime
+        except InvalidInputError as exc:
+            if path is root:
+                raise
+            problems.append((rel, str(exc)))
+            continue
         digest.update(rel.encode("utf-8") + b"\x00" + sha256(data).encode("ascii") + b"\n")
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             problems.append((rel, f"not UTF-8 text: {exc}"))
             continue
-        when = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        when = datetime.fromtimestamp(modified, UTC)
         frames = [HarvestFrame(f"[{rel}] {piece}", when, None, "import")
                   for piece in chunk_text(text)]
         items.append(HarvestItem(rel, frames))
@@ -108,15 +118,19 @@ def _jsonl_frame(value: object) -> HarvestFrame:
 
 
 def parse_jsonl(path: Path) -> Parsed:
-    data = path.read_bytes()
+    with open_regular(path) as handle:
+        data = read_capped(handle, MAX_FILE_BYTES, str(path))
     parsed = Parsed(sha256(data))
     for number, line in enumerate(data.removeprefix(b"\xef\xbb\xbf").split(b"\n"), 1):
         if not line.strip():
             continue
         ref = f"line {number}"
+        if len(line) > MAX_LINE_BYTES:  # refused before it is decoded or parsed
+            parsed.problems.append((ref, f"longer than {MAX_LINE_BYTES} bytes"))
+            continue
         try:
-            frame = _jsonl_frame(json.loads(line.decode("utf-8")))
-        except (UnicodeDecodeError, json.JSONDecodeError, InvalidInputError) as exc:
+            frame = _jsonl_frame(bounded_json(line.decode("utf-8"), ref))
+        except (UnicodeDecodeError, InvalidInputError) as exc:
             parsed.problems.append((ref, f"{type(exc).__name__}: {exc}"))
             continue
         parsed.items.append(HarvestItem(ref, [frame]))

@@ -1,5 +1,4 @@
-"""Syncing harvest sources into a mind (the seed's ``harvest_import``, reference §18, made
-incremental).
+"""Syncing harvest sources into a mind (``harvest_import``, made incremental).
 
 Per source:
 
@@ -19,6 +18,7 @@ Per source:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,7 +30,7 @@ from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.pipeline.cognify import cognify_batch
 from waggle_store.pipeline.harvest.chats import parse_chatgpt, parse_claude
 from waggle_store.pipeline.harvest.files import parse_jsonl, parse_markdown
-from waggle_store.pipeline.harvest.items import HarvestFrame, Parsed, export_bytes
+from waggle_store.pipeline.harvest.items import HarvestFrame, Parsed, checked_items, export_bytes
 from waggle_store.records import HarvestReport, HarvestSource, MemoryInput
 from waggle_store.repositories.common import content_hash
 from waggle_store.repositories.harvest import HarvestRepository
@@ -51,16 +51,16 @@ def harvest_session(name: str) -> str:
 def read_source(kind: str, path: str) -> Parsed:
     """Parse a source with its kind's adapter (file reads only, no database)."""
     where = Path(path).expanduser()
-    if not where.exists():
+    if not os.path.lexists(where):
         raise InvalidInputError(f"{path} does not exist")
     if kind == "chatgpt":
-        return parse_chatgpt(export_bytes(where))
+        return checked_items(parse_chatgpt(export_bytes(where)))
     if kind == "claude":
-        return parse_claude(export_bytes(where))
+        return checked_items(parse_claude(export_bytes(where)))
     if kind == "markdown":
-        return parse_markdown(where)
+        return checked_items(parse_markdown(where))
     if kind == "jsonl":
-        return parse_jsonl(where)
+        return checked_items(parse_jsonl(where))
     raise InvalidInputError(f"unknown harvest kind {kind!r}")
 
 
@@ -78,12 +78,17 @@ class _Tally:
                              self.failures)
 
 
-def _new_frames(mind: MindContext, parsed: Parsed) -> list[tuple[int, HarvestFrame]]:
-    """(item index, frame) of the frames whose memory the mind does not hold yet, first
-    occurrence only, oldest first (frames without a time last, in source order)."""
+def _new_frames(mind: MindContext, source: str,
+                parsed: Parsed) -> list[tuple[int, HarvestFrame]]:
+    """(item index, frame) of the frames whose memory the mind does not hold yet and whose
+    memory was not forgotten (a harvested memory deleted from the mind leaves a tombstone of
+    its source and content hash, :meth:`HarvestRepository.forgotten_hashes`), first occurrence
+    only, oldest first (frames without a time last, in source order)."""
     hashes = [[content_hash(f.content) for f in item.frames] for item in parsed.items]
     with mind.read() as session:
-        known = HarvestRepository(session, mind.id).known_hashes(h for hs in hashes for h in hs)
+        repo = HarvestRepository(session, mind.id)
+        wanted = [h for hs in hashes for h in hs]
+        known = repo.known_hashes(wanted) | repo.forgotten_hashes(source, wanted)
     fresh: list[tuple[int, HarvestFrame]] = []
     for index, (item, item_hashes) in enumerate(zip(parsed.items, hashes, strict=True)):
         for frame, digest in zip(item.frames, item_hashes, strict=True):
@@ -112,7 +117,7 @@ def _sync_one(mind: MindContext, source: HarvestSource, tally: _Tally,
         return
     tally.seen += len(parsed.items)
     failures = [(f"{source.name}: {ref}", why) for ref, why in parsed.problems]
-    fresh = _new_frames(mind, parsed)
+    fresh = _new_frames(mind, source.name, parsed)
     gop = harvest_session(source.name)
     with mind.write() as session:
         SessionRepository(session, mind.id).ensure(

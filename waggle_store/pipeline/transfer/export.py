@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import os
 import struct
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,19 +65,25 @@ Progress = Callable[[int, int], None]
 
 @contextmanager
 def open_destination(dest: Destination) -> Iterator[tuple[Callable[[str], object], str | None]]:
-    """A ``write(text)`` for ``dest`` and its path. A path is written to ``<path>.part`` and
-    renamed when the export succeeded, so a failed export never leaves a truncated file under
-    the real name; a file object is written as it is (text, or UTF-8 bytes)."""
+    """A ``write(text)`` for ``dest`` and its path; a file object is written as it is (text, or
+    UTF-8 bytes).
+
+    A path is written to a temporary file that :func:`tempfile.mkstemp` creates in the same
+    directory (a random name opened with ``O_CREAT | O_EXCL``, mode 0600: nothing planted at a
+    predictable name, such as a symbolic link at ``<path>.part``, is followed or overwritten)
+    and renamed onto the path when the export succeeded, so a failed export never leaves a
+    truncated file under the real name. The export keeps mode 0600: a mind's memory is
+    private; ``chmod`` widens it."""
     if isinstance(dest, (str, os.PathLike)):
         path = Path(dest)
-        part = path.with_name(path.name + ".part")
+        fd, part = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
         try:
-            with open(part, "w", encoding="utf-8", newline="\n") as handle:
+            with open(fd, "w", encoding="utf-8", newline="\n") as handle:
                 yield handle.write, str(path)
             os.replace(part, path)
         finally:
-            if part.exists():
-                part.unlink()
+            if os.path.lexists(part):
+                os.unlink(part)
         return
     name = getattr(dest, "name", None)
     if isinstance(dest, io.TextIOBase) or "b" not in str(getattr(dest, "mode", "b")):

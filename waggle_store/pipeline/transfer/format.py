@@ -9,14 +9,14 @@ every time parsed and every field checked, or raises :class:`LineError` saying w
 Why checks are spelled out here instead of delegating to the JSON Schema: the importer must name
 the line and the field in its error, must run without an optional ``jsonschema`` dependency, and
 must parse times with the library's own strict ISO-8601 rules
-(:func:`waggle_store.timeutil.parse_iso`).
+(:func:`waggle_store.timeutil.parse_iso`). The field checkers, with the API's size limits, are in
+:mod:`.format_checks`.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -26,8 +26,24 @@ from waggle_store.embeddings.sentences import TEXT_FORMS
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import AWARENESS_CATEGORIES, FRAME_SOURCES, FRAME_TYPES, IMPORTANCE_LEVELS
 from waggle_store.models.sessions import SESSION_KINDS, SESSION_STATUSES
+from waggle_store.pipeline.safe_files import check_json_shape
+from waggle_store.pipeline.transfer.format_checks import (
+    Checker,
+    LineError,
+    _any,
+    _bool,
+    _choice,
+    _confidence,
+    _content,
+    _int,
+    _object,
+    _optional,
+    _str,
+    _time,
+    _vector,
+)
 from waggle_store.repositories.common import MAX_KEY_LENGTH, MAX_NAME_LENGTH
-from waggle_store.timeutil import parse_iso
+from waggle_store.repositories.knowledge_common import MAX_NAME_LENGTH as MAX_ENTITY_NAME_LENGTH
 
 __all__ = [
     "FORMAT_NAME",
@@ -64,10 +80,6 @@ LINE_TYPES: Final = (
 )
 
 
-class LineError(Exception):
-    """A line that is not a valid record; the importer adds the line number."""
-
-
 @dataclass(frozen=True)
 class Line:
     """One checked record: its type and its fields (times as aware UTC datetimes)."""
@@ -98,94 +110,6 @@ def dump_line(record: Mapping[str, Any]) -> str:
         + "\n"
     )
 
-
-# -- field checkers: each takes the raw JSON value and returns the Python value or raises ------
-
-Checker = Callable[[Any], Any]
-
-
-def _str(max_length: int | None = None, *, empty: bool = True) -> Checker:
-    def check(value: Any) -> str:
-        if not isinstance(value, str):
-            raise LineError(f"must be a string, got {type(value).__name__}")
-        if "\x00" in value:
-            raise LineError("contains a NUL character")
-        if not empty and not value.strip():
-            raise LineError("must not be empty")
-        if max_length is not None and len(value) > max_length:
-            raise LineError(f"is longer than {max_length} characters")
-        return value
-
-    return check
-
-
-def _int(minimum: int | None = None) -> Checker:
-    def check(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise LineError(f"must be an integer, got {type(value).__name__}")
-        if minimum is not None and value < minimum:
-            raise LineError(f"must be at least {minimum}, got {value}")
-        return value
-
-    return check
-
-
-def _float(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise LineError(f"must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _confidence(value: Any) -> float:
-    number = _float(value)
-    if not 0.0 <= number <= 1.0:
-        raise LineError(f"must be between 0 and 1, got {number}")
-    return number
-
-
-def _time(value: Any) -> datetime:
-    try:
-        return parse_iso(value)
-    except InvalidInputError as exc:
-        raise LineError(str(exc)) from exc
-
-
-def _choice(options: tuple[str, ...]) -> Checker:
-    def check(value: Any) -> str:
-        if value not in options:
-            raise LineError(f"must be one of {', '.join(options)}; got {value!r}")
-        return str(value)
-
-    return check
-
-
-def _object(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise LineError(f"must be a JSON object, got {type(value).__name__}")
-    return value
-
-
-def _bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise LineError(f"must be true or false, got {value!r}")
-    return value
-
-
-def _any(value: Any) -> Any:
-    return value
-
-
-def _vector(value: Any) -> list[float]:
-    if not isinstance(value, list) or not value:
-        raise LineError("must be a non-empty list of numbers")
-    return [_float(v) for v in value]
-
-
-def _optional(check: Checker) -> Checker:
-    def optional(value: Any) -> Any:
-        return None if value is None else check(value)
-
-    return optional
 
 
 _TEXT = _str()
@@ -231,7 +155,7 @@ SPECS: Final[dict[str, dict[str, Checker]]] = {
         "gop_id": _GOP,
         "t": _int(0),
         "base_frame_id": _optional(_ID),
-        "content": _str(empty=False),
+        "content": _content,
         "importance": _choice(IMPORTANCE_LEVELS),
         "source": _choice(FRAME_SOURCES),
         "access_count": _int(0),
@@ -241,7 +165,7 @@ SPECS: Final[dict[str, dict[str, Checker]]] = {
     "entity": {
         "id": _ID,
         "entity_type": _LABEL,
-        "name": _str(empty=False),
+        "name": _str(MAX_ENTITY_NAME_LENGTH, empty=False),
         "properties": _object,
         "valid_from": _time,
         "valid_to": _optional(_time),
@@ -300,7 +224,10 @@ OPTIONAL: Final[dict[str, dict[str, tuple[Any, Checker]]]] = {
 
 def _decode(text: str) -> dict[str, Any]:
     try:
+        check_json_shape(text, "the line")
         obj = json.loads(text, parse_constant=_refuse_constant)
+    except InvalidInputError as exc:
+        raise LineError(str(exc)) from exc
     except ValueError as exc:
         raise LineError(f"not valid JSON: {exc}") from exc
     if not isinstance(obj, dict):

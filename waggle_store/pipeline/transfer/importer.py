@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,8 +28,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from waggle_store.context import StoreContext
-from waggle_store.errors import InvalidInputError
-from waggle_store.models import MIND_KINDS, MindRow
+from waggle_store.errors import ConflictError, InvalidInputError, WaggleStoreError
+from waggle_store.models import MIND_KINDS, Base, MindRow
+from waggle_store.pipeline.safe_files import open_regular, read_lines
 from waggle_store.pipeline.transfer.format import Line, LineError, parse_header, parse_line
 from waggle_store.pipeline.transfer.problems import Problems
 from waggle_store.pipeline.transfer.validate import check_records
@@ -48,11 +50,11 @@ Progress = Callable[[int, int], None]
 
 @contextmanager
 def _rereadable(src: Source) -> Iterator[Callable[[], Any]]:
-    """Something that opens ``src`` from its start each time it is called."""
+    """Something that opens ``src`` from its start each time it is called. A path must name a
+    regular file (a FIFO or a device is refused, never read: it would block or never end)."""
     if isinstance(src, (str, os.PathLike)):
-        if not os.path.isfile(src):
-            raise InvalidInputError(f"no file at {os.fspath(src)!r}")
-        yield lambda: open(src, "rb")  # noqa: SIM115 (the caller closes it)
+        open_regular(src, limit=None, follow_symlinks=True).close()
+        yield lambda: open_regular(src, limit=None, follow_symlinks=True)
         return
     if src.seekable():
         start = src.tell()
@@ -106,7 +108,7 @@ def jsonl_records(src: Source) -> Iterator[tuple[dict[str, Any], RecordSource]]:
     """The header and the record source of a ``waggle-mind`` JSONL file or file object."""
     with _rereadable(src) as open_src:
         with open_src() as handle:
-            first = handle.readline()
+            first = next(read_lines(handle, "the file"), "")
         try:
             header = parse_header(_text(first, 1)) if first else None
         except LineError as exc:
@@ -118,7 +120,7 @@ def jsonl_records(src: Source) -> Iterator[tuple[dict[str, Any], RecordSource]]:
 
         def records(_: Problems) -> Iterator[tuple[int, Line]]:
             with open_src() as handle:
-                for line_no, raw in enumerate(handle, start=1):
+                for line_no, raw in enumerate(read_lines(handle, "the file"), start=1):
                     if line_no == 1:
                         continue
                     text = _text(raw, line_no)
@@ -132,11 +134,34 @@ def jsonl_records(src: Source) -> Iterator[tuple[dict[str, Any], RecordSource]]:
         yield header, records
 
 
-def _mind_id(session: Session, name: str, kind: str) -> int:
-    """The id of the mind ``name``, created (race-free) in this transaction if missing."""
+def _has_rows(session: Session, mind_id: int) -> bool:
+    """Whether any table keyed by mind holds a row of this mind."""
+    for table in Base.metadata.sorted_tables:
+        column = table.c.get("mind_id")
+        if column is not None and session.scalar(
+                select(column).where(column == mind_id).limit(1)) is not None:
+            return True
+    return False
+
+
+def _refuse_unless_empty(session: Session, name: str, merge: bool) -> int | None:
+    """The id of the mind ``name`` (None when missing). An existing mind that holds anything is
+    refused unless ``merge``: an import must not write into another mind's memory (or
+    overwrite its kv values) because the file names it."""
     found = session.scalar(select(MindRow.id).where(MindRow.name == name))
+    if found is not None and not merge and _has_rows(session, int(found)):
+        raise ConflictError(
+            f"mind {name!r} already holds data; pass merge=True to import into it "
+            "(waggle-store import --merge), or into=... (--into) for another mind")
+    return None if found is None else int(found)
+
+
+def _mind_id(session: Session, name: str, kind: str, *, merge: bool) -> int:
+    """The id of the mind ``name``, created (race-free) in this transaction if missing; see
+    :func:`_refuse_unless_empty` for ``merge``."""
+    found = _refuse_unless_empty(session, name, merge)
     if found is not None:
-        return int(found)
+        return found
     try:
         with session.begin_nested():
             row = MindRow(name=name, kind=kind if kind in MIND_KINDS else "workspace")
@@ -150,6 +175,28 @@ def _mind_id(session: Session, name: str, kind: str) -> int:
         return int(found)
 
 
+def _guarded(records: Iterator[tuple[int, Line]],
+             problems: Problems) -> Iterator[tuple[int, Line]]:
+    """The records with what no import may bring in turned off: an imported harvest source
+    arrives with ``auto_sync`` off (its path came from the file: a sync of it is the user's
+    decision, not the schedule's); and a malformed value a converter did not expect is the
+    import's input error naming the last good record, never a raw TypeError."""
+    line_no = 0
+    try:
+        for line_no, line in records:
+            if line.type == "harvest_source" and line.fields["auto_sync"]:
+                problems.add("harvest source imported with auto_sync on",
+                             repr(line.fields["source"]), "auto_sync turned off")
+                line = Line(line.type, {**line.fields, "auto_sync": False})
+            yield line_no, line
+    except WaggleStoreError:
+        raise
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError,
+            RecursionError, sqlite3.Error) as exc:
+        raise InvalidInputError(
+            f"record {line_no + 1} cannot be read: {type(exc).__name__}: {exc}") from exc
+
+
 def run_import(
     store: StoreContext,
     name: str,
@@ -158,11 +205,16 @@ def run_import(
     *,
     progress: Progress | None = None,
     problems: Problems | None = None,
+    merge: bool = True,
 ) -> ImportReport:
     """Check every record, then write them all into the mind ``name`` (created as ``kind`` if
-    missing) in one transaction; see the module docstring."""
+    missing) in one transaction; see the module docstring. With ``merge=False`` a mind that
+    already holds anything is refused (ConflictError) before anything is written."""
     problems = problems if problems is not None else Problems()
-    plan = check_records(records(problems), problems)
+    if not merge:  # refused before the file is read; checked again in the write transaction
+        with store.read() as session:
+            _refuse_unless_empty(session, name, merge)
+    plan = check_records(_guarded(records(problems), problems), problems)
     vector_model: ModelKey | None = None
     if plan.vectors and store.embedder is not None:
         try:  # may probe a remote provider: outside any transaction
@@ -180,7 +232,7 @@ def run_import(
             plan.vectors,
         )
     with store.write() as session:
-        mind_id = _mind_id(session, name, kind)
+        mind_id = _mind_id(session, name, kind, merge=merge)
         writer = MindWriter(
             session,
             mind_id,
@@ -189,7 +241,7 @@ def run_import(
             vector_model=vector_model,
             progress=progress,
         )
-        for _, line in records(Problems()):  # pass 2: its problems were counted in pass 1
+        for _, line in _guarded(records(Problems()), Problems()):  # pass 2: counted in pass 1
             writer.add(line)
         writer.finish()
     c = writer.counts.get

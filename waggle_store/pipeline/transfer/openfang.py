@@ -1,7 +1,7 @@
 """OpenFang's memory JSON export, to and from a mind.
 
-Upstream OpenFang never implemented its export (reference §20, §23.22: ``export()`` returns empty
-bytes), so the shape is the one its documentation describes (``MemorySubstrate::export`` ->
+Upstream OpenFang never implemented its export (its ``export()`` returns empty bytes), so the
+shape is the one its documentation describes (``MemorySubstrate::export`` ->
 ``{fragments, entities, relations, kv}``) with the crate's own column names accepted too. The
 mapping is in ``docs/export-format.md``; in short:
 
@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import IO, Any, Final
 
 from waggle_store.errors import InvalidInputError
+from waggle_store.pipeline.safe_files import MAX_FILE_BYTES, bounded_json, open_regular, read_capped
 from waggle_store.pipeline.transfer.format import Line, iso
 from waggle_store.pipeline.transfer.importer import RecordSource
 from waggle_store.pipeline.transfer.openfang_export import LEVELS, export_openfang
@@ -69,6 +70,11 @@ def _label(value: Any) -> str:
     return str(value) if value not in (None, "") else "unknown"
 
 
+def _list(value: Any) -> list[Any]:
+    """A list field of the document; anything else (absent, a string, a number) is empty."""
+    return value if isinstance(value, list) else []
+
+
 class _Converter(NumberedLines):
     def __init__(self, doc: dict[str, Any], problems: Problems) -> None:
         self.doc, self.problems = doc, problems
@@ -91,7 +97,8 @@ class _Converter(NumberedLines):
         return str(iso(parsed))
 
     def records(self) -> Iterator[tuple[int, Line]]:
-        fragments = [f for f in self.doc.get("fragments") or [] if isinstance(f, dict)]
+        self.at = "fragments"
+        fragments = [f for f in _list(self.doc.get("fragments")) if isinstance(f, dict)]
         kept, sums = self._dedupe(fragments)
         gop = f"openfang:{self.doc.get('agent_id') or 'import'}"
         starts = [self.time(f.get("created_at"), "fragment created_at") for f in kept]
@@ -110,8 +117,10 @@ class _Converter(NumberedLines):
             "session",
         )
         for t, fragment in enumerate(kept):
+            self.at = f"fragment {fragment.get('id')!r}"
             yield from self._fragment(fragment, t + 1, t, gop[:255], sums[t])
         yield from self._graph()
+        self.at = "kv"
         kv = self.doc.get("kv") or {}
         items = (
             [{"key": k, "value": v} for k, v in kv.items()]
@@ -119,6 +128,7 @@ class _Converter(NumberedLines):
             else [i for i in kv if isinstance(i, dict)]
         )
         for item in items:
+            self.at = f"kv {item.get('key')!r}"
             yield from self.line(
                 {
                     "type": "kv",
@@ -206,9 +216,10 @@ class _Converter(NumberedLines):
 
     def _graph(self) -> Iterator[tuple[int, Line]]:
         ids: dict[str, int] = {}
-        for e in self.doc.get("entities") or []:
+        for e in _list(self.doc.get("entities")):
             if not isinstance(e, dict):
                 continue
+            self.at = f"entity {e.get('id')!r}"
             props = e.get("attributes", e.get("properties")) or {}
             if isinstance(props, str):
                 try:
@@ -231,9 +242,10 @@ class _Converter(NumberedLines):
             ):
                 ids[str(e.get("id"))] = len(ids) + 1
                 yield item
-        for n, r in enumerate(self.doc.get("relations") or [], start=1):
+        for n, r in enumerate(_list(self.doc.get("relations")), start=1):
             if not isinstance(r, dict):
                 continue
+            self.at = f"relation {r.get('id', n)!r}"
             src = ids.get(str(r.get("from_entity_id", r.get("source_entity", r.get("source")))))
             tgt = ids.get(str(r.get("to_entity_id", r.get("target_entity", r.get("target")))))
             if src is None or tgt is None:
@@ -261,17 +273,22 @@ class _Converter(NumberedLines):
 def openfang_records(
     src: str | os.PathLike[str] | IO[str] | IO[bytes],
 ) -> Iterator[tuple[RecordSource, Problems]]:
-    """The record source of an OpenFang memory JSON export, and the Problems it fills."""
+    """The record source of an OpenFang memory JSON export, and the Problems it fills. The file
+    is read whole, so it is bounded first: a regular file (a path) of at most MAX_FILE_BYTES,
+    JSON no deeper or larger than :mod:`waggle_store.pipeline.safe_files` allows."""
+    if isinstance(src, (str, os.PathLike)):
+        with open_regular(src, follow_symlinks=True) as handle:
+            data: bytes | str = read_capped(handle, MAX_FILE_BYTES, os.fspath(src))
+    else:
+        data = read_capped(src, MAX_FILE_BYTES, "the OpenFang export")  # type: ignore[arg-type]
     try:
-        if isinstance(src, (str, os.PathLike)):
-            with open(src, encoding="utf-8") as handle:
-                doc = json.load(handle)
-        else:
-            doc = json.load(src)
-    except FileNotFoundError as exc:
-        raise InvalidInputError(f"no file at {os.fspath(src)!r}") from exc  # type: ignore[arg-type]
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"not an OpenFang memory export (not JSON): {exc}") from exc
+        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"not an OpenFang memory export (not UTF-8): {exc}") from exc
+    try:
+        doc = bounded_json(text, "the file")
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"not an OpenFang memory export: {exc}") from exc
     if not isinstance(doc, dict) or not any(
         k in doc for k in ("fragments", "entities", "relations", "kv")
     ):
@@ -281,7 +298,8 @@ def openfang_records(
         )
 
     def records(found: Problems) -> Iterator[tuple[int, Line]]:
-        return _Converter(doc, found).records()
+        converter = _Converter(doc, found)
+        return converter.named(converter.records())
 
     yield records, Problems()
 

@@ -7,10 +7,12 @@ importer did about it.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.pipeline.transfer.format import Line, LineError, make_line
 
 __all__ = ["NumberedLines", "Problems"]
@@ -59,6 +61,8 @@ class NumberedLines:
 
     problems: Problems
     n: int = 0
+    #: The record being read, for an error a malformed value raises (see :meth:`named`).
+    at: str = "the first record"
 
     def line(self, record: Mapping[str, Any], what: str) -> Iterator[tuple[int, Line]]:
         try:
@@ -68,3 +72,15 @@ class NumberedLines:
             return
         self.n += 1
         yield self.n, checked
+
+    def named(self, records: Iterator[tuple[int, Line]]) -> Iterator[tuple[int, Line]]:
+        """``records``, with an error no converter expected (a value of a type the file should
+        not hold, a corrupt table) turned into the import's input error naming the record."""
+        try:
+            yield from records
+        except WaggleStoreError:
+            raise
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError,
+                RecursionError, sqlite3.Error) as exc:
+            raise InvalidInputError(
+                f"{self.at} cannot be read: {type(exc).__name__}: {exc}") from exc

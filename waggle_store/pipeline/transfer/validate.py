@@ -41,7 +41,7 @@ class Plan:
 
 def b_references(content: str) -> tuple[dict[str, Any], list[int]] | None:
     """A B-frame's JSON object and its references, or None when the content is not a B-frame
-    document with a non-empty list of integer references (the seed wrote such frames, §23)."""
+    document with a non-empty list of integer references (the old Waggle app wrote such frames)."""
     try:
         doc = json.loads(content)
     except ValueError:

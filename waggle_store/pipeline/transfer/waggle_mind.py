@@ -1,22 +1,24 @@
-"""A Waggle ``.mind`` file (the seed's SQLite schema, reference §1) as a record source.
+"""A Waggle ``.mind`` file (the old Waggle app's SQLite schema) as a record source.
 
-The file is opened read-only with the stdlib ``sqlite3`` (plain tables need no extension); the
-FTS5 and ``vec0`` virtual tables are not read. Every record is turned into the JSONL format's
-terms and checked with the same rules (:func:`~.format.make_line`), so the import path after
-this module is the one every import takes.
+The file is opened with the stdlib ``sqlite3`` (plain tables need no extension) without trusting
+it (:func:`open_mind_file`: read-only, immutable, ``trusted_schema=OFF``, a length limit on every
+value, generated columns refused); the FTS5 and ``vec0`` virtual tables are not read. Every
+record is turned into the JSONL format's terms and checked with the same rules
+(:func:`~.format.make_line`), so the import path after this module is the one every import
+takes.
 
-The seed's data bugs are repaired here, each counted in the report, none fatal (reference §23):
+The old app's data bugs are repaired here, each counted in the report, none fatal:
 
 * times in two formats (``YYYY-MM-DD HH:MM:SS`` without a zone, ISO ``...Z``), or unreadable:
   zone-less times are read as UTC (``datetime('now')`` is UTC), unreadable ones replaced;
 * orphaned base frames (``base_frame_id`` naming a frame that is gone): the reference is dropped;
 * B-frames without references, and references to frames that are gone (counted by the checks);
 * frames whose session row is missing (foreign keys off): the session is created;
-* two frames at the same ``t`` of a session (the seed's racy ``MAX(t)+1``): renumbered after the
+* two frames at the same ``t`` of a session (the old app's racy ``MAX(t)+1``): renumbered after the
   session's last frame;
-* ``source``/``importance`` values the seed's own CHECK rejects (``team_sync``):
+* ``source``/``importance`` values the old app's own CHECK rejects (``team_sync``):
 ``import``/``normal``;
-* the same active entity stored many times (§23.11): merged into the first, relations follow;
+* the same active entity stored many times: merged into the first, relations follow;
 * vectors: ``memory_frames_vec`` holds 1024-float vectors, zero-padded from whatever model made
   them, and the file does not say which model that was; they are not imported, the frames are
   ``pending`` and ``store.reconcile()`` embeds them with the store's model.
@@ -32,18 +34,30 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from typing import Final
 
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS
+from waggle_store.pipeline.safe_files import open_regular
 from waggle_store.pipeline.transfer.format import Line
 from waggle_store.pipeline.transfer.importer import RecordSource
 from waggle_store.pipeline.transfer.problems import NumberedLines, Problems
-from waggle_store.pipeline.transfer.waggle_mind_rows import MindRows, seed_time
+from waggle_store.pipeline.transfer.waggle_mind_rows import (
+    MindRows,
+    mind_uri,
+    open_mind_file,
+    refuse_computed,
+    seed_time,
+)
 from waggle_store.repositories.knowledge_common import name_key
 
-__all__ = ["seed_time", "waggle_mind_records"]
+__all__ = ["mind_uri", "open_mind_file", "seed_time", "waggle_mind_records"]
 
 _NAMED_PREFIXES = ("harvest:", "mcp:", "team-sync", "openfang:")
+#: The tables the reader reads.
+_READ_TABLES: Final = frozenset({
+    "identity", "awareness", "sessions", "memory_frames", "knowledge_entities",
+    "knowledge_relations", "harvest_sources"})
 
 
 class _Reader(MindRows, NumberedLines):
@@ -328,24 +342,28 @@ class _Reader(MindRows, NumberedLines):
 @contextmanager
 def waggle_mind_records(path: str | os.PathLike[str]) -> Iterator[tuple[RecordSource, Problems]]:
     """The record source of a ``.mind`` file and the Problems its conversion fills."""
-    if not os.path.isfile(path):
-        raise InvalidInputError(f"no .mind file at {os.fspath(path)!r}")
-    uri = "file:" + os.path.abspath(path).replace("?", "%3F").replace("#", "%23") + "?mode=ro"
+    where = repr(os.fspath(path))
+    open_regular(path, limit=None, follow_symlinks=True).close()  # a regular file, or refused
     try:
-        conn = sqlite3.connect(uri, uri=True)
-        conn.row_factory = sqlite3.Row
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError as exc:
-        raise InvalidInputError(f"{os.fspath(path)!r} is not a SQLite database: {exc}") from exc
+        conn = open_mind_file(path)
+    except sqlite3.Error as exc:
+        raise InvalidInputError(f"{where} cannot be opened as SQLite: {exc}") from exc
     with closing(conn):
+        try:
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            refuse_computed(conn, tables & _READ_TABLES, where)
+        except sqlite3.DatabaseError as exc:
+            raise InvalidInputError(f"{where} is not a SQLite database: {exc}") from exc
         if "memory_frames" not in tables or "sessions" not in tables:
             raise InvalidInputError(
-                f"{os.fspath(path)!r} is not a Waggle .mind file "
+                f"{where} is not a Waggle .mind file "
                 "(it has no memory_frames or sessions table)"
             )
         problems = Problems()
 
         def records(found: Problems) -> Iterator[tuple[int, Line]]:
-            return _Reader(conn, found).records()
+            reader = _Reader(conn, found)
+            return reader.named(reader.records())
 
         yield records, problems
