@@ -56,7 +56,7 @@ def _build(store: ws.Store) -> None:
     zed = kg.create_entity("person", "Zed Current", {"team": "new"},
                            valid_from=START - timedelta(days=90))
     gone = kg.create_entity("project", "Hermes", valid_from=START - timedelta(days=200))
-    kept = kg.create_relation(zed.id, gone.id, "works_on", confidence=0.7, properties={"a": 1})
+    kg.create_relation(zed.id, gone.id, "works_on", confidence=0.7, properties={"a": 1})
     ann = kg.create_entity("person", "Ann Mentor", valid_from=START - timedelta(days=10))
     dropped = kg.create_relation(ann.id, zed.id, "mentored", confidence=0.4)
     kg.retire_relation(dropped.id)

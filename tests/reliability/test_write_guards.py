@@ -92,8 +92,9 @@ def _vector_rows(store: ws.Store, frame_id: int) -> dict[int, list[float]]:
     with store.read() as s:
         for model_id in s.scalars(sa.select(EmbeddingModelRow.id)):
             if adapter.vector_table_exists(s, model_id):
-                found.update({model_id: v for v in adapter.read_vectors(
-                    s, model_id, [frame_id]).values()})
+                vector = adapter.read_vectors(s, model_id, [frame_id]).get(frame_id)
+                if vector is not None:
+                    found[model_id] = vector
     return found
 
 
