@@ -2,9 +2,9 @@
 
 Records arrive in file order and are buffered per type; a buffer is written when it is full or
 when a record of another type arrives, each with one SELECT for what the mind already holds and
-one Core ``INSERT ... RETURNING id`` executemany (``sort_by_parameter_order`` pairs each new id
-with its record). Old ids map to new ids in small dicts (ints only), so memory grows with the
-number of records by a few dozen bytes each, never with their content.
+one Core executemany insert (frames through the store's frame writer). Old ids map to new ids
+in small dicts (ints only), so memory grows with the number of records by a few dozen bytes
+each, never with their content.
 
 Merging into a mind that already holds data (rows that existed before this import started:
 id at most the table's maximum id read at the start):
@@ -19,8 +19,7 @@ id at most the table's maximum id read at the start):
 
 This module holds the buffering and the small records (identity, schema, awareness, sessions,
 kv, harvest sources); frames are written by :class:`~.writer_frames.FrameWriter` and the graph
-and vectors by :class:`~.writer_graph.GraphWriter`, its bases, split off to keep every module
-under 400 lines.
+and vectors by :class:`~.writer_graph.GraphWriter`, its bases.
 """
 
 from __future__ import annotations

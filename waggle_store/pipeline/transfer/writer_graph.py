@@ -11,10 +11,11 @@ import sqlalchemy as sa
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from waggle_store.models import EntityMentionRow, EntityRow, RelationRow
+from waggle_store.models import EntityRow, RelationRow
 from waggle_store.pipeline.transfer.problems import Problems
 from waggle_store.pipeline.transfer.validate import Plan
 from waggle_store.repositories.knowledge_common import name_key
+from waggle_store.repositories.mentions import MentionRepository
 from waggle_store.repositories.vectors import ModelKey, register_model, store_vectors
 
 __all__ = ["GraphWriter", "table"]
@@ -137,16 +138,9 @@ class GraphWriter:
         pairs = {
             (self.ids["entity"][r["entity_id"]], self.ids["frame"][r["frame_id"]]) for r in rows
         }
-        m = EntityMentionRow
-        have = set(
-            self.s.execute(
-                select(m.entity_id, m.frame_id).where(m.frame_id.in_({f for _, f in pairs}))
-            ).all()
-        )
-        fresh = sorted(pairs - have, key=lambda p: (p[1], p[0]))
-        if fresh:
-            self.s.execute(insert(table(m)), [{"entity_id": e, "frame_id": f} for e, f in fresh])
-        self._count("mentions", len(fresh))
+        added = MentionRepository(self.s, self.mind_id).add_missing(
+            sorted((f, e) for e, f in pairs))
+        self._count("mentions", added)
 
     # -- vectors ------------------------------------------------------------------------------
 
