@@ -1,5 +1,4 @@
-"""Consolidation (OpenFang's ConsolidationEngine, reference §20 and the substrate seed): decay,
-merge near-duplicates, prune what is no longer worth keeping.
+"""Consolidation: decay, merge near-duplicates, prune what is no longer worth keeping.
 
 Salience. A frame's salience is a pure function of what the store already keeps::
 
