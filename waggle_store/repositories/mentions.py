@@ -36,6 +36,10 @@ class MentionRepository:
             raise NotFoundError(f"entity {entity_id} or frame {frame_id} does not exist") from exc
         return created
 
+    def add_many(self, frame_id: int, entity_ids: Sequence[int]) -> int:
+        """Record that the frame mentions these entities; returns how many were new."""
+        return self.add_missing([(frame_id, e) for e in entity_ids])
+
     def add_missing(self, pairs: Sequence[tuple[int, int]],
                     new_frames: Collection[int] = ()) -> int:
         """Record the ``(frame id, entity id)`` mentions not recorded yet; returns how many.
