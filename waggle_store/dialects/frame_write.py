@@ -1,8 +1,8 @@
 """``frames.create_i``'s write: a keyframe and its manifest, with the checks that decide whether
 to write them, in as few statements as each database allows.
 
-A ``create_i`` loop is the write an agent makes most (one memory, one transaction), and issue
-15 holds it to within 2x of the raw insert of the same two rows. The checks ride in the INSERT
+A ``create_i`` loop is the write an agent makes most (one memory, one transaction), so it
+stays close to the raw insert of the same two rows. The checks ride in the INSERT
 itself: the keyframe is written only if its session exists and the mind has no I-frame of the
 same content yet, with ``t`` = the session's MAX(t) + 1 as a subquery. On Postgres the manifest
 is a second data-modifying part of the same statement (one round trip for both rows); SQLite

@@ -13,14 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError
-from waggle_store.models import EmbeddingModelRow
 from waggle_store.pipeline.embed import embed_frames
 from waggle_store.records import CompactionReport, Frame, FrameStats, GopState
+from waggle_store.repositories.frame_upkeep import drop_vectors
 from waggle_store.repositories.frames import FrameRepository
 
 
@@ -32,15 +31,7 @@ class FramesAPI:
         return FrameRepository(s, self.mind.id)
 
     def _drop_vectors(self, s: Session, frame_ids: Sequence[int]) -> None:
-        if not frame_ids:
-            return
-        model_ids = list(s.scalars(select(EmbeddingModelRow.id)))
-        for model_id in model_ids:
-            try:
-                delete_vectors = self.mind.adapter.delete_vectors
-            except NotImplementedError:
-                return  # see the module docstring: such an adapter cleans up after frames itself
-            delete_vectors(s, model_id, list(frame_ids))
+        drop_vectors(s, self.mind.adapter, frame_ids)
 
     # -- writes -------------------------------------------------------------------------------
 

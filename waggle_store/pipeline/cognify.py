@@ -1,6 +1,6 @@
 """Cognify: the write pipeline that turns text into a frame, graph knowledge and a vector.
 
-Order matters (DESIGN §6): extraction and embedding run first, with no transaction open (a
+Order matters: extraction and embedding run first, with no transaction open (a
 network call never holds a database lock); then one write transaction stores the frame, its
 entities and mentions, co-occurrence and semantic relations, and its vector. If embedding
 failed, the frame is still written with a ``pending`` manifest and ``reconcile`` embeds it later;
@@ -20,31 +20,24 @@ from itertools import islice
 from typing import Final
 
 from sqlalchemy import exc as sa_exc
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.knowledge.extract import extract_entities, extract_relations
-from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS, FrameRow
-from waggle_store.pipeline.cognify_vectors import embed_texts, vector_plan, write_vectors
-from waggle_store.pipeline.ingest import Item, Written, item_graph, write_chunk
+from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS
+from waggle_store.pipeline.cognify_vectors import embed_texts, vector_plan
+from waggle_store.pipeline.ingest import Item, Written, write_chunk, write_one_by_one
 from waggle_store.pipeline.linker import MemoryLinker
 from waggle_store.records import (
     BatchResult,
     CognifyResult,
     MemoryInput,
     SearchResult,
-    ValidationSchema,
 )
-from waggle_store.repositories.common import check_choice, check_content, content_hash
-from waggle_store.repositories.frames import FrameRepository
+from waggle_store.repositories.common import check_choice, check_content
 from waggle_store.repositories.knowledge import (
-    EntityRepository,
-    EntitySpec,
     KnowledgeRepository,
-    MentionRepository,
-    RelationRepository,
 )
 from waggle_store.repositories.mind_models import MindModelRepository, mismatch_reason
 from waggle_store.repositories.sessions import SessionRepository
@@ -59,7 +52,7 @@ from waggle_store.timeutil import optional_utc
 
 log = logging.getLogger(__name__)
 
-#: Extraction reads at most this much of a text (the seed's cap): entity rules are linear, but
+#: Extraction reads at most this much of a text: entity rules are linear, but
 #: a 1 MB paste should not turn into thousands of graph writes.
 EXTRACT_CHARS: Final = 10_000
 #: Items per write transaction in cognify_batch: few transactions, but none that holds the
@@ -90,54 +83,6 @@ def _resolve_gop(session: Session, mind_id: int, gop_id: str | None) -> str:
     if gop_id is None:
         return sessions.ensure_active(None).gop_id
     return sessions.require(gop_id).gop_id
-
-
-def _existing_frame(session: Session, mind_id: int, content: str) -> FrameRow | None:
-    return session.scalar(
-        select(FrameRow)
-        .where(FrameRow.mind_id == mind_id, FrameRow.content_hash == content_hash(content))
-        .order_by(FrameRow.id)
-        .limit(1)
-    )
-
-
-def _write_frame(session: Session, mind_id: int, gop_id: str, item: Item) -> tuple[int, bool]:
-    """The frame for this item: an existing one with the same memory, else a new P or I frame."""
-    frames = FrameRepository(session, mind_id)
-    existing = _existing_frame(session, mind_id, item.content)
-    if existing is not None:
-        frames.touch(existing.id)
-        return existing.id, False
-    latest = frames.latest_i(gop_id)
-    if latest is None:
-        written = frames.create_i(gop_id, item.content, importance=item.importance,
-                                  source=item.source, created_at=item.created_at)
-        return written.frame.id, written.created
-    frame = frames.create_p(gop_id, item.content, latest.id, importance=item.importance,
-                            source=item.source)
-    if item.created_at is not None:
-        row = frames.require(frame.id)
-        row.created_at = row.last_accessed = item.created_at
-    return frame.id, True
-
-
-def _write_graph(session: Session, mind_id: int, frame_id: int, item: Item,
-                 schema: ValidationSchema | None) -> tuple[int, int]:
-    """Entities, mentions, co-occurrence and semantic relations; returns (entities, new edges).
-
-    What the mind's ValidationSchema refuses is skipped and logged, not fatal: the memory itself
-    is still stored, and a schema too strict for the rule-based extractor shows in the log.
-    """
-    specs = [EntitySpec(e.type, e.name, {"confidence": e.confidence, "source": "cognify"})
-             for e in item.entities]
-    rows, refused = EntityRepository(session, mind_id).upsert_many(specs, schema)
-    types: dict[int, str] = {}
-    ids, edges = item_graph(item, rows, types)
-    MentionRepository(session, mind_id).add_many(frame_id, ids)
-    created, edge_refused = RelationRepository(session, mind_id).ensure_many(edges, types, schema)
-    for why in refused + edge_refused:
-        log.info("cognify skipped a graph write the mind's schema refuses: %s", why)
-    return len(ids), created
 
 
 def _write_items(mind: MindContext, items: Sequence[Item], gop_id: str | None,
@@ -175,33 +120,8 @@ def _write_items(mind: MindContext, items: Sequence[Item], gop_id: str | None,
                                    embed_error)
         except (WaggleStoreError, sa_exc.IntegrityError) as exc:
             log.info("cognify_batch writes a chunk item by item after: %s", exc)
-        return _write_one_by_one(session, mind, gop, items, schema, vectors, model_id,
-                                 embed_error, on_error)
-
-
-def _write_one_by_one(session: Session, mind: MindContext, gop: str, items: Sequence[Item],
-                      schema: ValidationSchema | None, vectors: list[list[float]] | None,
-                      model_id: int | None, embed_error: str | None,
-                      on_error: Callable[[Item, Exception], None]) -> dict[int, Written]:
-    """The item-at-a-time write, each item in a savepoint: the fallback that isolates the
-    item that fails from the others (its failure is reported through ``on_error``)."""
-    written: dict[int, Written] = {}
-    pending_vectors: dict[int, list[float] | None] = {}
-    for position, item in enumerate(items):
-        try:
-            with session.begin_nested():
-                frame_id, new = _write_frame(session, mind.id, gop, item)
-                n_entities, n_relations = _write_graph(session, mind.id, frame_id, item, schema)
-        except (WaggleStoreError, sa_exc.IntegrityError) as exc:
-            on_error(item, exc)
-            continue
-        pending_vectors[frame_id] = vectors[position] if vectors is not None else None
-        written[item.index] = Written(frame_id, n_entities, n_relations, False, created=new)
-    ready = write_vectors(session, mind, pending_vectors, model_id, embed_error)
-    for w in written.values():
-        w.vector_ready = w.frame_id in ready
-        w.vector_error = None if w.vector_ready else embed_error
-    return written
+        return write_one_by_one(session, mind, gop, items, schema, vectors, model_id,
+                                embed_error, on_error)
 
 
 def _check_session(mind: MindContext, gop_id: str | None) -> None:

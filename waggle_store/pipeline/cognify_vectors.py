@@ -11,14 +11,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from waggle_store.context import MindContext
 from waggle_store.embeddings.sentences import text_form_of
-from waggle_store.models import FrameEmbeddingRow, FrameRow
+from waggle_store.repositories.frame_writer import FrameWriter
 from waggle_store.repositories.mind_models import MindModelRepository, mismatch_reason
-from waggle_store.repositories.vectors import mark_pending, model_key, model_key_of, store_vectors
+from waggle_store.repositories.vectors import (
+    frame_rows,
+    mark_pending,
+    model_key,
+    model_key_of,
+    store_vectors,
+)
 
 __all__ = ["embed_texts", "vector_plan", "write_vectors"]
 
@@ -47,9 +52,8 @@ def write_vectors(session: Session, mind: MindContext, vectors: dict[int, list[f
     """Store the frames' vectors (skipping those already current); returns the ready frame ids."""
     if not vectors:
         return set()
-    rows = {r.id: r for r in session.scalars(select(FrameRow).where(FrameRow.id.in_(vectors)))}
-    manifests = {m.frame_id: m for m in session.scalars(
-        select(FrameEmbeddingRow).where(FrameEmbeddingRow.frame_id.in_(vectors)))}
+    rows = frame_rows(session, list(vectors))
+    manifests = FrameWriter(session, mind.id).manifests(list(vectors))
     form = text_form_of(mind.embedder)
     ready: set[int] = set()
     todo: list[tuple[int, str, list[float]]] = []

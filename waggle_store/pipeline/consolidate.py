@@ -1,5 +1,4 @@
-"""Consolidation (OpenFang's ConsolidationEngine, reference §20 and the substrate seed): decay,
-merge near-duplicates, prune what is no longer worth keeping.
+"""Consolidation: decay, merge near-duplicates, prune what is no longer worth keeping.
 
 Salience. A frame's salience is a pure function of what the store already keeps::
 
@@ -45,14 +44,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError
-from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow
 from waggle_store.pipeline.near_duplicates import Candidate, near_duplicates, normalise
 from waggle_store.records import ConsolidationReport
+from waggle_store.repositories.frame_upkeep import (
+    drop_vectors,
+    salience_inputs,
+    set_accesses,
+    set_salience,
+)
 from waggle_store.repositories.frames import FrameRepository
 from waggle_store.repositories.kv import KVRepository
 from waggle_store.repositories.mind_models import MindModelRepository
@@ -118,20 +121,10 @@ def _check(name: str, value: object, low: float, high: float, *, open_low: bool)
 
 def _load(session: Session, mind: MindContext) -> tuple[list[_Frame], int | None]:
     model_id = MindModelRepository(session, mind.id).active()  # the mind's own model
-    manifest = FrameEmbeddingRow
-    query = (
-        select(FrameRow.id, FrameRow.source, FrameRow.importance, FrameRow.access_count,
-               FrameRow.last_accessed, FrameRow.created_at, FrameRow.salience,
-               FrameRow.content_hash, FrameRow.content, manifest.status, manifest.model_id,
-               manifest.content_hash)
-        .outerjoin(manifest, manifest.frame_id == FrameRow.id)
-        .where(FrameRow.mind_id == mind.id, FrameRow.frame_type.in_(("I", "P")))
-        .order_by(FrameRow.id)
-    )
     frames = [
         _Frame(int(r[0]), r[1], r[2], int(r[3]), r[4], r[5], r[6], r[7], normalise(r[8]),
                model_id is not None and r[9] == "ready" and r[10] == model_id and r[11] == r[7])
-        for r in session.execute(query)
+        for r in salience_inputs(session, mind.id)
     ]
     usable = model_id is not None and mind.adapter.vector_backend_available(session)
     return frames, model_id if usable else None
@@ -189,10 +182,8 @@ def _merge_record(frame: _Frame, similarity: float, now: datetime) -> dict[str, 
 
 def _apply(session: Session, mind: MindContext, plan: _Plan, now: datetime) -> None:
     kv = KVRepository(session, mind.id)
-    for keeper, (access, last) in plan.keepers.items():
-        session.execute(update(FrameRow).where(FrameRow.id == keeper)
-                        .values(access_count=access, last_accessed=last)
-                        .execution_options(synchronize_session=False))
+    set_accesses(session, plan.keepers)
+    for keeper in plan.keepers:
         if keeper in plan.pruned:
             continue
         key = f"{MERGED_KEY_PREFIX}{keeper}"
@@ -200,14 +191,11 @@ def _apply(session: Session, mind: MindContext, plan: _Plan, now: datetime) -> N
         records = [*(history if isinstance(history, list) else [history]),
                    *(_merge_record(m, sim, now) for m, sim in plan.merged[keeper])]
         kv.set(key, records[-MERGED_HISTORY:])
-    if plan.salience:
-        session.execute(update(FrameRow),  # ORM bulk UPDATE by primary key
-                        [{"id": fid, "salience": value} for fid, value in plan.salience.items()])
+    set_salience(session, plan.salience)
     doomed = [m.id for merged in plan.merged.values() for m, _ in merged] + plan.pruned
     if doomed:
         FrameRepository(session, mind.id).delete_many(doomed)
-        for model_id in session.scalars(select(EmbeddingModelRow.id)):
-            mind.adapter.delete_vectors(session, int(model_id), doomed)
+        drop_vectors(session, mind.adapter, doomed)
 
 
 def consolidate(mind: MindContext, *, decay_rate: float = 0.95, prune_below: float = 0.1,

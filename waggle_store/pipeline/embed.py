@@ -8,24 +8,24 @@ The vectors and their manifest rows are written through :mod:`waggle_store.repos
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from waggle_store.context import StoreContext
 from waggle_store.embeddings.base import validate_vector
 from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.errors import InvalidInputError, WaggleStoreError
-from waggle_store.models import FrameRow, MindRow
+from waggle_store.models import FrameRow
 from waggle_store.repositories.mind_models import (
     MindModelRepository,
     mismatch_reason,
     models_in_use,
     registered,
 )
+from waggle_store.repositories.minds import mind_names
 from waggle_store.repositories.vectors import (
     ModelKey,
     frame_rows,
@@ -40,7 +40,7 @@ __all__ = ["EMBED_BATCH_SIZE", "EmbedReport", "embed_frames"]
 
 log = logging.getLogger(__name__)
 
-#: Texts per embedding request (the seed's reconcile batch).
+#: Texts per embedding request.
 EMBED_BATCH_SIZE: Final = 50
 
 
@@ -128,11 +128,6 @@ def embed_frames(store: StoreContext, frame_ids: Sequence[int], *,
     return EmbedReport(embedded, failed, error)
 
 
-def _names(session: Session, mind_ids: Iterable[int]) -> dict[int, str]:
-    return {int(i): str(n) for i, n in session.execute(
-        select(MindRow.id, MindRow.name).where(MindRow.id.in_(set(mind_ids)))).all()}
-
-
 def _other_model_frames(session: Session, key: ModelKey,
                         rows: dict[int, FrameRow]) -> dict[str, list[int]]:
     """Frames (by reason) whose mind's active model is not ``key``."""
@@ -143,7 +138,7 @@ def _other_model_frames(session: Session, key: ModelKey,
     other = {m for m in minds if m in in_use and keys[in_use[m]] != key}
     if not other:
         return refused
-    names = _names(session, other)
+    names = mind_names(session, other)
     for fid, row in rows.items():
         if row.mind_id in other:
             why = mismatch_reason(names[row.mind_id], keys[in_use[row.mind_id]], key)
@@ -159,7 +154,7 @@ def _claim(session: Session, key: ModelKey, model_id: int,
     for mind_id in set(mind_of.values()):
         active = MindModelRepository(session, mind_id).claim(model_id)
         if active != model_id:
-            why = mismatch_reason(_names(session, [mind_id])[mind_id],
+            why = mismatch_reason(mind_names(session, [mind_id])[mind_id],
                                   model_key_of(session, active), key)
             lost[why] = [fid for fid, m in mind_of.items() if m == mind_id]
     return lost

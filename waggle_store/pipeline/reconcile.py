@@ -1,4 +1,4 @@
-"""Rebuild the derived indexes (DESIGN §4) from the tables they derive from.
+"""Rebuild the derived indexes (keyword index, vectors) from the tables they derive from.
 
 What drifts and how it is repaired:
 
@@ -32,18 +32,11 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Final
 
-from sqlalchemy import Select, exists, func, or_, select
-
 from waggle_store.context import StoreContext
 from waggle_store.embeddings.sentences import text_form_of
-from waggle_store.models import (
-    EmbeddingModelRow,
-    FrameEmbeddingRow,
-    FrameRow,
-    MindEmbeddingModelRow,
-)
 from waggle_store.pipeline.embed import EMBED_BATCH_SIZE, embed_frames
 from waggle_store.records import ReconcileReport
+from waggle_store.repositories.frame_upkeep import StaleFrames, last_frame_id, model_ids
 from waggle_store.repositories.vectors import model_key, register_model
 
 __all__ = ["reconcile"]
@@ -72,36 +65,10 @@ class _StaleFrames:
         self.store, self.model_id, self.mind_id = store, model_id, mind_id
         self.text_form = text_form
         with store.read() as session:
-            self.up_to = int(session.scalar(select(func.max(FrameRow.id))) or 0)
-            self.total = int(session.scalar(
-                select(func.count()).select_from(self._query().subquery())) or 0)
+            self.up_to = last_frame_id(session)
+            self.query = StaleFrames(model_id, mind_id, text_form, self.up_to)
+            self.total = self.query.count(session)
         self.total += sum(len(page) for page in self._missing_pages())
-
-    def _query(self) -> Select[int]:
-        uses = MindEmbeddingModelRow
-        ours = or_(
-            FrameRow.mind_id.in_(select(uses.mind_id).where(uses.model_id == self.model_id,
-                                                            uses.status == "active")),
-            ~exists().where(uses.mind_id == FrameRow.mind_id, uses.status == "active"),
-        )
-        query = (
-            select(FrameRow.id)
-            .outerjoin(FrameEmbeddingRow, FrameEmbeddingRow.frame_id == FrameRow.id)
-            .where(
-                or_(
-                    FrameEmbeddingRow.frame_id.is_(None),
-                    FrameEmbeddingRow.status != "ready",
-                    FrameEmbeddingRow.model_id.is_(None),
-                    FrameEmbeddingRow.model_id != self.model_id,
-                    FrameEmbeddingRow.content_hash != FrameRow.content_hash,
-                    FrameEmbeddingRow.text_form != self.text_form,
-                )
-            )
-            .where(ours, FrameRow.id <= self.up_to)
-        )
-        if self.mind_id is not None:
-            query = query.where(FrameRow.mind_id == self.mind_id)
-        return query
 
     def _missing_pages(self) -> Iterator[list[int]]:
         after = 0
@@ -120,9 +87,7 @@ class _StaleFrames:
         after = 0
         while True:
             with self.store.read() as session:
-                page = list(session.scalars(
-                    self._query().where(FrameRow.id > after).order_by(FrameRow.id)
-                    .limit(PAGE_SIZE)))
+                page = self.query.page(session, after=after, limit=PAGE_SIZE)
             if not page:
                 break
             yield page
@@ -158,8 +123,7 @@ def reconcile(
         # ReconcileReport's problems and repaired, in that order.
         problems = ([str(p) for p in found], [str(p) for p in found if str(p) not in still])
         if vector_backend:
-            model_ids = list(session.scalars(select(EmbeddingModelRow.id)))
-            for model_id in model_ids:
+            for model_id in model_ids(session):
                 if store.adapter.vector_table_exists(session, model_id):
                     orphans += store.adapter.remove_vector_orphans(session, model_id)
 

@@ -2,7 +2,7 @@
 
 ``frames.create_i`` is called once per memory by agents and importers; building its four
 statements afresh on every call (expression coercion, cache-key generation) cost more than the
-database spent executing them (issue 15). Each statement here is built once, takes every value
+database spent executing them. Each statement here is built once, takes every value
 as a bound parameter, and its compiled form stays in the engine's cache.
 """
 

@@ -1,12 +1,13 @@
 """Layer 2 repository: I/P/B memory frames of one mind.
 
-Invariants kept here rather than trusted to callers:
+Invariants kept here rather than trusted to callers (the inserts themselves are the frame
+writer's, :mod:`~waggle_store.repositories.frame_writer`):
 
 - ``t`` is gapless and unique per session: the session row is locked before ``MAX(t) + 1`` is
   read, so concurrent writers queue (a no-op on SQLite, where BEGIN IMMEDIATE serialises writers).
-- I-frame dedup is per mind, by the indexed ``content_hash``, with no recency window (the seed's
-  500-row window re-inserted older duplicates, reference §23.1). On Postgres the mind row is
-  locked first, so two transactions cannot both miss the same duplicate.
+- I-frame dedup is per mind, by the indexed ``content_hash``, with no recency window: an older
+  duplicate is found however many frames came since. On Postgres the mind row is locked first,
+  so two transactions cannot both miss the same duplicate.
 - Every frame has a manifest row (``frame_embeddings``) saying whether its vector is current;
   changing content sets it back to ``pending`` so reconcile re-embeds it.
 - Deletes go through the database's FK rules: frames based on a deleted frame get
@@ -23,7 +24,6 @@ from typing import Any, NamedTuple
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects.frame_write import insert_keyframe
 from waggle_store.errors import InvalidInputError, NotFoundError
 from waggle_store.models import (
     FRAME_SOURCES,
@@ -43,11 +43,8 @@ from waggle_store.repositories.common import (
     content_hash,
     rowcount,
 )
-from waggle_store.repositories.frame_sql import (
-    DUPLICATE_I,
-    INSERT_FRAME,
-    INSERT_MANIFEST,
-)
+from waggle_store.repositories.frame_sql import DUPLICATE_I
+from waggle_store.repositories.frame_writer import FrameWriter
 from waggle_store.repositories.sessions import SessionRepository
 from waggle_store.timeutil import optional_utc, utcnow
 
@@ -86,6 +83,7 @@ class FrameRepository:
         self.session = session
         self.mind_id = mind_id
         self.sessions = SessionRepository(session, mind_id)
+        self.writer = FrameWriter(session, mind_id)
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -104,14 +102,6 @@ class FrameRepository:
     def get(self, frame_id: int) -> Frame | None:
         row = self.row(frame_id)
         return None if row is None else to_frame(row)
-
-    def find_duplicate(self, content: str) -> FrameRow | None:
-        """The I-frame of this mind holding the same memory (same hash), if any."""
-        return self.session.scalar(select(FrameRow).where(
-            FrameRow.mind_id == self.mind_id,
-            FrameRow.content_hash == content_hash(content),
-            FrameRow.frame_type == "I",
-        ).order_by(FrameRow.id.desc()).limit(1))
 
     def _latest_i_row(self, gop_id: str) -> FrameRow | None:
         return self.session.scalar(select(FrameRow).where(
@@ -177,27 +167,16 @@ class FrameRepository:
 
     # -- inserts ------------------------------------------------------------------------------
 
-    def _lock_session(self, gop_id: str) -> None:
-        """Lock the session row before reading MAX(t): concurrent writers to one session queue
-        here (Postgres row lock; on SQLite BEGIN IMMEDIATE already serialises writers)."""
-        self.sessions.lock(gop_id)
-
     def _insert(self, frame_type: str, gop_id: str, content: str, *, base_frame_id: int | None,
                 importance: str, source: str, created_at: datetime | None) -> Frame:
-        """One INSERT (``t`` = MAX(t) + 1 as its subquery) and the manifest's: Core statements,
-        no unit of work (a create_i loop ran ~10x above the raw insert through the ORM)."""
-        # The caller has locked the session row (_lock_session), so MAX(t) + 1 cannot race.
+        """One frame and its manifest (the caller holds the session row lock)."""
         digest, when = content_hash(content), created_at or utcnow()
-        frame_id, t = self.session.execute(INSERT_FRAME, {
-            "q_mind": self.mind_id, "q_gop": gop_id, "v_mind_id": self.mind_id,
-            "v_frame_type": frame_type, "v_gop_id": gop_id, "v_base_frame_id": base_frame_id,
-            "v_content": content, "v_content_hash": digest, "v_importance": importance,
-            "v_source": source, "v_access_count": 0, "v_created_at": when,
-            "v_last_accessed": when}).one()
-        self.session.execute(INSERT_MANIFEST, {"frame_id": frame_id, "content_hash": digest,
-                                               "updated_at": utcnow()})
-        return Frame(int(frame_id), frame_type, gop_id, int(t), base_frame_id, content,
-                     importance, source, 0, when, when)
+        frame_id, t = self.writer.insert_one(
+            frame_type=frame_type, gop_id=gop_id, content=content, content_hash=digest,
+            base_frame_id=base_frame_id, importance=importance, source=source,
+            created_at=when, updated_at=utcnow())
+        return Frame(frame_id, frame_type, gop_id, t, base_frame_id, content, importance,
+                     source, 0, when, when)
 
     def create_i(self, gop_id: str, content: str, *, importance: str = "normal",
                  source: str = "user_stated",
@@ -205,30 +184,28 @@ class FrameRepository:
         """Insert a keyframe, or touch and return the existing I-frame with the same memory.
 
         A dedup hit may belong to another session of this mind: the memory is stored once per
-        mind. It is returned after the touch (the seed returned the pre-touch row, §23.2)."""
+        mind. It is returned after the touch."""
         check_name(gop_id, name="gop_id")
         check_content(content)
         check_choice(importance, IMPORTANCE_LEVELS, name="importance")
         check_choice(source, FRAME_SOURCES, name="source")
         when = optional_utc(created_at, name="created_at") or utcnow()
         digest = content_hash(content)
-        # The lock order of every write path: the mind row, then the session row (a write that
-        # took them the other way round deadlocked against cognify on Postgres). The mind row
+        # The lock order of every write path: the mind row, then the session row. The mind row
         # lock makes the dedup atomic: two transactions cannot both miss one duplicate. SQLite
-        # takes neither (BEGIN IMMEDIATE serialises its writers): the INSERT's own checks are
-        # all it runs before writing. On Postgres the locks go in the INSERT's round trip.
+        # takes neither (BEGIN IMMEDIATE serialises its writers). On Postgres the locks go in
+        # the INSERT's round trip.
         lock = self.sessions.lock_with_mind(gop_id)
-        locked, written = insert_keyframe(
-            self.session, mind_id=self.mind_id, gop_id=gop_id, content=content,
-            content_hash=digest, importance=importance, source=source, created_at=when,
-            updated_at=utcnow(), before=lock)
+        locked, written = self.writer.insert_keyframe(
+            gop_id=gop_id, content=content, content_hash=digest, importance=importance,
+            source=source, created_at=when, updated_at=utcnow(), before=lock)
         if lock is not None:
             self.sessions.locked(gop_id, locked)  # NotFoundError: no such session
         if written is not None:
             return FrameWrite(Frame(written[0], "I", gop_id, written[1], None, content,
                                     importance, source, 0, when, when), True)
         # Nothing written: no such session (NotFoundError here), or a duplicate to touch.
-        self._lock_session(gop_id)
+        self.sessions.lock(gop_id)  # writers of one session queue here
         duplicate = self.session.scalar(DUPLICATE_I, {"mind_id": self.mind_id,
                                                       "content_hash": digest})
         if duplicate is not None:
@@ -246,7 +223,7 @@ class FrameRepository:
         check_id(base_frame_id, name="base_frame_id")
         check_choice(importance, IMPORTANCE_LEVELS, name="importance")
         check_choice(source, FRAME_SOURCES, name="source")
-        self._lock_session(gop_id)
+        self.sessions.lock(gop_id)  # writers of one session queue here
         base = self.row(base_frame_id)
         if base is None or base.frame_type != "I" or base.gop_id != gop_id:
             raise InvalidInputError(
@@ -269,7 +246,7 @@ class FrameRepository:
         refs = [check_id(r, name="referenced frame id") for r in referenced_frame_ids]
         if not refs:
             raise InvalidInputError("a B-frame must reference at least one frame")
-        self._lock_session(gop_id)
+        self.sessions.lock(gop_id)  # writers of one session queue here
         wanted = {base_frame_id, *refs}
         found = set(self.session.scalars(select(FrameRow.id).where(
             FrameRow.mind_id == self.mind_id, FrameRow.id.in_(wanted))))

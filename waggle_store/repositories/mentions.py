@@ -7,7 +7,7 @@ keys refuse ids that do not exist; reads are confined to the mind through the en
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -37,23 +37,28 @@ class MentionRepository:
         return created
 
     def add_many(self, frame_id: int, entity_ids: Sequence[int]) -> int:
-        """Record that the frame mentions these entities; returns how many were new.
+        """Record that the frame mentions these entities; returns how many were new."""
+        return self.add_missing([(frame_id, e) for e in entity_ids])
 
-        One SELECT and one INSERT whatever the number (cognify's write path). Not race-free on
-        its own: the caller holds the per-mind graph lock (cognify takes it for the whole
-        write), which serialises the bulk writers of this mind's mentions.
+    def add_missing(self, pairs: Sequence[tuple[int, int]],
+                    new_frames: Collection[int] = ()) -> int:
+        """Record the ``(frame id, entity id)`` mentions not recorded yet; returns how many.
+
+        One SELECT per 500 frames (only frames not in ``new_frames``, inserted by this
+        transaction, can have some) and one INSERT, whatever the number (the bulk writers:
+        cognify, import). Not race-free on its own: the caller holds the per-mind graph lock,
+        which serialises the bulk writers of this mind's mentions.
         """
-        wanted = set(entity_ids)
-        if not wanted:
-            return 0
-        have = set(self.session.scalars(
-            sa.select(EntityMentionRow.entity_id).where(EntityMentionRow.frame_id == frame_id,
-                                                        EntityMentionRow.entity_id.in_(wanted))
-        ))
-        missing = sorted(wanted - have)
+        wanted = list(dict.fromkeys(pairs))
+        old_frames = sorted({f for f, _ in wanted if f not in new_frames})
+        have: set[tuple[int, int]] = set()
+        for start in range(0, len(old_frames), _CHUNK):
+            have.update((int(f), int(e)) for f, e in self.session.execute(
+                sa.select(EntityMentionRow.frame_id, EntityMentionRow.entity_id)
+                .where(EntityMentionRow.frame_id.in_(old_frames[start:start + _CHUNK]))))
+        missing = [{"entity_id": e, "frame_id": f} for f, e in wanted if (f, e) not in have]
         if missing:
-            self.session.execute(sa.insert(EntityMentionRow),
-                                 [{"entity_id": e, "frame_id": frame_id} for e in missing])
+            self.session.execute(sa.insert(EntityMentionRow), missing)
         return len(missing)
 
     def entity_ids_by_frame(self, frame_ids: Sequence[int]) -> dict[int, list[int]]:

@@ -6,6 +6,8 @@ takes only the caller's Session; like them, it never commits.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
@@ -15,6 +17,12 @@ from waggle_store.records import MindInfo
 from waggle_store.repositories.common import get_or_create, rowcount
 
 MAX_MIND_NAME_LENGTH = 200  # minds.name is VARCHAR(200)
+
+
+def mind_names(session: Session, mind_ids: Iterable[int]) -> dict[int, str]:
+    """Mind id → name, for the ids that exist."""
+    return {int(i): str(n) for i, n in session.execute(
+        sa.select(MindRow.id, MindRow.name).where(MindRow.id.in_(set(mind_ids)))).all()}
 
 
 def check_mind_name(name: object) -> str:

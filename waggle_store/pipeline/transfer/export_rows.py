@@ -1,68 +1,30 @@
-"""The per-table half of an export (see :mod:`.export`): each record family's keyset-paged read
-and its row-to-record mapping, one function per family (memory: identity, awareness, sessions,
-frames; graph: entities, relations, mentions; small records: kv, harvest sources, validation
-schema, embedding models). Split from :mod:`.export` to keep modules under 400 lines; the order
-of the calls there is the order of the file, which the importer relies on.
+"""The per-table half of an export (see :mod:`.export`): each record family's row-to-record
+mapping, one function per group (memory: identity, awareness, sessions, frames; graph: entities,
+relations, mentions; small records: kv, harvest sources, validation schema, embedding models),
+over the keyset-paged reads of :class:`~waggle_store.repositories.mind_export.MindExportRows`.
+The order of the calls in :mod:`.export` is the order of the file, which the importer relies on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import select
 
-from waggle_store.models import (
-    AwarenessRow,
-    EmbeddingModelRow,
-    EntityMentionRow,
-    EntityRow,
-    FrameRow,
-    HarvestSourceRow,
-    IdentityRow,
-    KVRow,
-    RelationRow,
-    SessionRow,
-)
 from waggle_store.pipeline.transfer.format import iso
+from waggle_store.repositories.mind_export import PAGE, MindExportRows, id_pages, pages
 
 __all__ = ["PAGE", "Emit", "emit_graph", "emit_memory", "emit_small", "id_pages", "pages"]
-
-#: Rows per keyset page.
-PAGE: Final = 1000
 
 #: Writes one record of a type (``emit(kind, fields)``) and counts it.
 Emit = Callable[[str, dict[str, Any]], None]
 
 
-def pages(conn: sa.Connection, stmt: Any, key: Any) -> Iterator[Any]:
-    """Every row of ``stmt`` (whose first column is ``key``), in key order, a page at a time."""
-    last: int | None = None
-    while True:
-        page = stmt if last is None else stmt.where(key > last)
-        rows = conn.execute(page.order_by(key).limit(PAGE)).all()
-        yield from rows
-        if len(rows) < PAGE:
-            return
-        last = int(rows[-1][0])
-
-
-def id_pages(conn: sa.Connection, stmt: sa.Select[Any]) -> Iterator[list[int]]:
-    """The ids ``stmt`` selects, in lists of :data:`PAGE` (the mentions are read per list)."""
-    page: list[int] = []
-    for row in pages(conn, stmt, FrameRow.id):
-        page.append(int(row[0]))
-        if len(page) == PAGE:
-            yield page
-            page = []
-    if page:
-        yield page
-
-
 def emit_memory(conn: sa.Connection, mid: int, emit: Emit) -> None:
     """The identity, awareness items, sessions and frames of mind ``mid``, in that order."""
-    for row in conn.execute(select(IdentityRow).where(IdentityRow.mind_id == mid)).mappings():
+    rows = MindExportRows(conn, mid)
+    for row in rows.identity():
         emit(
             "identity",
             {
@@ -79,14 +41,7 @@ def emit_memory(conn: sa.Connection, mid: int, emit: Emit) -> None:
                 )
             },
         )
-    t = AwarenessRow
-    for r in pages(
-        conn,
-        select(t.id, t.category, t.content, t.priority, t.meta, t.created_at, t.expires_at).where(
-            t.mind_id == mid
-        ),
-        t.id,
-    ):
+    for r in rows.awareness():
         emit(
             "awareness",
             {
@@ -99,14 +54,7 @@ def emit_memory(conn: sa.Connection, mid: int, emit: Emit) -> None:
                 "expires_at": iso(r[6]),
             },
         )
-    s = SessionRow
-    for r in pages(
-        conn,
-        select(
-            s.id, s.gop_id, s.project_id, s.status, s.kind, s.started_at, s.ended_at, s.summary
-        ).where(s.mind_id == mid),
-        s.id,
-    ):
+    for r in rows.sessions():
         emit(
             "session",
             {
@@ -120,24 +68,7 @@ def emit_memory(conn: sa.Connection, mid: int, emit: Emit) -> None:
                 "summary": r[7],
             },
         )
-    f = FrameRow
-    for r in pages(
-        conn,
-        select(
-            f.id,
-            f.frame_type,
-            f.gop_id,
-            f.t,
-            f.base_frame_id,
-            f.content,
-            f.importance,
-            f.source,
-            f.access_count,
-            f.created_at,
-            f.last_accessed,
-        ).where(f.mind_id == mid),
-        f.id,
-    ):
+    for r in rows.frames():
         emit(
             "frame",
             {
@@ -152,20 +83,15 @@ def emit_memory(conn: sa.Connection, mid: int, emit: Emit) -> None:
                 "access_count": r[8],
                 "created_at": iso(r[9]),
                 "last_accessed": iso(r[10]),
+                "salience": r[11],
             },
         )
 
 
 def emit_graph(conn: sa.Connection, mid: int, frames_of_mind: sa.Select[Any], emit: Emit) -> None:
     """Entities, relations, then mentions (paged by frame: ``frames_of_mind`` selects the ids)."""
-    e = EntityRow
-    for r in pages(
-        conn,
-        select(
-            e.id, e.entity_type, e.name, e.properties, e.valid_from, e.valid_to, e.recorded_at
-        ).where(e.mind_id == mid),
-        e.id,
-    ):
+    rows = MindExportRows(conn, mid)
+    for r in rows.entities():
         emit(
             "entity",
             {
@@ -178,22 +104,7 @@ def emit_graph(conn: sa.Connection, mid: int, frames_of_mind: sa.Select[Any], em
                 "recorded_at": iso(r[6]),
             },
         )
-    x = RelationRow
-    for r in pages(
-        conn,
-        select(
-            x.id,
-            x.source_id,
-            x.target_id,
-            x.relation_type,
-            x.confidence,
-            x.properties,
-            x.valid_from,
-            x.valid_to,
-            x.recorded_at,
-        ).where(x.mind_id == mid),
-        x.id,
-    ):
+    for r in rows.relations():
         emit(
             "relation",
             {
@@ -208,14 +119,8 @@ def emit_graph(conn: sa.Connection, mid: int, frames_of_mind: sa.Select[Any], em
                 "recorded_at": iso(r[8]),
             },
         )
-    for ids in id_pages(conn, frames_of_mind):
-        m = EntityMentionRow
-        for r in conn.execute(
-            select(m.frame_id, m.entity_id)
-            .where(m.frame_id.in_(ids))
-            .order_by(m.frame_id, m.entity_id)
-        ):
-            emit("mention", {"entity_id": r[1], "frame_id": r[0]})
+    for r in rows.mentions(frames_of_mind):
+        emit("mention", {"entity_id": r[1], "frame_id": r[0]})
 
 
 def emit_small(
@@ -227,25 +132,10 @@ def emit_small(
 ) -> None:
     """KV pairs, harvest sources, the validation schema (if set) and the embedding models whose
     vectors the mind holds (``model_ids``)."""
-    _export_kv(conn, mid, emit)
-    h = HarvestSourceRow
-    for r in pages(
-        conn,
-        select(
-            h.id,
-            h.source,
-            h.display_name,
-            h.source_path,
-            h.last_synced_at,
-            h.items_imported,
-            h.frames_created,
-            h.auto_sync,
-            h.sync_interval_hours,
-            h.last_content_hash,
-            h.created_at,
-        ).where(h.mind_id == mid),
-        h.id,
-    ):
+    rows = MindExportRows(conn, mid)
+    for r in rows.kv():
+        emit("kv", {"key": r[0], "value": r[1], "updated_at": iso(r[2])})
+    for r in rows.harvest_sources():
         emit(
             "harvest_source",
             {
@@ -269,29 +159,11 @@ def emit_small(
                 "allowed_relations": schema.get("allowed_relations"),
             },
         )
-    for model in conn.execute(
-        select(EmbeddingModelRow)
-        .where(EmbeddingModelRow.id.in_(model_ids))
-        .order_by(EmbeddingModelRow.id)
-    ).mappings():
+    for model in rows.models(model_ids):
         emit(
             "embedding_model",
             {k: model[k] for k in ("id", "provider", "model", "dimensions", "metric", "status")},
         )
-
-
-def _export_kv(conn: sa.Connection, mid: int, emit: Emit) -> None:
-    last: str | None = None
-    while True:
-        stmt = select(KVRow.key, KVRow.value, KVRow.updated_at).where(KVRow.mind_id == mid)
-        if last is not None:
-            stmt = stmt.where(KVRow.key > last)
-        rows = conn.execute(stmt.order_by(KVRow.key).limit(PAGE)).all()
-        for r in rows:
-            emit("kv", {"key": r[0], "value": r[1], "updated_at": iso(r[2])})
-        if len(rows) < PAGE:
-            return
-        last = str(rows[-1][0])
 
 
 def _value(value: Any) -> Any:

@@ -219,6 +219,7 @@ SPECS: Final[dict[str, dict[str, Checker]]] = {
 #: ``embeddings/sentences.py``) came with migration 0007; every vector before it was "whole".
 OPTIONAL: Final[dict[str, dict[str, tuple[Any, Checker]]]] = {
     "vector": {"text_form": ("whole", _choice(TEXT_FORMS))},
+    "frame": {"salience": (None, _optional(_confidence))},
 }
 
 

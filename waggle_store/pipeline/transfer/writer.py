@@ -2,9 +2,9 @@
 
 Records arrive in file order and are buffered per type; a buffer is written when it is full or
 when a record of another type arrives, each with one SELECT for what the mind already holds and
-one Core ``INSERT ... RETURNING id`` executemany (``sort_by_parameter_order`` pairs each new id
-with its record). Old ids map to new ids in small dicts (ints only), so memory grows with the
-number of records by a few dozen bytes each, never with their content.
+one Core executemany insert (frames through the store's frame writer). Old ids map to new ids
+in small dicts (ints only), so memory grows with the number of records by a few dozen bytes
+each, never with their content.
 
 Merging into a mind that already holds data (rows that existed before this import started:
 id at most the table's maximum id read at the start):
@@ -19,8 +19,7 @@ id at most the table's maximum id read at the start):
 
 This module holds the buffering and the small records (identity, schema, awareness, sessions,
 kv, harvest sources); frames are written by :class:`~.writer_frames.FrameWriter` and the graph
-and vectors by :class:`~.writer_graph.GraphWriter`, its bases, split off to keep every module
-under 400 lines.
+and vectors by :class:`~.writer_graph.GraphWriter`, its bases.
 """
 
 from __future__ import annotations
@@ -28,27 +27,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
-from waggle_store.models import (
-    AwarenessRow,
-    EntityRow,
-    FrameEmbeddingRow,
-    FrameRow,
-    HarvestSourceRow,
-    IdentityRow,
-    KVRow,
-    RelationRow,
-    SessionRow,
-)
 from waggle_store.pipeline.transfer.format import Line
 from waggle_store.pipeline.transfer.validate import Plan
 from waggle_store.pipeline.transfer.writer_frames import FrameWriter
-from waggle_store.pipeline.transfer.writer_graph import table
 from waggle_store.records import ValidationSchema
+from waggle_store.repositories import frame_writer
 from waggle_store.repositories.knowledge_common import lock_graph
 from waggle_store.repositories.knowledge_schema import ValidationSchemaRepository
+from waggle_store.repositories.mind_import import ImportRows
 from waggle_store.repositories.vectors import ModelKey
 from waggle_store.timeutil import utcnow
 
@@ -80,9 +68,8 @@ class MindWriter(FrameWriter):
         # The mind row lock that cognify's frame dedup and entity upserts take (Postgres): no
         # concurrent writer can add a duplicate this import would have merged with.
         lock_graph(session, mind_id)
-        self.pre = {name: int(session.scalar(select(func.coalesce(func.max(col), 0))) or 0)
-                    for name, col in (("frame", FrameRow.id), ("entity", EntityRow.id),
-                                      ("relation", RelationRow.id), ("awareness", AwarenessRow.id))}
+        self.held = ImportRows(session, mind_id)
+        self.pre = self.held.highest_ids()
 
     def _count(self, kind: str, n: int = 1) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + n
@@ -106,17 +93,12 @@ class MindWriter(FrameWriter):
     def finish(self) -> None:
         self.flush()
         self._fix_forward_references()
-        pending = self.s.scalar(select(func.count()).select_from(FrameEmbeddingRow).where(
-            FrameEmbeddingRow.frame_id.in_(select(FrameRow.id).where(
-                FrameRow.mind_id == self.mind_id, FrameRow.id > self.pre["frame"])),
-            FrameEmbeddingRow.status != "ready"))
-        self.counts["vectors_pending"] = int(pending or 0)
+        self.counts["vectors_pending"] = self.held.pending_after(self.pre["frame"])
 
     # -- simple records -----------------------------------------------------------------------
 
     def _write_identity(self, rows: list[dict[str, Any]]) -> None:
-        existing = self.s.scalar(
-            select(IdentityRow.name).where(IdentityRow.mind_id == self.mind_id))
+        existing = self.held.identity_name()
         if existing is not None:
             if existing != rows[0]["name"]:
                 self.problems.add(
@@ -125,7 +107,7 @@ class MindWriter(FrameWriter):
                     f"kept the mind's own identity ({existing!r})",
                 )
             return
-        self.s.execute(insert(table(IdentityRow)), [{**rows[0], "mind_id": self.mind_id}])
+        self.held.insert("identity", rows[:1])
 
     def _write_validation_schema(self, rows: list[dict[str, Any]]) -> None:
         new = rows[0]
@@ -146,19 +128,9 @@ class MindWriter(FrameWriter):
             )
 
     def _write_awareness(self, rows: list[dict[str, Any]]) -> None:
-        a = AwarenessRow
-        have = set(
-            self.s.execute(
-                select(a.category, a.content).where(
-                    a.mind_id == self.mind_id,
-                    a.id <= self.pre["awareness"],
-                    a.content.in_({r["content"] for r in rows}),
-                )
-            ).all()
-        )
+        have = self.held.awareness_held(self.pre["awareness"], (r["content"] for r in rows))
         fresh = [
             {
-                "mind_id": self.mind_id,
                 "category": r["category"],
                 "content": r["content"],
                 "priority": r["priority"],
@@ -169,50 +141,21 @@ class MindWriter(FrameWriter):
             for r in rows
             if (r["category"], r["content"]) not in have
         ]
-        if fresh:
-            self.s.execute(insert(table(a)), fresh)
+        self.held.insert("awareness", fresh)
         self._count("awareness", len(fresh))
 
     def _write_session(self, rows: list[dict[str, Any]]) -> None:
-        s = SessionRow
-        gops = [r["gop_id"] for r in rows]
-        existing = set(
-            self.s.scalars(select(s.gop_id).where(s.mind_id == self.mind_id, s.gop_id.in_(gops)))
-        )
-        for gop in existing:
-            last = self.s.scalar(
-                select(func.max(FrameRow.t)).where(
-                    FrameRow.mind_id == self.mind_id, FrameRow.gop_id == gop
-                )
-            )
-            self.t_offset[gop] = 0 if last is None else int(last) + 1
-        active = {
-            p or ""
-            for p in self.s.scalars(
-                select(s.project_id).where(
-                    s.mind_id == self.mind_id, s.status == "active", s.kind == "auto"
-                )
-            )
-        }
+        existing = self.held.sessions_held(r["gop_id"] for r in rows)
+        frames = frame_writer.FrameWriter(self.s, self.mind_id)
+        for gop in existing:  # the file's frames go after the session's own
+            self.t_offset[gop] = frames.session_head(gop)[1]
+        active = self.held.active_auto_projects()
         fresh = []
         for r in rows:
             if r["gop_id"] in existing:
                 continue
-            row = {
-                "mind_id": self.mind_id,
-                **{
-                    k: r[k]
-                    for k in (
-                        "gop_id",
-                        "project_id",
-                        "kind",
-                        "status",
-                        "started_at",
-                        "ended_at",
-                        "summary",
-                    )
-                },
-            }
+            row = {k: r[k] for k in ("gop_id", "project_id", "kind", "status", "started_at",
+                                      "ended_at", "summary")}
             if row["status"] == "active" and row["kind"] == "auto":
                 if (row["project_id"] or "") in active:
                     self.problems.add(
@@ -223,42 +166,22 @@ class MindWriter(FrameWriter):
                     row.update(status="closed", ended_at=row["ended_at"] or utcnow())
                 active.add(row["project_id"] or "")
             fresh.append(row)
-        if fresh:
-            self.s.execute(insert(table(s)), fresh)
+        self.held.insert("session", fresh)
         self._count("sessions", len(fresh))
 
     def _write_kv(self, rows: list[dict[str, Any]]) -> None:
-        have = dict(
-            self.s.execute(
-                select(KVRow.key, KVRow.updated_at).where(
-                    KVRow.mind_id == self.mind_id, KVRow.key.in_([r["key"] for r in rows])
-                )
-            ).all()  # not the Result itself: dict() would take it for a mapping (it has keys())
-        )
+        have = self.held.kv_updated(r["key"] for r in rows)
         fresh = [r for r in rows if r["key"] not in have]
         newer = [r for r in rows if r["key"] in have and have[r["key"]] < r["updated_at"]]
-        if fresh:
-            self.s.execute(insert(table(KVRow)), [{**r, "mind_id": self.mind_id} for r in fresh])
+        self.held.insert("kv", fresh)
         for r in newer:
-            self.s.execute(
-                update(KVRow)
-                .where(KVRow.mind_id == self.mind_id, KVRow.key == r["key"])
-                .values(value=r["value"], updated_at=r["updated_at"])
-            )
+            self.held.set_kv(r["key"], r["value"], r["updated_at"])
         self._count("kv", len(fresh) + len(newer))
 
     def _write_harvest_source(self, rows: list[dict[str, Any]]) -> None:
-        h = HarvestSourceRow
-        have = set(
-            self.s.scalars(
-                select(h.source).where(
-                    h.mind_id == self.mind_id, h.source.in_([r["source"] for r in rows])
-                )
-            )
-        )
-        fresh = [{**r, "mind_id": self.mind_id} for r in rows if r["source"] not in have]
-        if fresh:
-            self.s.execute(insert(table(h)), fresh)
+        have = self.held.harvest_sources_held(r["source"] for r in rows)
+        fresh = [r for r in rows if r["source"] not in have]
+        self.held.insert("harvest_source", fresh)
         if len(fresh) < len(rows):
             self.problems.add(
                 "harvest source already registered",

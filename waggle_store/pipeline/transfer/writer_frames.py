@@ -1,8 +1,8 @@
 """The frame half of :class:`~.writer.MindWriter` (see its module for the merge rules): frames
 deduplicated by content hash and frame type, ``t`` shifted past a session the mind already has,
 B-frame references and P-frame bases remapped to new ids, and references to frames further down
-the file fixed once those are written. Split from :mod:`.writer` to keep modules under 400 lines,
-as :mod:`.writer_graph` holds the knowledge-graph half.
+the file fixed once those are written. The rows themselves go through the store's one frame
+writer (:class:`~waggle_store.repositories.frame_writer.FrameWriter`).
 """
 
 from __future__ import annotations
@@ -10,12 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy import insert, select, update
-
-from waggle_store.models import FrameEmbeddingRow, FrameRow
 from waggle_store.pipeline.transfer.validate import b_references
-from waggle_store.pipeline.transfer.writer_graph import GraphWriter, table
+from waggle_store.pipeline.transfer.writer_graph import GraphWriter
+from waggle_store.repositories import frame_writer
 from waggle_store.repositories.common import content_hash
 from waggle_store.timeutil import utcnow
 
@@ -73,34 +70,19 @@ class FrameWriter(GraphWriter):
                     base if after else None,
                 )
             )
+        rows_writer = frame_writer.FrameWriter(self.s, self.mind_id)
         dupes: dict[tuple[str, str], int] = {}
-        for fid, digest, ftype in self.s.execute(
-            select(FrameRow.id, FrameRow.content_hash, FrameRow.frame_type)
-            .where(
-                FrameRow.mind_id == self.mind_id,
-                FrameRow.id <= self.pre["frame"],
-                FrameRow.content_hash.in_({p[2] for p in prepared}),
-            )
-            .order_by(FrameRow.id)
-        ):
-            dupes.setdefault((digest, ftype), int(fid))
+        for fid, digest, ftype in rows_writer.with_hashes([p[2] for p in prepared],
+                                                          up_to=self.pre["frame"]):
+            dupes.setdefault((digest, ftype), fid)
         for r, _, digest, _, _, _ in prepared:  # map the duplicates before B-frames look them up
             if (digest, r["frame_type"]) in dupes:
                 frames.setdefault(r["id"], dupes[(digest, r["frame_type"])])
         prepared = [self._retry_b(p) if p[3] else p for p in prepared]
         late = {p[2] for p in prepared if p[0]["frame_type"] == "B" and (p[2], "B") not in dupes}
-        if late:
-            for fid, digest in self.s.execute(
-                select(FrameRow.id, FrameRow.content_hash)
-                .where(
-                    FrameRow.mind_id == self.mind_id,
-                    FrameRow.id <= self.pre["frame"],
-                    FrameRow.frame_type == "B",
-                    FrameRow.content_hash.in_(late),
-                )
-                .order_by(FrameRow.id)
-            ):
-                dupes.setdefault((digest, "B"), int(fid))
+        for fid, digest, _ in rows_writer.with_hashes(sorted(late), up_to=self.pre["frame"],
+                                                      frame_type="B"):
+            dupes.setdefault((digest, "B"), fid)
         fresh, later = [], []
         for r, content, digest, waiting, base, later_base in prepared:
             dupe = None if waiting else dupes.get((digest, r["frame_type"]))
@@ -110,7 +92,6 @@ class FrameWriter(GraphWriter):
                 continue
             fresh.append(
                 {
-                    "mind_id": self.mind_id,
                     "frame_type": r["frame_type"],
                     "gop_id": r["gop_id"],
                     "t": r["t"] + self.t_offset.get(r["gop_id"], 0),
@@ -122,35 +103,21 @@ class FrameWriter(GraphWriter):
                     "access_count": r["access_count"],
                     "created_at": r["created_at"],
                     "last_accessed": r["last_accessed"],
+                    "salience": r.get("salience"),
                 }
             )
             later.append((r["id"], waiting, later_base))
         if not fresh:
             return
-        frames_t = table(FrameRow)
-        new_ids = [
-            int(i)
-            for i in self.s.scalars(
-                insert(frames_t).returning(frames_t.c.id, sort_by_parameter_order=True), fresh
-            )
-        ]
+        new_ids = rows_writer.insert(fresh)
         for (old, _, _), new in zip(later, new_ids, strict=True):
             frames[old] = new
             self.inserted_frames.add(new)
-        self.s.execute(
-            insert(table(FrameEmbeddingRow)),
-            [
-                {
-                    "frame_id": new,
-                    "model_id": None,
-                    "content_hash": row["content_hash"],
-                    "status": "pending",
-                    "error": None,
-                    "updated_at": utcnow(),
-                }
-                for new, row in zip(new_ids, fresh, strict=True)
-            ],
-        )
+        now = utcnow()
+        rows_writer.add_manifests([
+            {"frame_id": new, "content_hash": row["content_hash"], "status": "pending",
+             "updated_at": now}
+            for new, row in zip(new_ids, fresh, strict=True)])
         self._count("frames", len(fresh))
         # References to frames of this same chunk (a P-frame's base just before it, most often)
         # are known now; the rest wait for frames further down the file.
@@ -174,12 +141,13 @@ class FrameWriter(GraphWriter):
     ) -> None:
         """Map the waiting references of ``(new id, unmapped B content or None, old base id or
         None)``; what still waits is kept for later (or dropped when ``final``)."""
-        bases, contents = [], []
+        bases: list[tuple[int, int]] = []
+        contents: list[tuple[int, str, str]] = []
         for new_id, content, old_base in items:
             still = False
             if old_base is not None:
                 if old_base in self.ids["frame"]:
-                    bases.append({"b_id": new_id, "b_base": self.ids["frame"][old_base]})
+                    bases.append((new_id, self.ids["frame"][old_base]))
                 else:
                     still = True
             if content is not None:
@@ -189,33 +157,12 @@ class FrameWriter(GraphWriter):
                 else:
                     if waiting:  # final: map what can be mapped, drop the rest
                         mapped = self._drop_unmapped(content)
-                    contents.append(
-                        {"b_id": new_id, "b_content": mapped, "b_hash": content_hash(mapped)}
-                    )
+                    contents.append((new_id, mapped, content_hash(mapped)))
             if still and not final:
                 self.fixups.append((new_id, content, old_base))
-        t = table(FrameRow)
-        if bases:
-            self.s.execute(
-                update(t)
-                .where(t.c.id == sa.bindparam("b_id"))
-                .values(base_frame_id=sa.bindparam("b_base")),
-                bases,
-            )
-        if contents:
-            self.s.execute(
-                update(t)
-                .where(t.c.id == sa.bindparam("b_id"))
-                .values(content=sa.bindparam("b_content"), content_hash=sa.bindparam("b_hash")),
-                contents,
-            )
-            e = table(FrameEmbeddingRow)
-            self.s.execute(
-                update(e)
-                .where(e.c.frame_id == sa.bindparam("b_id"))
-                .values(content_hash=sa.bindparam("b_hash")),
-                [{"b_id": c["b_id"], "b_hash": c["b_hash"]} for c in contents],
-            )
+        rows_writer = frame_writer.FrameWriter(self.s, self.mind_id)
+        rows_writer.set_bases(bases)
+        rows_writer.set_contents(contents)
 
     def _drop_unmapped(self, content: str) -> str:
         parsed = b_references(content)

@@ -7,24 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from waggle_store.models import EntityMentionRow, EntityRow, RelationRow
 from waggle_store.pipeline.transfer.problems import Problems
 from waggle_store.pipeline.transfer.validate import Plan
 from waggle_store.repositories.knowledge_common import name_key
+from waggle_store.repositories.mentions import MentionRepository
+from waggle_store.repositories.mind_import import ImportRows
 from waggle_store.repositories.vectors import ModelKey, register_model, store_vectors
 
-__all__ = ["GraphWriter", "table"]
-
-
-def table(model: Any) -> sa.Table:
-    """A model's Core table (``Model.__table__`` is typed as a FromClause)."""
-    found = model.__table__
-    assert isinstance(found, sa.Table)
-    return found
+__all__ = ["GraphWriter"]
 
 
 class GraphWriter:
@@ -39,6 +31,7 @@ class GraphWriter:
     vector_model: ModelKey | None
     ids: dict[str, dict[int, int]]
     pre: dict[str, int]
+    held: ImportRows
     inserted_frames: set[int]
     _model_id: int | None
 
@@ -48,20 +41,15 @@ class GraphWriter:
     # -- knowledge graph ----------------------------------------------------------------------
 
     def _write_entity(self, rows: list[dict[str, Any]]) -> None:
-        e = EntityRow
         keys = {(r["entity_type"], name_key(r["name"])) for r in rows}
         active: dict[tuple[str, str], int] = {}
         retired: dict[tuple[Any, ...], int] = {}
-        for eid, etype, key, vf, vt in self.s.execute(
-            select(e.id, e.entity_type, e.name_key, e.valid_from, e.valid_to)
-            .where(e.mind_id == self.mind_id, e.id <= self.pre["entity"],
-                   sa.tuple_(e.entity_type, e.name_key).in_(list(keys))).order_by(e.id)
-        ):
+        for eid, etype, key, vf, vt in self.held.entities_held(self.pre["entity"], keys):
             if vt is None:
                 active.setdefault((etype, key), int(eid))
             else:
                 retired.setdefault((etype, key, vf, vt), int(eid))
-        self._merge_insert("entity", e, rows, [
+        self._merge_insert("entity", rows, [
             (active.get((r["entity_type"], name_key(r["name"])))
              if r["valid_to"] is None else
              retired.get((r["entity_type"], name_key(r["name"]), r["valid_from"], r["valid_to"])))
@@ -70,15 +58,11 @@ class GraphWriter:
                 "name_key": name_key(r["name"])})
 
     def _write_relation(self, rows: list[dict[str, Any]]) -> None:
-        x, ents = RelationRow, self.ids["entity"]
+        ents = self.ids["entity"]
         ends = [(ents[r["source_id"]], ents[r["target_id"]], r["relation_type"]) for r in rows]
         have: dict[tuple[Any, ...], int] = {}
-        for rid, src, tgt, rtype, vf, vt in self.s.execute(
-            select(x.id, x.source_id, x.target_id, x.relation_type, x.valid_from, x.valid_to)
-            .where(x.mind_id == self.mind_id, x.id <= self.pre["relation"],
-                   sa.tuple_(x.source_id, x.target_id, x.relation_type).in_(list(set(ends))))
-            .order_by(x.id)
-        ):
+        for rid, src, tgt, rtype, vf, vt in self.held.relations_held(self.pre["relation"],
+                                                                      set(ends)):
             have.setdefault(
                 (src, tgt, rtype) if vt is None else (src, tgt, rtype, vf, vt), int(rid)
             )
@@ -88,7 +72,6 @@ class GraphWriter:
         ]
         self._merge_insert(
             "relation",
-            x,
             rows,
             matches,
             lambda r: {
@@ -111,7 +94,6 @@ class GraphWriter:
     def _merge_insert(
         self,
         kind: str,
-        model: Any,
         rows: list[dict[str, Any]],
         matches: Sequence[int | None],
         values: Callable[[dict[str, Any]], dict[str, Any]],
@@ -122,31 +104,19 @@ class GraphWriter:
             if match is not None:
                 ids[r["id"]] = match
             else:
-                fresh.append({"mind_id": self.mind_id, **values(r)})
+                fresh.append(values(r))
                 olds.append(r["id"])
-        if fresh:
-            target = table(model)
-            new_ids = self.s.scalars(
-                insert(target).returning(target.c.id, sort_by_parameter_order=True), fresh
-            )
-            for old, new in zip(olds, new_ids, strict=True):
-                ids[old] = int(new)
+        for old, new in zip(olds, self.held.insert_returning(kind, fresh), strict=True):
+            ids[old] = new
         self._count(kind, len(fresh))
 
     def _write_mention(self, rows: list[dict[str, Any]]) -> None:
         pairs = {
             (self.ids["entity"][r["entity_id"]], self.ids["frame"][r["frame_id"]]) for r in rows
         }
-        m = EntityMentionRow
-        have = set(
-            self.s.execute(
-                select(m.entity_id, m.frame_id).where(m.frame_id.in_({f for _, f in pairs}))
-            ).all()
-        )
-        fresh = sorted(pairs - have, key=lambda p: (p[1], p[0]))
-        if fresh:
-            self.s.execute(insert(table(m)), [{"entity_id": e, "frame_id": f} for e, f in fresh])
-        self._count("mentions", len(fresh))
+        added = MentionRepository(self.s, self.mind_id).add_missing(
+            sorted((f, e) for e, f in pairs))
+        self._count("mentions", added)
 
     # -- vectors ------------------------------------------------------------------------------
 
