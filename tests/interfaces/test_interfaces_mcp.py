@@ -30,7 +30,7 @@ def _server_args(target: Any, *extra: str) -> list[str]:
     args = ["-m", "waggle_store", "--url", target.url, "--embedder", "hashing", "--mind", "agent"]
     if target.schema:
         args += ["--schema", target.schema]
-    return [*args, "mcp", *extra]
+    return [*args, "mcp", "--allow-mind", "side-project", "--allow-mind", "harvested", *extra]
 
 
 def _env() -> dict[str, str]:
@@ -146,6 +146,7 @@ async def _lifecycle(client: Client, notes: Path) -> None:
     assert listed["harvest_sources"].annotations.read_only_hint
     assert listed["consolidate_memory"].annotations.destructive_hint
 
+    await _call(client, "create_workspace", name="harvested")
     imported = await _call(client, "harvest_import", kind="markdown", path=str(notes),
                            name="notes", mind="harvested")
     assert imported["mind"] == "harvested"
@@ -193,7 +194,8 @@ def test_mcp_lifecycle_tools_over_stdio(target: Any, tmp_path: Path) -> None:
     (notes / "apollo.md").write_text("# Apollo\n\nSarah Chen leads Project Apollo.\n")
     (notes / "projects" / "helios.txt").write_text("The Helios launch moved to May.\n")
     params = StdioServerParameters(
-        command=sys.executable, args=_server_args(target), env=_env(), cwd=str(REPO)
+        command=sys.executable, args=_server_args(target, "--harvest-root", str(tmp_path)),
+        env=_env(), cwd=str(REPO)
     )
 
     async def main() -> None:

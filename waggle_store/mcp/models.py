@@ -30,7 +30,10 @@ class MemorySaved(BaseModel):
 
 class RecallHit(BaseModel):
     frame_id: int | None = Field(description="Id of the memory frame (None for external results).")
-    content: str = Field(description="The remembered text.")
+    content: str = Field(description="The remembered text; a long one is cut (see truncated).")
+    truncated: bool = Field(default=False, description="The content was cut to keep the answer "
+                                                       "small; get_memory reads all of it.")
+    content_chars: int = Field(description="Length of the whole memory, in characters.")
     score: float = Field(description="Relevance in [0, 1]; higher is better.")
     source: str = Field(description="'workspace', 'personal' or 'external'.")
     attribution: str = Field(description="A tag to cite the result by.")
