@@ -331,3 +331,50 @@ def test_unknown_arguments_are_refused_and_digit_strings_are_ids(target: Any) ->
             assert retired["retired"] == [ids[1]]
 
     asyncio.run(main())
+
+
+# -- bounded answers ------------------------------------------------------------------------------
+
+def _long_memory(tag: str, size: int) -> str:
+    words = f"{tag} quarterly ledger entry reconciled with the auditors "
+    return (words * (size // len(words) + 1))[:size]
+
+
+def test_a_recall_of_large_memories_reaches_the_official_http_client(
+        target: Any, tmp_path: Path) -> None:
+    """Ten memories of 60 KB, and one of 600 KB: each hit's content is sent once (the text block
+    has short previews), cut to a per-hit and a total budget with a marker, and the whole answer
+    stays under the SDK client's 1 MiB SSE event limit."""
+    with target.open(embedder="hashing") as store:
+        agent = store.mind("agent")
+        tens = [agent.cognify(_long_memory(f"ledger{i}", 60_000)).frame_id for i in range(10)]
+        big = store.mind("big").cognify(_long_memory("ledger", 600_000)).frame_id
+
+    with http_server(target, tmp_path, "--allow-mind", "big") as server:
+
+        async def main() -> None:
+            async with http_client(server.url) as client:
+                result = await client.call_tool("recall_memory", {"query": "quarterly ledger",
+                                                                  "limit": 10})
+                assert not result.is_error, result.content
+                hits = result.structured_content["results"]
+                assert sorted(h["frame_id"] for h in hits) == sorted(tens)
+                assert all(h["content_chars"] == 60_000 for h in hits)
+                assert all(h["content"].startswith("ledger") for h in hits)
+                # Ten times 60 KB exceed the answer's budget: each gets a fair share of it.
+                assert all(h["truncated"] for h in hits)
+                assert all(40_000 < len(h["content"]) < 60_000 for h in hits)
+                for hit in hits:
+                    assert hit["truncated"] == hit["content"].endswith("[…truncated]")
+                text = result.content[0].text
+                assert len(text.encode()) < 10 * 1000  # previews, not the contents again
+
+                one = await client.call_tool("recall_memory", {"query": "quarterly ledger",
+                                                               "mind": "big"})
+                assert not one.is_error, one.content
+                (hit,) = one.structured_content["results"]
+                assert (hit["frame_id"], hit["content_chars"], hit["truncated"]) == (
+                    big, 600_000, True)
+                assert 30_000 < len(hit["content"]) < 600_000
+
+        asyncio.run(main())

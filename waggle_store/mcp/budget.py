@@ -6,8 +6,9 @@ answer as one message: the official SDK's streamable-HTTP client refuses an SSE 
 bytes its text takes once JSON-encoded (the wire form: an escaped control character costs six
 bytes, a non-ASCII one up to four):
 
-- ``recall_memory`` gives each hit at most :data:`HIT_BYTES` of its content and all hits
-  together at most :data:`RECALL_BYTES`, in its structured content; a cut content ends with
+- ``recall_memory`` shares :data:`RECALL_BYTES` among its hits, best first, each getting at
+  most :data:`HIT_BYTES` and at least :data:`MIN_HIT_BYTES` of its content, in its structured
+  content (at most 100 hits: about 600 KB in all); a cut content ends with
   :data:`MARKER` and the hit says ``truncated: true`` and the full ``content_chars``, and
   ``get_memory(frame_id, offset=...)`` reads the rest. Its text block (for models that read
   only text) repeats no more than :data:`PREVIEW_BYTES` of each hit: the large part of an
@@ -21,6 +22,7 @@ import json
 from typing import Final
 
 HIT_BYTES: Final = 64 * 1024
+MIN_HIT_BYTES: Final = 1024
 RECALL_BYTES: Final = 512 * 1024
 PREVIEW_BYTES: Final = 600
 PAGE_BYTES: Final = 256 * 1024

@@ -15,6 +15,7 @@ from waggle_store.mcp import models as m
 from waggle_store.mcp.budget import (
     HIT_BYTES,
     MARKER,
+    MIN_HIT_BYTES,
     RECALL_BYTES,
     clip,
     encoded_size,
@@ -83,8 +84,11 @@ def memory_tools(ctx: ToolContext) -> ToolGroup:
         found = [*result.workspace_results, *result.personal_results, *result.external_results]
         hits: list[m.RecallHit] = []
         budget = RECALL_BYTES
-        for r in found:
-            content, cut = clip(r.content, min(HIT_BYTES, budget))
+        for i, r in enumerate(found):
+            # A fair share of what is left (short hits leave more for later ones), at most
+            # HIT_BYTES, at least MIN_HIT_BYTES: every hit shows some of its text.
+            share = max(MIN_HIT_BYTES, min(HIT_BYTES, budget // (len(found) - i)))
+            content, cut = clip(r.content, share)
             budget = max(0, budget - encoded_size(content))
             hits.append(m.RecallHit(
                 frame_id=r.metadata.get("frame_id"),
