@@ -47,11 +47,13 @@ def stdio_client(target: Any, *extra: str, mind: str | None = "agent") -> Client
     return Client(params, read_timeout_seconds=120)
 
 
-def http_client(url: str, token: str | None = None) -> Client:
+def http_client(url: str, token: str | None = None, *, mode: str = "auto") -> Client:
+    """The SDK's client over streamable HTTP; ``mode="legacy"`` speaks the handshake-era
+    protocol, whose answers come as server-sent events."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     transport = streamable_http_client(url, http_client=httpx2.AsyncClient(
         headers=headers, timeout=httpx2.Timeout(120)))
-    return Client(transport, read_timeout_seconds=120)
+    return Client(transport, read_timeout_seconds=120, mode=mode)
 
 
 def free_port() -> int:

@@ -340,8 +340,9 @@ def _long_memory(tag: str, size: int) -> str:
     return (words * (size // len(words) + 1))[:size]
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_a_recall_of_large_memories_reaches_the_official_http_client(
-        target: Any, tmp_path: Path) -> None:
+        target: Any, tmp_path: Path, mode: str) -> None:
     """Ten memories of 60 KB, and one of 600 KB: each hit's content is sent once (the text block
     has short previews), cut to a per-hit and a total budget with a marker, and the whole answer
     stays under the SDK client's 1 MiB SSE event limit."""
@@ -353,7 +354,7 @@ def test_a_recall_of_large_memories_reaches_the_official_http_client(
     with http_server(target, tmp_path, "--allow-mind", "big") as server:
 
         async def main() -> None:
-            async with http_client(server.url) as client:
+            async with http_client(server.url, mode=mode) as client:
                 result = await client.call_tool("recall_memory", {"query": "quarterly ledger",
                                                                   "limit": 10})
                 assert not result.is_error, result.content
