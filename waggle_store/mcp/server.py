@@ -13,9 +13,9 @@ errors (``isError``) with the store's message, so the calling model can correct 
 server keeps running.
 
 The tools live in one module per group (``tools_memory``, ``tools_knowledge``, ``tools_identity``,
-``tools_workspaces``, ``tools_lifecycle``; what they share in ``tooling``) so that each module
-stays small; this one only assembles them, in a fixed order, with the hints a client reads
-(read-only, destructive).
+``tools_workspaces``, ``tools_lifecycle``, ``tools_edit``; what they share in ``tooling``) so
+that each module stays small; this one only assembles them, in a fixed order, with the hints a
+client reads (read-only, destructive).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pydantic import AnyHttpUrl, ConfigDict
 from waggle_store.aio import AsyncStore
 from waggle_store.mcp.settings import MindAccess, ServerSettings
 from waggle_store.mcp.tooling import Tool, ToolContext, ToolGroup
+from waggle_store.mcp.tools_edit import edit_tools
 from waggle_store.mcp.tools_identity import identity_tools
 from waggle_store.mcp.tools_knowledge import knowledge_tools
 from waggle_store.mcp.tools_lifecycle import lifecycle_tools
@@ -60,7 +61,7 @@ def build_server(store: AsyncStore, *, default_mind: str = "default",
     ctx = ToolContext(store=store, access=settings.access, harvest_roots=settings.harvest_roots)
     groups: list[ToolGroup] = [
         memory_tools(ctx), knowledge_tools(ctx), identity_tools(ctx), workspace_tools(ctx),
-        lifecycle_tools(ctx),
+        lifecycle_tools(ctx), edit_tools(ctx),
     ]
     tools: list[SdkTool] = []
 
