@@ -171,16 +171,22 @@ def mcp(
         typer.Option(metavar="HOST:PORT", help="Serve streamable HTTP here instead of stdio; "
                                                 "a non-loopback HOST needs a bearer token."),
     ] = None,
-    url: Annotated[str | None, typer.Option(help="Store URL (as the global --url).")] = None,
+    url: Annotated[
+        str | None, typer.Option(metavar="URL", help="Store URL (as the global --url).")
+    ] = None,
     schema: Annotated[
-        str | None, typer.Option(help="PostgreSQL schema (as the global --schema).")] = None,
+        str | None,
+        typer.Option(metavar="SCHEMA", help="PostgreSQL schema (as the global --schema)."),
+    ] = None,
     mind: Annotated[
         str | None,
-        typer.Option(help="The mind the server is bound to (default: the global --mind, else "
-                          "'default')."),
+        typer.Option(metavar="NAME", help="The mind the server is bound to (default: the "
+                                          "global --mind, else 'default')."),
     ] = None,
     embedder: Annotated[
-        str | None, typer.Option(help="Embedder (as the global --embedder).")] = None,
+        str | None,
+        typer.Option(metavar="NAME", help="Embedder (as the global --embedder)."),
+    ] = None,
     allow_mind: Annotated[
         list[str] | None,
         typer.Option("--allow-mind", metavar="NAME",
