@@ -33,7 +33,7 @@ from tests.security.mcp_harness import (
 SECRET = "Alice's salary is 185k"
 
 
-def _seed(target: Any) -> None:
+def _two_minds(target: Any) -> None:
     """Two minds: alice's holds a secret; bob's is the one the server will serve."""
     with target.open(embedder="hashing") as store:
         store.mind("alice").cognify(SECRET)
@@ -67,7 +67,7 @@ async def _stays_in_its_mind(client: Any) -> None:
 
 
 def test_a_bound_server_serves_only_its_mind_over_stdio(target: Any) -> None:
-    _seed(target)
+    _two_minds(target)
 
     async def main() -> None:
         async with stdio_client(target, mind="bob") as client:
@@ -80,7 +80,7 @@ def test_a_bound_server_serves_only_its_mind_over_stdio(target: Any) -> None:
 
 
 def test_a_bound_server_serves_only_its_mind_over_http(target: Any, tmp_path: Path) -> None:
-    _seed(target)
+    _two_minds(target)
     with http_server(target, tmp_path, mind="bob") as server:
 
         async def main() -> None:
@@ -95,7 +95,7 @@ def test_a_bound_server_serves_only_its_mind_over_http(target: Any, tmp_path: Pa
 
 
 def test_without_mind_options_only_the_default_mind_is_served(target: Any) -> None:
-    _seed(target)
+    _two_minds(target)
 
     async def main() -> None:
         async with stdio_client(target, mind=None) as client:
@@ -106,7 +106,7 @@ def test_without_mind_options_only_the_default_mind_is_served(target: Any) -> No
 
 
 def test_no_tool_but_create_workspace_creates_a_mind(target: Any) -> None:
-    _seed(target)
+    _two_minds(target)
 
     async def main() -> None:
         async with stdio_client(target, "--all-minds", mind="bob") as client:
@@ -133,7 +133,7 @@ def test_no_tool_but_create_workspace_creates_a_mind(target: Any) -> None:
 
 
 def test_allow_mind_widens_the_binding_to_the_named_minds(target: Any) -> None:
-    _seed(target)
+    _two_minds(target)
 
     async def main() -> None:
         async with stdio_client(target, "--allow-mind", "alice", mind="bob") as client:

@@ -43,8 +43,10 @@ from waggle_store.mcp.tools_workspaces import workspace_tools
 
 INSTRUCTIONS = (
     "Long-term memory for this agent. Call recall_memory before answering questions about past "
-    "work, people or decisions; call save_memory for facts worth keeping. Entities and relations "
-    "form a knowledge graph (save_entity, create_relation, search_entities). identity is who the "
+    "work, people or decisions; call save_memory for facts worth keeping; get_memory, "
+    "update_memory and forget_memory read, correct and delete one memory. Entities and relations "
+    "form a knowledge graph (save_entity, create_relation, search_entities, read_graph, "
+    "open_nodes). identity is who the "
     "agent is; awareness holds short-lived context items. harvest_import brings in chat exports "
     "and notes folders (paths on the server's machine); consolidate_memory keeps memory in "
     "shape. Each tool takes an optional 'mind' (a workspace name)."
