@@ -254,6 +254,8 @@ class Graph(BaseModel):
     mind: str
     entities: list[EntityOut]
     relations: list[RelationOut] = Field(description="Active relations of those entities.")
+    relations_truncated: bool = Field(default=False,
+                                      description="More relations exist than were listed.")
     next_offset: int | None = Field(default=None,
                                     description="read_graph's offset for the next page; None "
                                                 "at the end.")

@@ -25,6 +25,8 @@ FrameId = Annotated[int, Field(ge=1, lt=2**63, description="Id of the memory (se
 EntityId = Annotated[int, Field(ge=1, lt=2**63, description="Id of the entity.")]
 #: Deepest page read_graph serves: paging walks the graph in name order from the start.
 MAX_GRAPH_OFFSET = 10_000
+#: Most relations one read_graph/open_nodes answer lists (about 200 bytes each).
+MAX_GRAPH_RELATIONS = 2_000
 
 
 def _page(frame: ws.Frame, offset: int) -> m.MemoryOut:
@@ -114,7 +116,9 @@ def edit_tools(ctx: ToolContext) -> ToolGroup:
             relations = [r for e in page for r in knowledge.relations_from(e.id)]
             done = offset + len(page)
             return m.Graph(mind=target.name, entities=[m.EntityOut.of(e) for e in page],
-                           relations=[m.RelationOut.of(r) for r in relations],
+                           relations=[m.RelationOut.of(r)
+                                      for r in relations[:MAX_GRAPH_RELATIONS]],
+                           relations_truncated=len(relations) > MAX_GRAPH_RELATIONS,
                            next_offset=done if more or len(rows) > len(page) else None)
 
         out = await guard(ctx.store.run_sync(graph))
@@ -143,8 +147,10 @@ def edit_tools(ctx: ToolContext) -> ToolGroup:
                 for r in [*knowledge.relations_from(entity_id), *knowledge.relations_to(entity_id)]:
                     relations[r.id] = r
             page, _ = _within_budget(list(found.values()))
+            listed = list(relations.values())
             return m.Graph(mind=target.name, entities=[m.EntityOut.of(e) for e in page],
-                           relations=[m.RelationOut.of(r) for r in relations.values()],
+                           relations=[m.RelationOut.of(r) for r in listed[:MAX_GRAPH_RELATIONS]],
+                           relations_truncated=len(listed) > MAX_GRAPH_RELATIONS,
                            not_found=missing)
 
         out = await guard(ctx.store.run_sync(nodes))
