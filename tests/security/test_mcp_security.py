@@ -201,6 +201,19 @@ def test_a_non_loopback_bind_wants_the_bearer_token(target: Any, tmp_path: Path)
 
 
 @only_sqlite
+def test_a_token_set_for_a_loopback_bind_is_required_too(target: Any, tmp_path: Path) -> None:
+    with http_server(target, tmp_path, token=TOKEN) as server:
+        assert _post(server.url, headers={}).status_code == 401
+        assert _post(server.url, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert "bearer token: required (from $WAGGLE_MCP_TOKEN)" in server.output()
+    refused_start = subprocess.run(
+        [sys.executable, *server_args(target, "--http", "127.0.0.1:1", "--token-env", "NO_SUCH")],
+        env=env(), cwd=str(REPO), capture_output=True, text=True, timeout=120)
+    assert refused_start.returncode == 2
+    assert "NO_SUCH" in refused_start.stderr
+
+
+@only_sqlite
 @pytest.mark.parametrize("bind", ["127.0.0.1", "0.0.0.0"])
 def test_a_forged_host_or_origin_is_refused(target: Any, tmp_path: Path, bind: str) -> None:
     token = TOKEN if bind == "0.0.0.0" else None
