@@ -36,7 +36,7 @@ def server_args(target: Any, *extra: str, mind: str | None = "agent") -> list[st
 
 
 def env(**extra: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if k != "WAGGLE_MCP_TOKEN"}
+    base = {k: v for k, v in os.environ.items() if not k.startswith("WAGGLE_")}
     return {**base, "PYTHONPATH": str(REPO), "PYTHONWARNINGS": "ignore", **extra}
 
 
