@@ -168,28 +168,75 @@ def mcp(
     ctx: typer.Context,
     http: Annotated[
         str | None,
-        typer.Option(metavar="HOST:PORT", help="Serve streamable HTTP here instead of stdio."),
+        typer.Option(metavar="HOST:PORT", help="Serve streamable HTTP here instead of stdio; "
+                                                "a non-loopback HOST needs a bearer token."),
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option(metavar="URL", help="Store URL (as the global --url).")
+    ] = None,
+    schema: Annotated[
+        str | None,
+        typer.Option(metavar="SCHEMA", help="PostgreSQL schema (as the global --schema)."),
+    ] = None,
+    mind: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="The mind the server is bound to (default: the "
+                                          "global --mind, else 'default')."),
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(metavar="NAME", help="Embedder (as the global --embedder)."),
+    ] = None,
+    allow_mind: Annotated[
+        list[str] | None,
+        typer.Option("--allow-mind", metavar="NAME",
+                     help="Another mind a client may use (repeatable)."),
+    ] = None,
+    all_minds: Annotated[
+        bool, typer.Option("--all-minds", help="Clients may use every mind of the store.")
+    ] = False,
+    token_env: Annotated[
+        str | None,
+        typer.Option(metavar="VAR", help="Environment variable holding the HTTP bearer token "
+                                          "(default WAGGLE_MCP_TOKEN)."),
+    ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option("--allowed-host", metavar="HOST[:PORT]",
+                     help="Another Host header HTTP clients may send (repeatable)."),
+    ] = None,
+    allowed_origin: Annotated[
+        list[str] | None,
+        typer.Option("--allowed-origin", metavar="ORIGIN",
+                     help="Another Origin header HTTP clients may send (repeatable)."),
+    ] = None,
+    harvest_root: Annotated[
+        list[Path] | None,
+        typer.Option("--harvest-root", metavar="DIR",
+                     help="A folder harvest_import may read (repeatable; without one it is "
+                          "refused)."),
     ] = None,
 ) -> None:
-    """Run the MCP server (stdio, or streamable HTTP with --http)."""
-    from waggle_store.mcp import parse_http
+    """Run the MCP server (stdio, or streamable HTTP with --http), bound to one mind."""
+    from waggle_store.mcp.settings import configure
 
-    if http is not None:
-        try:
-            parse_http(http)  # a bad address is a usage error, before any store is opened
-        except ws.InvalidInputError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--http") from exc
+    options = opts(ctx)
+    try:
+        settings = configure(
+            mind=mind or options.mind, allow_minds=allow_mind or (), all_minds=all_minds,
+            http=http, token_env=token_env, allowed_hosts=allowed_host or (),
+            allowed_origins=allowed_origin or (), harvest_roots=harvest_root or ())
+    except ws.InvalidInputError as exc:  # a setting that cannot be served safely: usage error
+        raise typer.BadParameter(str(exc)) from exc
     if importlib.util.find_spec("mcp") is None:
         raise Failure("the MCP server needs the mcp extra: pip install 'waggle-store[mcp]'")
     from waggle_store.mcp import serve
 
-    options = opts(ctx)
     serve(
-        options.url,
-        schema=options.schema,
-        mind=options.mind_name,
-        http=http,
-        embedder=embedder_spec(options.embedder),
+        url or options.url,
+        schema=schema or options.schema,
+        embedder=embedder_spec(embedder or options.embedder),
+        settings=settings,
     )
 
 

@@ -23,14 +23,16 @@ REPO = Path(__file__).resolve().parents[2]
 TOOLS = {"recall_memory", "save_memory", "save_entity", "create_relation", "search_entities",
          "get_identity", "set_identity", "get_awareness", "set_awareness", "clear_awareness",
          "cleanup_frames", "cleanup_entities", "create_workspace", "list_workspaces",
-         "harvest_import", "harvest_sources", "ingest_source", "consolidate_memory"}
+         "harvest_import", "harvest_sources", "ingest_source", "consolidate_memory",
+         "get_memory", "update_memory", "forget_memory", "read_graph", "open_nodes",
+         "delete_relation", "retire_entity"}
 
 
 def _server_args(target: Any, *extra: str) -> list[str]:
     args = ["-m", "waggle_store", "--url", target.url, "--embedder", "hashing", "--mind", "agent"]
     if target.schema:
         args += ["--schema", target.schema]
-    return [*args, "mcp", *extra]
+    return [*args, "mcp", "--allow-mind", "side-project", "--allow-mind", "harvested", *extra]
 
 
 def _env() -> dict[str, str]:
@@ -146,6 +148,7 @@ async def _lifecycle(client: Client, notes: Path) -> None:
     assert listed["harvest_sources"].annotations.read_only_hint
     assert listed["consolidate_memory"].annotations.destructive_hint
 
+    await _call(client, "create_workspace", name="harvested")
     imported = await _call(client, "harvest_import", kind="markdown", path=str(notes),
                            name="notes", mind="harvested")
     assert imported["mind"] == "harvested"
@@ -193,7 +196,8 @@ def test_mcp_lifecycle_tools_over_stdio(target: Any, tmp_path: Path) -> None:
     (notes / "apollo.md").write_text("# Apollo\n\nSarah Chen leads Project Apollo.\n")
     (notes / "projects" / "helios.txt").write_text("The Helios launch moved to May.\n")
     params = StdioServerParameters(
-        command=sys.executable, args=_server_args(target), env=_env(), cwd=str(REPO)
+        command=sys.executable, args=_server_args(target, "--harvest-root", str(tmp_path)),
+        env=_env(), cwd=str(REPO)
     )
 
     async def main() -> None:
@@ -250,3 +254,71 @@ def test_mcp_over_streamable_http(target: Any, tmp_path: Path) -> None:
             process.kill()
             process.wait()
         log.close()
+
+
+async def _edits(client: Client) -> None:
+    """The agent reads and edits single memories and graph items."""
+    saved = await _call(client, "save_memory", content="The Orion review is on Thursday")
+    frame_id = saved["frame_id"]
+    got = await _call(client, "get_memory", frame_id=str(frame_id))  # a digit string is an id
+    assert (got["content"], got["next_offset"]) == ("The Orion review is on Thursday", None)
+    updated = await _call(client, "update_memory", frame_id=frame_id,
+                          content="The Orion review moved to Friday", importance="important")
+    assert (updated["content"], updated["importance"]) == (
+        "The Orion review moved to Friday", "important")
+    kept = await _call(client, "update_memory", frame_id=frame_id, importance="critical")
+    assert (kept["content"], kept["importance"]) == ("The Orion review moved to Friday", "critical")
+    recall = await _call(client, "recall_memory", query="Orion review")
+    assert recall["results"][0]["content"] == "The Orion review moved to Friday"
+    assert (await _call(client, "forget_memory", frame_id=frame_id))["id"] == frame_id
+    assert not (await _call(client, "recall_memory", query="Orion review"))["results"]
+    for tool, arguments in [("get_memory", {"frame_id": frame_id}),
+                            ("forget_memory", {"frame_id": frame_id}),
+                            ("update_memory", {"frame_id": frame_id, "content": "x"}),
+                            ("update_memory", {"frame_id": 1}),
+                            ("update_memory", {"frame_id": 1, "metadata": {"a": 1}})]:
+        assert (await client.call_tool(tool, arguments)).is_error, (tool, arguments)
+
+    long = "Ledger line. " * 40_000  # 520,000 characters: read in parts
+    big = await _call(client, "save_memory", content=long)
+    parts, offset = [], 0
+    while offset is not None:
+        part = await _call(client, "get_memory", frame_id=big["frame_id"], offset=offset)
+        assert part["total_chars"] == len(long)
+        parts.append(part["content"])
+        offset = part["next_offset"]
+    assert len(parts) > 1
+    assert "".join(parts) == long
+
+    ada = await _call(client, "save_entity", entity_type="person", name="Ada Quill")
+    orion = await _call(client, "save_entity", entity_type="project", name="Orion")
+    rel = await _call(client, "create_relation", source="Ada Quill", target="orion",
+                      relation_type="leads")
+    graph = await _call(client, "read_graph", limit=1)
+    assert [e["name"] for e in graph["entities"]] == ["Ada Quill"]
+    assert [r["id"] for r in graph["relations"]] == [rel["relation_id"]]
+    assert graph["next_offset"] == 1
+    rest = await _call(client, "read_graph", offset=1)
+    assert "Orion" in [e["name"] for e in rest["entities"]]
+    nodes = await _call(client, "open_nodes", names=["orion", "Nobody", str(ada["entity"]["id"])])
+    assert {e["name"] for e in nodes["entities"]} == {"Orion", "Ada Quill"}
+    assert nodes["not_found"] == ["Nobody"]
+    assert [r["relation_type"] for r in nodes["relations"]] == ["leads"]
+    assert (await _call(client, "delete_relation", relation_id=rel["relation_id"]))["id"] == (
+        rel["relation_id"])
+    assert not (await _call(client, "open_nodes", names=["Orion"]))["relations"]
+    await _call(client, "retire_entity", entity_id=orion["entity"]["id"])
+    assert (await _call(client, "open_nodes", names=["Orion"]))["not_found"] == ["Orion"]
+    assert (await client.call_tool("retire_entity", {"entity_id": 987654})).is_error
+
+
+def test_mcp_edit_tools_over_stdio(target: Any) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=_server_args(target), env=_env(), cwd=str(REPO)
+    )
+
+    async def main() -> None:
+        async with Client(params, read_timeout_seconds=120) as client:
+            await _edits(client)
+
+    asyncio.run(main())

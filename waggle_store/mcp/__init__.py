@@ -3,41 +3,57 @@
 Needs the ``mcp`` extra (``pip install 'waggle-store[mcp]'``): the official MCP Python SDK 2.x.
 :func:`build_server` gives the server for an already open :class:`waggle_store.aio.AsyncStore`
 (embedding it in a host's own ASGI app or test); :func:`serve` opens the store and runs it.
+:func:`configure` (in :mod:`waggle_store.mcp.settings`) decides what its clients may do: which
+minds, which folders harvest may read, the bearer token and Host/Origin checks of HTTP.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
-from waggle_store.errors import InvalidInputError
-
-
-def parse_http(address: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:8000`` for IPv6) split into its parts; a bad one is refused early,
-    before a store is opened."""
-    host, sep, port_text = address.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise InvalidInputError(f"--http wants HOST:PORT (e.g. 127.0.0.1:8000), got {address!r}")
-    return host, int(port_text)
+from waggle_store.mcp.settings import (
+    HttpSettings,
+    MindAccess,
+    ServerSettings,
+    configure,
+    is_loopback,
+    parse_http,
+)
 
 
 async def serve_async(url: str | None = None, *, schema: str | None = None,
                       mind: str = "default", http: str | None = None,
-                      embedder: Any = "auto", max_workers: int = 4) -> None:
-    """Open the store, serve MCP on stdio (or streamable HTTP at ``http``) until stopped."""
+                      embedder: Any = "auto", max_workers: int = 4,
+                      settings: ServerSettings | None = None) -> None:
+    """Open the store, serve MCP on stdio (or streamable HTTP) until stopped.
+
+    ``settings`` (from :func:`configure`) bounds the clients; without it the server serves only
+    ``mind`` on stdio, or at ``http`` under :func:`configure`'s rules, and refuses harvest."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
     from waggle_store import aio
     from waggle_store.mcp.server import build_server
 
-    address = parse_http(http) if http else None
+    if settings is None:
+        settings = configure(mind=mind, http=http)
     async with aio.open_store(url, schema=schema, embedder=embedder,
                               max_workers=max_workers) as store:
-        server = build_server(store, default_mind=mind)
-        if address is None:
+        # The server's own mind exists from the start (the operator chose it); the tools never
+        # create one but through create_workspace.
+        await store.mind(settings.access.default)
+        server = build_server(store, settings=settings)
+        print(settings.banner(), file=sys.stderr, flush=True)
+        if settings.http is None:
             await server.run_stdio_async()
-        else:
-            await server.run_streamable_http_async(host=address[0], port=address[1])
+            return
+        await server.run_streamable_http_async(
+            host=settings.http.host, port=settings.http.port,
+            transport_security=TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=list(settings.http.allowed_hosts),
+                allowed_origins=list(settings.http.allowed_origins)))
 
 
 def serve(url: str | None = None, **kwargs: Any) -> None:
@@ -46,7 +62,7 @@ def serve(url: str | None = None, **kwargs: Any) -> None:
 
 
 def __getattr__(name: str) -> Any:
-    # build_server imports the SDK; importing this package (for parse_http) must not.
+    # build_server imports the SDK; importing this package (for configure) must not.
     if name == "build_server":
         from waggle_store.mcp.server import build_server
 
@@ -54,4 +70,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'waggle_store.mcp' has no attribute {name!r}")
 
 
-__all__ = ["build_server", "parse_http", "serve", "serve_async"]
+__all__ = ["HttpSettings", "MindAccess", "ServerSettings", "build_server", "configure",
+           "is_loopback", "parse_http", "serve", "serve_async"]

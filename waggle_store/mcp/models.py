@@ -30,7 +30,10 @@ class MemorySaved(BaseModel):
 
 class RecallHit(BaseModel):
     frame_id: int | None = Field(description="Id of the memory frame (None for external results).")
-    content: str = Field(description="The remembered text.")
+    content: str = Field(description="The remembered text; a long one is cut (see truncated).")
+    truncated: bool = Field(default=False, description="The content was cut to keep the answer "
+                                                       "small; get_memory reads all of it.")
+    content_chars: int = Field(description="Length of the whole memory, in characters.")
     score: float = Field(description="Relevance in [0, 1]; higher is better.")
     source: str = Field(description="'workspace', 'personal' or 'external'.")
     attribution: str = Field(description="A tag to cite the result by.")
@@ -212,3 +215,49 @@ class Consolidated(BaseModel):
     fragments_decayed: int = Field(description="Memories whose salience fell since the last run.")
     fragments_merged: int = Field(description="Near-duplicates folded into another memory.")
     fragments_deleted: int = Field(description="Faded memories pruned.")
+
+
+class MemoryOut(BaseModel):
+    frame_id: int
+    content: str = Field(description="The memory's text from offset (all of it unless very long).")
+    offset: int = Field(description="Where content starts, in characters.")
+    total_chars: int = Field(description="Length of the whole memory, in characters.")
+    next_offset: int | None = Field(description="Where the next part starts; None at the end.")
+    importance: str
+    source: str
+    created_at: str
+    access_count: int
+
+
+class Forgotten(BaseModel):
+    mind: str
+    id: int = Field(description="The memory, relation or entity acted on.")
+
+
+class RelationOut(BaseModel):
+    id: int
+    source_id: int
+    target_id: int
+    relation_type: str
+    confidence: float
+    valid_from: str | None
+    valid_to: str | None = Field(description="Set once the relation has ended.")
+
+    @classmethod
+    def of(cls, relation: ws.Relation) -> RelationOut:
+        return cls(id=relation.id, source_id=relation.source_id, target_id=relation.target_id,
+                   relation_type=relation.relation_type, confidence=relation.confidence,
+                   valid_from=iso(relation.valid_from), valid_to=iso(relation.valid_to))
+
+
+class Graph(BaseModel):
+    mind: str
+    entities: list[EntityOut]
+    relations: list[RelationOut] = Field(description="Active relations of those entities.")
+    relations_truncated: bool = Field(default=False,
+                                      description="More relations exist than were listed.")
+    next_offset: int | None = Field(default=None,
+                                    description="read_graph's offset for the next page; None "
+                                                "at the end.")
+    not_found: list[str] = Field(default_factory=list,
+                                 description="Names (open_nodes) that match no active entity.")

@@ -1,4 +1,5 @@
-"""What every group of MCP tools shares: the store and default mind, the reply and error rules.
+"""What every group of MCP tools shares: the store, the minds a client may use, the reply and
+error rules.
 
 Kept apart from :mod:`waggle_store.mcp.server` so that each tool group (memory, knowledge,
 identity and awareness, workspaces and cleanup) lives in a module of its own, under the house's
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -17,6 +19,8 @@ from pydantic import BaseModel, Field
 
 import waggle_store as ws
 from waggle_store.aio import AsyncMind, AsyncStore
+from waggle_store.mcp.settings import MindAccess
+from waggle_store.repositories.minds import MindRepository, check_mind_name
 
 T = TypeVar("T")
 Tool = Callable[..., Awaitable[CallToolResult]]
@@ -44,16 +48,48 @@ async def guard(call: Awaitable[T]) -> T:
 
 @dataclass(frozen=True)
 class ToolContext:
-    """The server's store and the mind that serves calls naming none."""
+    """The server's store, the minds its clients may use and the folders harvest may read."""
 
     store: AsyncStore
-    default_mind: str
+    access: MindAccess
+    harvest_roots: tuple[Path, ...] = ()
+
+    @property
+    def default_mind(self) -> str:
+        return self.access.default
+
+    def permitted(self, name: str | None) -> str:
+        """The mind a call names (else the default one), if this server lets clients use it."""
+        chosen = name or self.access.default
+        if not self.access.permits(chosen):
+            raise ToolError(
+                f"PermissionError: this server does not serve the mind {chosen!r}; it serves "
+                f"{self.access.describe()} (the operator widens this with --allow-mind or "
+                "--all-minds)")
+        return chosen
 
     async def mind_of(self, name: str | None) -> AsyncMind:
-        """The named mind (else the default one). Looked up on every call, not cached: a mind
-        dropped and re-created meanwhile (by the CLI, another process) must not be reached
-        through a stale id."""
-        return await guard(self.store.mind(name or self.default_mind))
+        """The named mind (else the default one); a mind this server does not serve, or one
+        that does not exist, is a tool error: no tool but create_workspace makes a mind.
+        Looked up on every call, not cached: a mind dropped and re-created meanwhile (by the
+        CLI, another process) must not be reached through a stale id."""
+        chosen = self.permitted(name)
+        store = self.store.sync
+
+        def existing() -> ws.Mind:
+            check_mind_name(chosen)
+            with store.read() as session:
+                found = MindRepository(session).get(chosen) is not None
+            if not found:
+                raise ws.NotFoundError(
+                    f"no mind named {chosen!r} (create_workspace creates one)")
+            return store.mind(chosen)
+
+        return AsyncMind(self.store, await guard(self.store.run_sync(existing)))
+
+    async def create_mind(self, name: str) -> AsyncMind:
+        """The named mind, created when missing, if this server lets clients use it."""
+        return await guard(self.store.mind(self.permitted(name)))
 
 
 @dataclass

@@ -42,15 +42,15 @@ def knowledge_tools(ctx: ToolContext) -> ToolGroup:
         source: Annotated[
             str | int,
             Field(
-                description="Source entity: its name (case-insensitive; created as a 'concept' if "
-                            "missing) or its integer id."
+                description="Source entity: its integer id (a string of digits counts as an id), "
+                            "or its name (case-insensitive; created as a 'concept' if missing)."
             ),
         ],
         target: Annotated[
             str | int,
             Field(
-                description="Target entity: its name (case-insensitive; created as a 'concept' if "
-                            "missing) or its integer id."
+                description="Target entity: its integer id (a string of digits counts as an id), "
+                            "or its name (case-insensitive; created as a 'concept' if missing)."
             ),
         ],
         relation_type: Annotated[
@@ -108,9 +108,14 @@ def knowledge_tools(ctx: ToolContext) -> ToolGroup:
 
 
 def _resolve_entity(mind: ws.Mind, ref: str | int, created: list[str]) -> ws.Entity:
-    """An entity by id, or by name (case-insensitive), created as a 'concept' when missing."""
+    """An entity by id, or by name (case-insensitive), created as a 'concept' when missing.
+
+    A string of ASCII digits is an id: many clients (and the models behind them) send numbers
+    as strings, and an id must never become a new entity named "1"."""
+    if isinstance(ref, str) and ref.strip().isascii() and ref.strip().isdigit():
+        ref = int(ref.strip())
     if isinstance(ref, int):
-        entity = mind.knowledge.get_entity(ref)
+        entity = mind.knowledge.get_entity(ref) if 0 < ref < 2**63 else None
         if entity is None:
             raise ws.NotFoundError(f"no entity with id {ref}")
         return entity

@@ -1,25 +1,28 @@
 """The MCP lifecycle tools: harvest (harvest_import, harvest_sources, ingest_source) and
 consolidate_memory.
 
-Paths are paths on the machine running the server, read with its permissions: an agent can point
-the server at a chat export or a notes folder it was told about. Export and import of whole
-minds are left to the ``waggle-store export``/``import`` commands: moving a mind between stores
-is an operator's job, and a tool writing files wherever its (possibly remote) caller names would
-be a file-writing primitive on the server's machine.
+The harvest tools read files on the machine running the server, with its permissions, so they
+read only under the server's ``--harvest-root`` folders (see :mod:`waggle_store.mcp.confine`):
+a source registered otherwise (by the operator's ``waggle-store harvest add``, or by an imported
+mind) is synced over MCP only when it lies under a root too. Export and import of whole minds are
+left to the ``waggle-store export``/``import`` commands: moving a mind between stores is an
+operator's job, and a tool writing files wherever its (possibly remote) caller names would be a
+file-writing primitive on the server's machine.
 
 A group of :mod:`waggle_store.mcp.server`, in its own module to keep each under 400 lines.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Literal
 
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult
 from pydantic import Field
 
 import waggle_store as ws
 from waggle_store.mcp import models as m
+from waggle_store.mcp.confine import HarvestRefused, confined, no_roots
 from waggle_store.mcp.tooling import MindArg, ToolContext, ToolGroup, guard, reply
 
 Kind = Literal["chatgpt", "claude", "markdown", "jsonl"]
@@ -32,6 +35,18 @@ def _sync_text(report: m.HarvestSynced) -> str:
     if report.failures:
         text += " Failed: " + "; ".join(f"{f.item}: {f.error}" for f in report.failures)
     return text
+
+
+def _merged(reports: list[ws.HarvestReport],
+            refused: list[tuple[str, str]]) -> ws.HarvestReport:
+    """One report for several syncs; sources refused before reading count as failures."""
+    return ws.HarvestReport(
+        sources_synced=sum(r.sources_synced for r in reports),
+        sources_skipped=sum(r.sources_skipped for r in reports),
+        items_seen=sum(r.items_seen for r in reports),
+        items_imported=sum(r.items_imported for r in reports),
+        frames_created=sum(r.frames_created for r in reports),
+        failures=[*(f for r in reports for f in r.failures), *refused])
 
 
 def lifecycle_tools(ctx: ToolContext) -> ToolGroup:
@@ -48,8 +63,10 @@ def lifecycle_tools(ctx: ToolContext) -> ToolGroup:
         ],
         path: Annotated[
             str,
-            Field(min_length=1,
-                  description="The file or folder, as a path on the machine running the server."),
+            Field(min_length=1, max_length=4096,
+                  description="The file or folder on the machine running the server, under one "
+                              "of its harvest roots (a relative path is taken relative to the "
+                              "first root)."),
         ],
         name: Annotated[
             str | None,
@@ -64,13 +81,14 @@ def lifecycle_tools(ctx: ToolContext) -> ToolGroup:
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.HarvestSynced]:
         """Register an import source (adding a name again updates it) and import it now; what is
-        already stored is not stored twice."""
+        already stored is not stored twice. Reads only under the server's harvest roots."""
+        if not ctx.harvest_roots:
+            raise ToolError(f"InvalidInputError: {no_roots()}")
         target = await ctx.mind_of(mind)
 
         def add_and_sync() -> m.HarvestSynced:
-            if not Path(path).expanduser().exists():  # a wrong path is not registered
-                raise ws.InvalidInputError(f"{path} does not exist on the server's machine")
-            source = target.sync.harvest.add_source(kind, path, name=name, auto_sync=auto_sync,
+            real = confined(path, ctx.harvest_roots)  # a refused path is not registered
+            source = target.sync.harvest.add_source(kind, real, name=name, auto_sync=auto_sync,
                                                     sync_interval_hours=sync_interval_hours)
             report = target.sync.harvest.sync(source.name)
             return m.HarvestSynced.of(target.name, report,
@@ -103,14 +121,36 @@ def lifecycle_tools(ctx: ToolContext) -> ToolGroup:
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.HarvestSynced]:
         """Sync a registered source (or all): new content is imported, unchanged sources are
-        skipped, nothing is stored twice."""
+        skipped, nothing is stored twice. Only sources under the server's harvest roots are
+        read; others are listed as failures."""
+        if not ctx.harvest_roots:
+            raise ToolError(f"InvalidInputError: {no_roots()}")
         target = await ctx.mind_of(mind)
 
         def sync() -> m.HarvestSynced:
-            report = target.sync.harvest.sync(name)
-            sources = target.sync.harvest.sources()
+            harvest = target.sync.harvest
+            if name is not None:
+                source = harvest.get(name)
+                if source is None:
+                    raise ws.NotFoundError(f"no harvest source named {name!r}")
+                chosen = [source]
+            else:
+                chosen = harvest.sources()
+            reports: list[ws.HarvestReport] = []
+            refused: list[tuple[str, str]] = []
+            for source in chosen:
+                try:
+                    confined(source.path or "", ctx.harvest_roots)
+                except HarvestRefused as exc:
+                    if name is not None:
+                        raise
+                    refused.append((source.name, str(exc)))
+                    continue
+                reports.append(harvest.sync(source.name))
+            report = _merged(reports, refused)
+            names = {s.name for s in chosen}
             return m.HarvestSynced.of(
-                target.name, report, [s for s in sources if name is None or s.name == name])
+                target.name, report, [s for s in harvest.sources() if s.name in names])
 
         out = await guard(ctx.store.run_sync(sync))
         return reply(out, _sync_text(out))

@@ -12,6 +12,15 @@ from pydantic import Field
 
 import waggle_store as ws
 from waggle_store.mcp import models as m
+from waggle_store.mcp.budget import (
+    HIT_BYTES,
+    MARKER,
+    MIN_HIT_BYTES,
+    RECALL_BYTES,
+    clip,
+    encoded_size,
+    preview,
+)
 from waggle_store.mcp.tooling import MindArg, ToolContext, ToolGroup, guard, reply
 
 Importance = Literal["critical", "important", "normal", "temporary", "deprecated"]
@@ -54,7 +63,8 @@ def memory_tools(ctx: ToolContext) -> ToolGroup:
 
     async def recall_memory(
         query: Annotated[
-            str, Field(min_length=1, description="What to remember: a question or keywords.")
+            str, Field(min_length=1, max_length=10_000,
+                       description="What to remember: a question or keywords.")
         ],
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many results.")] = 10,
         profile: Annotated[
@@ -71,17 +81,25 @@ def memory_tools(ctx: ToolContext) -> ToolGroup:
                 combined.search, query, limit=limit, profile=profile, scope="workspace"
             )
         )
-        hits = [
-            m.RecallHit(
+        found = [*result.workspace_results, *result.personal_results, *result.external_results]
+        hits: list[m.RecallHit] = []
+        budget = RECALL_BYTES
+        for i, r in enumerate(found):
+            # A fair share of what is left (short hits leave more for later ones), at most
+            # HIT_BYTES, at least MIN_HIT_BYTES: every hit shows some of its text.
+            share = max(MIN_HIT_BYTES, min(HIT_BYTES, budget // (len(found) - i)))
+            content, cut = clip(r.content, share)
+            budget = max(0, budget - encoded_size(content))
+            hits.append(m.RecallHit(
                 frame_id=r.metadata.get("frame_id"),
-                content=r.content,
+                content=content,
+                truncated=cut,
+                content_chars=len(r.content),
                 score=r.score,
                 source=r.source,
                 attribution=r.attribution,
                 importance=r.metadata.get("importance"),
-            )
-            for r in [*result.workspace_results, *result.personal_results, *result.external_results]
-        ]
+            ))
         out = m.Recall(
             mind=target.name,
             query=query,
@@ -89,7 +107,12 @@ def memory_tools(ctx: ToolContext) -> ToolGroup:
             has_conflict=result.has_conflict,
             conflict_note=result.conflict_note,
         )
-        lines = [f"{i}. [#{h.frame_id}, {h.score:.2f}] {h.content}" for i, h in enumerate(hits, 1)]
+        shown = [preview(h.content) for h in hits]
+        lines = [f"{i}. [#{h.frame_id}, {h.score:.2f}] {text}"
+                 for i, (h, text) in enumerate(zip(hits, shown, strict=True), 1)]
+        if any(h.truncated or text.endswith(MARKER) for h, text in zip(hits, shown, strict=True)):
+            lines.append("(Long memories are shortened here; the structured result has more, "
+                         "and get_memory(frame_id) reads a whole memory.)")
         return reply(out, "\n".join(lines) if lines else f"No memories match {query!r}.")
 
     return ToolGroup(readers=[recall_memory], writers=[save_memory])

@@ -82,8 +82,9 @@ def workspace_tools(ctx: ToolContext) -> ToolGroup:
             Field(min_length=1, max_length=200, description="Name of the new workspace (mind)."),
         ],
     ) -> Annotated[CallToolResult, m.Workspace]:
-        """Create a workspace (a separate mind); creating an existing one just returns it."""
-        created = await ctx.mind_of(name)
+        """Create a workspace (a separate mind); creating an existing one just returns it. Only
+        the minds this server serves can be created."""
+        created = await ctx.create_mind(name)
         infos = await guard(ctx.store.list_minds())
         info = next((i for i in infos if i.name == created.name), None)
         out = m.Workspace(
@@ -94,8 +95,8 @@ def workspace_tools(ctx: ToolContext) -> ToolGroup:
         return reply(out, f"Workspace '{created.name}' is ready.")
 
     async def list_workspaces() -> Annotated[CallToolResult, m.WorkspaceList]:
-        """List every workspace (mind) of this store."""
-        infos = await guard(ctx.store.list_minds())
+        """List the workspaces (minds) this server serves."""
+        infos = [i for i in await guard(ctx.store.list_minds()) if ctx.access.permits(i.name)]
         out = m.WorkspaceList(
             workspaces=[
                 m.Workspace(name=i.name, kind=i.kind, created_at=m.iso(i.created_at)) for i in infos
