@@ -42,7 +42,7 @@ from alembic.runtime.environment import EnvironmentContext
 from alembic.script import ScriptDirectory
 
 from waggle_store.config import DEFAULT_PG_SCHEMA, StoreConfig
-from waggle_store.dialects import get_adapter, spec_of
+from waggle_store.dialects import check_schema, get_adapter, spec_of
 from waggle_store.engine import parse_url, unavailable_error
 from waggle_store.errors import (
     DatabaseUnavailableError,
@@ -189,8 +189,12 @@ def _alembic_proxies_kept() -> Iterator[None]:
 
 
 def store_schema(connection: sa.Connection, schema: str | None) -> str | None:
-    """The schema waggle_store's objects live in on this backend, ``None`` where there are none."""
-    return (schema or StoreConfig.from_env().schema) if spec_of(connection).has_schemas else None
+    """The schema waggle_store's objects live in on this backend, ``None`` where there are none;
+    the name (given, or from ``WAGGLE_PG_SCHEMA``) is checked before any SQL uses it."""
+    if not spec_of(connection).has_schemas:
+        check_schema(connection, schema)
+        return None
+    return check_schema(connection, schema or StoreConfig.from_env().schema)
 
 
 def run_in_context(context: Any, connection: sa.Connection, schema: str | None) -> None:
@@ -267,6 +271,8 @@ def _connection(bind: Bind, schema: str | None) -> Iterator[sa.Connection]:
 
 
 def _run(what: str, bind: Bind, schema: str | None, fn: Any) -> Any:
+    # The schema name is checked first, before a connection exists or any SQL is sent.
+    check_schema(parse_url(bind) if isinstance(bind, str | sa.URL) else bind, schema)
     try:
         with _connection(bind, schema) as conn:
             return fn(conn)

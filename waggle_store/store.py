@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session as OrmSession
 from waggle_store import schema_version
 from waggle_store.config import StoreConfig
 from waggle_store.context import MindContext, StoreContext
-from waggle_store.dialects import SearchAdapter, get_adapter, spec_of
+from waggle_store.dialects import SearchAdapter, check_schema, get_adapter, spec_of
 from waggle_store.dialects.host import waggle_engine
 from waggle_store.embeddings.base import Embedder
 from waggle_store.embeddings.chain import resolve_embedder
@@ -79,7 +79,9 @@ class Store(TransferMixin):
         self.engine = engine
         spec = spec_of(engine)  # an Engine of an unsupported backend fails here, first
         adapter = get_adapter(engine)
-        in_schema = (schema or StoreConfig.from_env().schema) if spec.has_schemas else None
+        check_schema(engine, schema)  # a host's Engine reaches here without create_engine's check
+        in_schema = (check_schema(engine, schema or StoreConfig.from_env().schema)
+                     if spec.has_schemas else None)
         # The models name schema "waggle"; this engine (a copy sharing the pool) puts them in
         # the store's schema, and prepares a host's engine per transaction (dialects/host.py).
         runner = waggle_engine(engine, in_schema)
@@ -362,6 +364,8 @@ def open_store(
     ``WAGGLE_CONNECT_TIMEOUT``).
     """
     config = StoreConfig.from_env(None, schema)
+    if isinstance(url, sa.Engine):
+        check_schema(url, config.schema)  # before the first statement on a host's engine
     if connect_timeout is not None:
         config = replace(config, connect_timeout=float(connect_timeout))
     owns_engine = not isinstance(url, sa.Engine)

@@ -73,12 +73,25 @@ def _ping_when_idle(engine: Engine) -> None:
     sa.event.listen(engine, "checkout", checkout)
 
 
+def check_schema_name(schema: object) -> str:
+    """``schema`` if it is a plain lower-case identifier, else :class:`InvalidInputError`
+    (before any SQL: the name is written into connection options and DDL). Every path that
+    takes a schema name (URL, Engine, Connection, ``migrate``, ``open_store``) calls this."""
+    if not isinstance(schema, str) or not SCHEMA_RE.match(schema):
+        raise InvalidInputError(
+            f"Postgres schema name must match {SCHEMA_RE.pattern}, got {schema!r}"
+        )
+    return schema
+
+
+def _quoted(connection: Connection, schema: str) -> str:
+    """The schema name checked and quoted by the dialect's own identifier preparer."""
+    return connection.dialect.identifier_preparer.quote_schema(check_schema_name(schema))
+
+
 def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> Engine:
     """A psycopg engine whose connections search ``config.schema`` first."""
-    if not SCHEMA_RE.match(config.schema):
-        raise InvalidInputError(
-            f"Postgres schema name must match {SCHEMA_RE.pattern}, got {config.schema!r}"
-        )
+    check_schema_name(config.schema)
     if url.drivername in ("postgresql", "postgres"):
         url = url.set(drivername="postgresql+psycopg")
     connect_args = dict(kwargs.pop("connect_args", {}))
@@ -107,7 +120,7 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
 
 
 def create_schema(connection: Connection, schema: str) -> None:
-    connection.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    connection.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {_quoted(connection, schema)}")
 
 
 def lock_schema(connection: Connection, schema: str) -> None:
@@ -124,7 +137,7 @@ def enter_schema(connection: Connection, schema: str) -> str:
     the previous ``search_path``, which :func:`leave_schema` puts back: a caller's transaction
     (a host's Alembic run) must not keep waggle_store's schema as its default."""
     previous = str(connection.exec_driver_sql("SELECT current_setting('search_path')").scalar())
-    connection.exec_driver_sql(f'SET LOCAL search_path TO "{schema}", public')
+    connection.exec_driver_sql(f"SET LOCAL search_path TO {_quoted(connection, schema)}, public")
     return previous
 
 
