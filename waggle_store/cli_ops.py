@@ -52,6 +52,8 @@ def health(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     rows += [[k, v] for k, v in sorted(report.versions.items())]
     if report.embedder is not None:
         rows.append(["embedder", f"{report.embedder.active_provider} / {report.embedder.model}"])
+        if report.embedder.reason:
+            rows.append(["embedder chosen", report.embedder.reason])
     rows += [["note", reason] for reason in report.reasons]
     table("health", ["check", "value"], rows)
 

@@ -7,8 +7,30 @@ sqlite3 or psycopg just to catch what a memory store raised.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
+
+# Credentials a provider's error text can carry: a URL's user:password (a proxy's), an
+# Authorization header or an api-key-like field's value, and bare API tokens (sk-..., pa-...).
+_SECRET_PATTERNS = (
+    (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/@'\"]+@"), r"\1***@"),
+    (re.compile(r"(?i)\b((?:proxy-)?authorization)(['\"]?\s*[:=]\s*['\"]?)[^'\"\n,}]+"),
+     r"\1\2***"),
+    (re.compile(r"(?i)\b([a-z0-9_-]*(?:api[-_]?key|secret|password|passwd|token))"
+                r"(['\"]?\s*[:=]\s*['\"]?)[^\s'\",}&]+"), r"\1\2***"),
+    (re.compile(r"(?i)\bbearer\s+[a-z0-9._~+/=-]{8,}"), "Bearer ***"),
+    (re.compile(r"\b(sk|pk|rk|pa|key)-[A-Za-z0-9_-]{8,}"), r"\1-***"),
+)
+
+
+def scrub_secrets(text: str) -> str:
+    """``text`` with credentials masked: URL userinfo, ``Authorization``/api-key/token/password
+    values and ``sk-...``-like tokens become ``***``. Every provider error passes through here
+    before it is logged, stored (``embedding_status()``, a frame's vector error) or raised."""
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 class WaggleStoreError(Exception):
@@ -109,7 +131,7 @@ class EmbeddingProviderError(WaggleStoreError):
         status: int | None = None,
         retryable: bool = False,
     ) -> None:
-        super().__init__(message)
+        super().__init__(scrub_secrets(str(message)))
         self.provider = provider
         self.status = status
         self.retryable = retryable

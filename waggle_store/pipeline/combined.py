@@ -30,7 +30,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
-from waggle_store.errors import InvalidInputError
+from waggle_store.errors import InvalidInputError, scrub_secrets
 from waggle_store.knowledge.polarity import polarity
 from waggle_store.records import (
     CombinedResult,
@@ -246,7 +246,11 @@ class CombinedRetrieval:
             documents = self._external.search(query, limit)
             return [map_external_result(d, self._external_label) for d in documents], None
         except Exception as exc:  # any client failure is reported, never raised (§16 step 7)
-            logger.warning("external search failed for %r: %s", query, exc, exc_info=True)
+            # The query is the user's text: at DEBUG only, never at WARNING; the error text is
+            # scrubbed of credentials (a client's URL may carry them).
+            logger.warning("external search failed: %s", scrub_secrets(f"{type(exc).__name__}: "
+                                                                       f"{exc}"))
+            logger.debug("external search failed for %r", query, exc_info=True)
             return [], _error_message(exc)
 
 

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from waggle_store.context import StoreContext
 from waggle_store.embeddings.base import validate_vector
 from waggle_store.embeddings.sentences import text_form_of
-from waggle_store.errors import InvalidInputError, WaggleStoreError
+from waggle_store.errors import InvalidInputError, WaggleStoreError, scrub_secrets
 from waggle_store.models import FrameRow, MindRow
 from waggle_store.repositories.mind_models import (
     MindModelRepository,
@@ -98,7 +98,7 @@ def embed_frames(store: StoreContext, frame_ids: Sequence[int], *,
                     f"the embedder returned {len(vectors)} vectors for {len(order)} texts"
                 )
         except Exception as exc:  # noqa: BLE001 - any provider failure: recorded, never a fake vector
-            error = f"{type(exc).__name__}: {exc}"
+            error = scrub_secrets(f"{type(exc).__name__}: {exc}")
             log.warning("embedding %d frames failed: %s", len(order), error)
             with store.write() as session:
                 mark_pending(session, order, error)
