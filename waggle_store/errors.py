@@ -96,6 +96,12 @@ class MigrationError(WaggleStoreError):
     """Running, checking or locating the Alembic migrations failed."""
 
 
+class VectorTableMissingError(MigrationError):
+    """The vector table of the store's embedding model is missing (or incomplete) and this
+    store runs no DDL (opened with ``upgrade=False``): an admin step creates it. Writes keep
+    their vectors pending with this message; ``reconcile()`` embeds them once it exists."""
+
+
 class StorageError(WaggleStoreError):
     """The database rejected an operation for a reason that is not the caller's input."""
 
@@ -189,6 +195,7 @@ __all__ = [
     "TierError",
     "UnsupportedDialectError",
     "ValidationError",
+    "VectorTableMissingError",
     "WaggleStoreError",
     "WaggleStoreWarning",
 ]

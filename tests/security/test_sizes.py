@@ -18,7 +18,8 @@ def test_entity_properties_are_capped(mind: ws.Mind) -> None:
     with pytest.raises(ws.InvalidInputError, match="MAX_PROPERTIES_BYTES"):
         mind.knowledge.update_entity(alice.id, properties=big)
     stored = mind.knowledge.get_entity(alice.id)
-    assert stored is not None and stored.properties == {"role": "engineer"}
+    assert stored is not None
+    assert stored.properties == {"role": "engineer"}
     just_fits = {"notes": "y" * (MAX_PROPERTIES_BYTES - 100)}
     assert mind.knowledge.create_entity("person", "Bob", just_fits).properties == just_fits
 

@@ -11,6 +11,7 @@ from waggle_store.dialects.base import Capabilities, LaneHit, SearchAdapter, vec
 from waggle_store.dialects.host import sqlite_write_lock
 from waggle_store.dialects.postgres import PostgresAdapter
 from waggle_store.dialects.postgres_engine import (
+    bind_mind,
     check_schema_name,
     create_postgres_engine,
     create_schema,
@@ -18,6 +19,7 @@ from waggle_store.dialects.postgres_engine import (
     leave_schema,
     lock_schema,
 )
+from waggle_store.dialects.postgres_maint import grant_runtime
 from waggle_store.dialects.registry import (
     DialectSpec,
     EngineFactory,
@@ -44,6 +46,7 @@ register_dialect("postgresql", DialectSpec(
     schemas=SchemaOps(create=create_schema, enter=enter_schema, leave=leave_schema,
                       lock=lock_schema, check=check_schema_name), url_aliases=("postgres",),
     example_url="postgresql+psycopg://user@host/db", drivers=("psycopg",), extra="postgres",
+    bind_mind=bind_mind, grant_runtime=grant_runtime,
 ))
 
 __all__ = [

@@ -25,6 +25,9 @@ from waggle_store.models.base import schema_translate_map
 
 #: A plain lower-case identifier: it is written into ``options`` and DDL, never bound.
 SCHEMA_RE: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+#: The setting a bound store's transactions carry (its mind's id), read by the row-level
+#: security policies of every table holding mind rows.
+BOUND_MIND_SETTING: Final = "waggle.bound_mind"
 #: pgvector's search settings for the vector lane, set once per connection at its start (a
 #: startup option, like the ``search_path``): the lane's default page (``limit=20``, over-fetched
 #: to 40) then needs no ``set_config`` statement, a round trip per search. Before pgvector's
@@ -145,3 +148,12 @@ def leave_schema(connection: Connection, previous: str) -> None:
     """Restore the ``search_path`` :func:`enter_schema` returned (for the rest of the
     transaction; the session's own value comes back at its end in any case)."""
     connection.execute(sa.text("SELECT set_config('search_path', :p, true)"), {"p": previous})
+
+
+def bind_mind(connection: Connection, mind_id: int) -> None:
+    """Set the bound mind for the current transaction only (``set_config(..., true)``): the
+    row-level security policies then show and accept only that mind's rows. Transaction-local,
+    so it never outlives the transaction on a pooled connection, and behind PgBouncer's
+    transaction pooling it travels with the transaction."""
+    connection.execute(sa.text("SELECT set_config(:name, :m, true)"),
+                       {"name": BOUND_MIND_SETTING, "m": str(int(mind_id))})

@@ -77,6 +77,13 @@ class DialectSpec:
     #: connection has not (SQLite: ``BEGIN IMMEDIATE`` on a host's connection whose driver
     #: begins lazily), so concurrent migrators queue instead of racing on the version.
     write_lock: Callable[[Connection], None] | None = None
+    #: Confine the current transaction to one mind (its id) on the server as well, where the
+    #: backend has row-level security (PostgreSQL: the policies of migration 0011 read the
+    #: setting this sets). ``None``: the library alone confines a bound store (SQLite).
+    bind_mind: Callable[[Connection, int], None] | None = None
+    #: Grant a database role the run-time privileges on a schema's store:
+    #: ``(connection, schema, role, version_table)``. ``None``: the backend has no roles.
+    grant_runtime: Callable[[Connection, str, str, str], None] | None = None
 
     @property
     def has_schemas(self) -> bool:

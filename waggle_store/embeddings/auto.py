@@ -155,8 +155,8 @@ def choose(
 
 __all__ = [
     "AUTO_PROBE_TIMEOUT",
-    "AutoPlan",
     "REMOTE_SKIP",
+    "AutoPlan",
     "Choice",
     "EmbeddingFallbackWarning",
     "choose",

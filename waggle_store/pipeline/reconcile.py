@@ -36,6 +36,7 @@ from sqlalchemy import Select, exists, func, or_, select
 
 from waggle_store.context import StoreContext
 from waggle_store.embeddings.sentences import text_form_of
+from waggle_store.errors import VectorTableMissingError
 from waggle_store.models import (
     EmbeddingModelRow,
     FrameEmbeddingRow,
@@ -170,8 +171,12 @@ def reconcile(
         except Exception as exc:  # noqa: BLE001 - provider down: the keyword repairs still count
             log.warning("reconcile cannot embed: the embedder failed: %s", exc)
             return ReconcileReport(fts_fixed, 0, orphans, *problems)
-        with store.write() as session:
-            model_id = register_model(session, store.adapter, key, repair=True)
+        try:
+            with store.write() as session:
+                model_id = register_model(session, store.adapter, key, repair=True)
+        except VectorTableMissingError as exc:  # a runtime role: the owner's step comes first
+            log.warning("reconcile cannot embed: %s", exc)
+            return ReconcileReport(fts_fixed, 0, orphans, *problems)
         stale = _StaleFrames(store, model_id, mind_id, text_form_of(store.embedder))
         done = 0
         for page in stale.pages():

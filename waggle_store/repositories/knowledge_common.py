@@ -18,11 +18,10 @@ from sqlalchemy.orm import Session
 
 from waggle_store import textinput
 from waggle_store.errors import InvalidInputError
-from waggle_store.repositories.common import MAX_PROPERTIES_BYTES
 from waggle_store.models import MindRow
 from waggle_store.models.knowledge import EntityRow, RelationRow
 from waggle_store.records import Entity, Relation
-from waggle_store.repositories.common import locks_rows
+from waggle_store.repositories.common import MAX_PROPERTIES_BYTES, locks_rows
 
 __all__ = [
     "MAX_NAME_LENGTH",
