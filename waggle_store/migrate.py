@@ -326,24 +326,33 @@ def check(bind: Bind, *, schema: str | None = None) -> list[Any]:
 # -- least privilege: the admin steps ------------------------------------------------------------
 
 def ensure_vector_table(bind: Bind, embedder: str | Embedder, *,
-                        schema: str | None = None) -> int:
+                        schema: str | None = None) -> int | None:
     """Register ``embedder``'s model and create its vector table (indexes and, on PostgreSQL,
     row-level security): the admin step a store opened with ``upgrade=False`` (a runtime role
-    that runs no DDL) needs to store that model's vectors. Run it as the schema's owner;
-    idempotent. Returns the model's id."""
+    that runs no DDL) needs to store that model's vectors. Run it as the schema's owner, after
+    :func:`upgrade`; idempotent. Returns the model's id (None where the database has no vector
+    support, e.g. PostgreSQL without pgvector: nothing to create). On a caller's Connection it
+    joins the open transaction and puts back the connection's ``schema_translate_map``."""
     chain = resolve_embedder(embedder)
     if chain is None:
         raise InvalidInputError("ensure_vector_table needs an embedder (a name or an Embedder)")
     key = model_key(chain)  # may probe a provider: before any transaction
 
-    def _create(conn: sa.Connection) -> int:
+    def _create(conn: sa.Connection) -> int | None:
         in_schema, ops = store_schema(conn, schema), spec_of(conn).schemas
+        translate = conn.get_execution_options().get("schema_translate_map")
+        model_id = None
         with _transaction(conn):
             previous = ops.enter(conn, in_schema) if ops is not None and in_schema else None
             conn.execution_options(schema_translate_map=schema_translate_map(in_schema))
-            with OrmSession(bind=conn) as session:
-                model_id = register_model(session, get_adapter(conn.engine), key)
-                session.flush()
+            try:
+                with OrmSession(bind=conn) as session:
+                    adapter = get_adapter(conn.engine)
+                    if adapter.vector_backend_available(session):
+                        model_id = register_model(session, adapter, key)
+                        session.flush()
+            finally:
+                conn.execution_options(schema_translate_map=translate)
             if ops is not None and previous is not None:
                 ops.leave(conn, previous)
         return model_id

@@ -167,6 +167,7 @@ class Store(TransferMixin):
         view.tier, view.user_id, view.tier_policy = self.tier, self.user_id, self.tier_policy
         view._owns_engine = False
         view._owns_adapter = False
+        view.bound_mind = self.bound_mind  # confined by the library (the host's connection)
         view.searcher = HybridSearch(view.context)
         return view
 
