@@ -3,7 +3,11 @@ store with ``upgrade=False`` and never needs (or tries) DDL."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -13,6 +17,8 @@ from tests.conftest import Target, only_postgres
 from waggle_store import migrate
 
 from pg_roles import login_role
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -83,8 +89,15 @@ def test_a_missing_vector_table_keeps_vectors_pending_without_ddl(
         assert "upgrade=False" in (result.vector_error or "")
         assert store.reconcile().vectors_fixed == 0
 
-        # The owner's admin step; the table is created with the owner's default privileges.
-        migrate.ensure_vector_table(target.url, "hashing", schema=target.schema)
+        # The owner's admin step, from the CLI; the new table gets the owner's default
+        # privileges for the runtime role (grant_runtime set them).
+        env = {**os.environ, "PYTHONPATH": str(REPO), "WAGGLE_DATABASE_URL": target.url,
+               "WAGGLE_PG_SCHEMA": target.schema or ""}
+        done = subprocess.run(
+            [sys.executable, "-m", "waggle_store", "--embedder", "hashing", "migrate",
+             "vector-table"], env=env, capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        assert "vector table of model" in done.stdout
         assert store.reconcile().vectors_fixed == 1
         hits = store.mind("m").search("vector table missing", limit=3)
         assert hits
