@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 
 import waggle_store as ws
-from waggle_store import migrate
 from tests.conftest import Target
+from waggle_store import migrate
 from waggle_store.embeddings import HashingEmbedder
 from waggle_store.models import FrameRow, SessionRow
 from waggle_store.pipeline.embed import embed_frames

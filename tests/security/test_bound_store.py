@@ -8,12 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
+from pg_roles import login_role
 
 import waggle_store as ws
 from tests.conftest import Target, only_postgres
 from waggle_store import migrate
-
-from pg_roles import login_role
 
 #: Tables holding mind rows, counted by raw SQL below (each gets a row of each mind).
 MIND_TABLES = ("waggle_minds", "waggle_memory_frames", "waggle_knowledge_entities",

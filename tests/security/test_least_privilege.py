@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from pg_roles import login_role
 
 import waggle_store as ws
 from tests.conftest import Target, only_postgres
 from waggle_store import migrate
-
-from pg_roles import login_role
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -70,7 +69,7 @@ def test_a_dml_only_role_runs_every_operation(target: Target,
                 "ALTER TABLE waggle_memory_frames DISABLE ROW LEVEL SECURITY",
                 "TRUNCATE waggle_memory_frames",
                 "UPDATE waggle_alembic_version SET version_num = '0001'"):
-        with pytest.raises(sa.exc.ProgrammingError, match="permission denied|must be owner"):
+        with pytest.raises(sa.exc.ProgrammingError, match=r"permission denied|must be owner"):
             _as_role(url, target.schema, ddl)
 
 
