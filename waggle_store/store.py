@@ -235,9 +235,6 @@ class Store(TransferMixin):
             reasons.append("vector search off: no embedder configured (embedder=None)")
         elif status is not None and status.last_error:
             reasons.append(f"embedder: {status.last_error}")
-        if status is not None and status.reason:
-            reasons.append(f"embedder {status.active_provider or '(not chosen yet)'}: "
-                           f"{status.reason}")
         reasons.extend(self._model_mismatches())
         versions = dict(caps.versions)
         versions["waggle_store"] = _package_version()

@@ -4,8 +4,13 @@ before they are logged, stored or raised, and the user's text is never logged ab
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -22,6 +27,7 @@ from embedding_http import EmbeddingServer, Reply, closed_port_url, embedding_se
 
 __all__ = ["embedding_server"]
 
+REPO = Path(__file__).resolve().parents[2]
 SECRET = "sk-live-0123456789abcdefSECRET"
 PROXY_PASSWORD = "hunter2proxy"
 
@@ -58,7 +64,9 @@ def test_auto_never_sends_text_to_a_remote_provider(
     assert health.embedder.active_provider == "hashing"
     reason = health.embedder.reason or ""
     assert "openai: sends text off this machine" in reason
-    assert any("WAGGLE_EMBEDDER=openai" in r for r in health.reasons)
+    assert "WAGGLE_EMBEDDER=openai" in reason  # how to choose it, named
+    # Falling back to hashing is a degradation: health's reasons say so, and why.
+    assert any("openai: sends text off this machine" in r for r in health.reasons)
 
 
 def test_waggle_embedder_names_the_remote_provider(
@@ -147,3 +155,22 @@ def test_an_external_search_failure_logs_no_query_above_debug(
     above_debug = [r.getMessage() for r in caplog.records if r.levelno > logging.DEBUG]
     assert above_debug, "the failure is still reported"
     assert not any("salary" in m or PROXY_PASSWORD in m for m in above_debug)
+
+
+@pytest.mark.sqlite
+def test_the_cli_health_says_which_provider_and_why(tmp_path: Path,
+                                                    embedding_server: EmbeddingServer) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    with ws.open_store(url, embedder=None):
+        pass
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WAGGLE_", "OLLAMA"))}
+    env.update(PYTHONPATH=str(REPO), OPENAI_API_KEY=SECRET, OLLAMA_HOST=closed_port_url(),
+               OPENAI_BASE_URL=embedding_server.openai_base_url, PYTHONWARNINGS="ignore")
+    done = subprocess.run([sys.executable, "-m", "waggle_store", "--url", url, "health",
+                           "--json"], env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    reason = json.loads(done.stdout)["embedder"]["reason"]
+    assert "openai: sends text off this machine" in reason
+    assert SECRET not in done.stdout
+    assert embedding_server.count == 0
