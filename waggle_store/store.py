@@ -43,8 +43,8 @@ from waggle_store.records import (
 )
 from waggle_store.repositories.minds import MindRepository, check_mind_kind, check_mind_name
 from waggle_store.search.engine import HybridSearch
+from waggle_store.store_bound import BoundMixin
 from waggle_store.store_support import migrate_on_open, model_mismatches
-from waggle_store.store_transfer import TransferMixin
 from waggle_store.unitofwork import Database, JoinedDatabase
 
 
@@ -55,7 +55,7 @@ def _package_version() -> str:
         return "0+unknown"
 
 
-class Store(TransferMixin):
+class Store(BoundMixin):
     """One database: a SQLite file or a Postgres schema. Open it with :func:`open_store`.
 
     It owns the unit of work (:class:`~waggle_store.unitofwork.Database`), the dialect adapter,
@@ -205,11 +205,6 @@ class Store(TransferMixin):
                 row, _ = MindRepository(session).get_or_create(name, kind)
         return Mind(MindContext(self.context, row.id, row.name, row.kind), self.searcher)
 
-    def _check_bound(self, name: str) -> None:
-        """NotFoundError for any mind but the bound one (a bound store knows no other)."""
-        if self.bound_mind is not None and name != self.bound_mind[1]:
-            raise NotFoundError(f"no mind named {name!r} (this store is bound to one mind)")
-
     def list_minds(self) -> list[MindInfo]:
         with self.read() as session:
             minds = MindRepository(session).list()
@@ -348,13 +343,9 @@ def open_store(
 
     ``url``: a URL (string or ``sqlalchemy.URL``; default ``WAGGLE_DATABASE_URL``, then
     ``./waggle.db``) or a host's Engine, used as is and never disposed by ``close()``.
-    ``connect_timeout``: seconds a server connection may take (default 10,
-    ``WAGGLE_CONNECT_TIMEOUT``).
-    ``upgrade=False``: also no DDL at run time (a least-privilege runtime role): a missing
-    vector table keeps vectors pending with an error naming the admin step.
-    ``bound_mind``: the one mind this store sees and writes (created if missing); any other
-    is NotFoundError, and on PostgreSQL the server's row-level security confines every
-    transaction of the store to it as well.
+    ``connect_timeout``: seconds a server connection may take (default 10).
+    ``upgrade=False``: no migration and no DDL at run time (a DML-only role may run it).
+    ``bound_mind``: the one mind this store sees and writes (``docs/security.md``).
     """
     if bound_mind is not None:
         check_mind_name(bound_mind)

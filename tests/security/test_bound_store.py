@@ -5,6 +5,7 @@ transaction), so raw SQL on the bound store's own connections sees only that min
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -44,6 +45,26 @@ def test_a_bound_store_sees_and_writes_only_its_mind(target: Target) -> None:
         assert bound.reconcile().vectors_fixed == 0
     with target.open(embedder="hashing") as admin:
         assert sorted(m.name for m in admin.list_minds()) == ["alice", "bob"]  # nothing created
+
+
+def test_a_bound_store_exports_and_imports_only_its_mind(target: Target,
+                                                         tmp_path: Path) -> None:
+    with target.open(embedder="hashing") as admin:
+        _fill(admin, "alice")
+        _fill(admin, "bob")
+        admin.export_mind("bob", tmp_path / "bob.jsonl")
+        bob_frames = len(admin.mind("bob").search("launch code", limit=50))
+    with target.open(embedder="hashing", bound_mind="alice") as bound:
+        with pytest.raises(ws.NotFoundError):
+            bound.export_mind("bob", tmp_path / "stolen.jsonl")
+        with pytest.raises(ws.NotFoundError):
+            bound.import_mind(tmp_path / "bob.jsonl", into="bob")
+        bound.import_mind(tmp_path / "bob.jsonl")  # the file names bob: it lands in alice
+    assert not (tmp_path / "stolen.jsonl").exists()
+    with target.open(embedder="hashing") as admin:
+        assert len(admin.mind("bob").search("launch code", limit=50)) == bob_frames
+        assert "bob keeps a secret: the launch code of bob" in [
+            h.frame.content for h in admin.mind("alice").search("launch code", limit=50)]
 
 
 def test_a_bound_store_creates_its_mind(target: Target) -> None:
