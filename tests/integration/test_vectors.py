@@ -1,4 +1,4 @@
-"""Vector indexes per embedding model (DESIGN §4): registration, validation, writes, deletes."""
+"""Vector indexes per embedding model: registration, validation, writes, deletes."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_vectors_are_validated(store: ws.Store, mind: ws.Mind) -> None:
                           text_form="whole")
             == 1
         )
-        # Storing again replaces (vec0 has no upsert; the seed crashed here, reference §23.3).
+        # Storing again replaces (vec0 has no upsert: a plain INSERT of an existing id fails).
         assert (
             store_vectors(s, store.adapter, model_id, [(frame.id, chash, [0.0, 1.0, 0.0, 0.0])],
                           text_form="whole")

@@ -9,8 +9,8 @@ provider is probed at once and raises if it does not answer: a caller who asked 
 not silently get vectors of another model (an in-process model whose files are installed is
 the exception: probing it would mean loading it, so it loads on the first embedding instead).
 
-A failure while embedding later is raised, never papered over with a fake vector (the seed
-returned a mock vector and counted it as usage).
+A failure while embedding later is raised, never papered over with a fake vector (a mock
+vector would be stored as if it meant something, and counted as usage).
 """
 
 from __future__ import annotations
@@ -142,8 +142,8 @@ class EmbeddingChain:
 
     def _succeeded(self) -> None:
         """A call (or probe) answered: an earlier failure is over. Without this a provider that
-        recovered kept being reported broken by ``status()`` and ``health()`` (issue 12,
-        finding 7); the time of the recovery is kept instead."""
+        recovered kept being reported broken by ``status()`` and ``health()``; the time of the
+        recovery is kept instead."""
         if self._call_error is not None:
             self._call_error = None
             self._call_error_at = None
@@ -305,7 +305,7 @@ def resolve_embedder(
 ) -> EmbeddingChain | None:
     """Turn ``open_store(embedder=...)`` into the embedder a store uses (None = no vectors).
 
-    ``tier`` turns on tier enforcement against ``tier_policy`` (default: the seed's table).
+    ``tier`` turns on tier enforcement against ``tier_policy`` (default: the built-in table).
     ``probe_policy`` governs probes: "auto" defaults to one attempt per provider, so an absent
     Ollama costs one refused connection; an explicit provider defaults to its own retry policy.
     "auto" makes no probe here: it returns an unsettled chain that chooses on first use, each

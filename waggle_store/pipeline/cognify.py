@@ -1,6 +1,6 @@
 """Cognify: the write pipeline that turns text into a frame, graph knowledge and a vector.
 
-Order matters (DESIGN §6): extraction and embedding run first, with no transaction open (a
+Order matters: extraction and embedding run first, with no transaction open (a
 network call never holds a database lock); then one write transaction stores the frame, its
 entities and mentions, co-occurrence and semantic relations, and its vector. If embedding
 failed, the frame is still written with a ``pending`` manifest and ``reconcile`` embeds it later;
@@ -59,7 +59,7 @@ from waggle_store.timeutil import optional_utc
 
 log = logging.getLogger(__name__)
 
-#: Extraction reads at most this much of a text (the seed's cap): entity rules are linear, but
+#: Extraction reads at most this much of a text: entity rules are linear, but
 #: a 1 MB paste should not turn into thousands of graph writes.
 EXTRACT_CHARS: Final = 10_000
 #: Items per write transaction in cognify_batch: few transactions, but none that holds the

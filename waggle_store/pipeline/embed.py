@@ -45,7 +45,7 @@ __all__ = ["EMBED_BATCH_SIZE", "EmbedReport", "embed_frames"]
 
 log = logging.getLogger(__name__)
 
-#: Texts per embedding request (the seed's reconcile batch).
+#: Texts per embedding request.
 EMBED_BATCH_SIZE: Final = 50
 
 

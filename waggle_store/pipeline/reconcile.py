@@ -1,4 +1,4 @@
-"""Rebuild the derived indexes (DESIGN §4) from the tables they derive from.
+"""Rebuild the derived indexes (keyword and vector) from the tables they derive from.
 
 What drifts and how it is repaired:
 
