@@ -52,6 +52,8 @@ def health(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     rows += [[k, v] for k, v in sorted(report.versions.items())]
     if report.embedder is not None:
         rows.append(["embedder", f"{report.embedder.active_provider} / {report.embedder.model}"])
+        if report.embedder.reason:
+            rows.append(["embedder chosen", report.embedder.reason])
     rows += [["note", reason] for reason in report.reasons]
     table("health", ["check", "value"], rows)
 
@@ -124,6 +126,30 @@ def migrate_upgrade(ctx: typer.Context, revision: str = "head") -> None:
     options = opts(ctx)
     migrate.upgrade(options.url, revision, schema=options.schema)
     typer.echo(f"at revision {migrate.current(options.url, schema=options.schema)}")
+
+
+@migrate_app.command("vector-table")
+def migrate_vector_table(ctx: typer.Context) -> None:
+    """Create the vector table of the --embedder's model (run as the schema's owner): a store
+    opened with upgrade=False runs no DDL, so a runtime role needs it made beforehand."""
+    from waggle_store import migrate
+
+    options = opts(ctx)
+    if embedder_spec(options.embedder) is None:
+        raise Failure("migrate vector-table needs an embedder: --embedder NAME")
+    model_id = migrate.ensure_vector_table(options.url, options.embedder, schema=options.schema)
+    typer.echo("no vector support in this database: nothing to create" if model_id is None
+               else f"vector table of model {model_id} ready")
+
+
+@migrate_app.command("grant-runtime")
+def migrate_grant_runtime(ctx: typer.Context, role: str) -> None:
+    """Grant ROLE what a store needs at run time (DML, sequences, schema usage), nothing else."""
+    from waggle_store import migrate
+
+    options = opts(ctx)
+    migrate.grant_runtime(options.url, role, schema=options.schema)
+    typer.echo(f"granted {role} the run-time privileges")
 
 
 @migrate_app.command("current")

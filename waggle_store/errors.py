@@ -7,8 +7,30 @@ sqlite3 or psycopg just to catch what a memory store raised.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
+
+# Credentials a provider's error text can carry: a URL's user:password (a proxy's), an
+# Authorization header or an api-key-like field's value, and bare API tokens (sk-..., pa-...).
+_SECRET_PATTERNS = (
+    (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/@'\"]+@"), r"\1***@"),
+    (re.compile(r"(?i)\b((?:proxy-)?authorization)(['\"]?\s*[:=]\s*['\"]?)[^'\"\n,}]+"),
+     r"\1\2***"),
+    (re.compile(r"(?i)\b([a-z0-9_-]*(?:api[-_]?key|secret|password|passwd|token))"
+                r"(['\"]?\s*[:=]\s*['\"]?)[^\s'\",}&]+"), r"\1\2***"),
+    (re.compile(r"(?i)\bbearer\s+[a-z0-9._~+/=-]{8,}"), "Bearer ***"),
+    (re.compile(r"\b(sk|pk|rk|pa|key)-[A-Za-z0-9_-]{8,}"), r"\1-***"),
+)
+
+
+def scrub_secrets(text: str) -> str:
+    """``text`` with credentials masked: URL userinfo, ``Authorization``/api-key/token/password
+    values and ``sk-...``-like tokens become ``***``. Every provider error passes through here
+    before it is logged, stored (``embedding_status()``, a frame's vector error) or raised."""
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 class WaggleStoreError(Exception):
@@ -74,6 +96,12 @@ class MigrationError(WaggleStoreError):
     """Running, checking or locating the Alembic migrations failed."""
 
 
+class VectorTableMissingError(MigrationError):
+    """The vector table of the store's embedding model is missing (or incomplete) and this
+    store runs no DDL (opened with ``upgrade=False``): an admin step creates it. Writes keep
+    their vectors pending with this message; ``reconcile()`` embeds them once it exists."""
+
+
 class StorageError(WaggleStoreError):
     """The database rejected an operation for a reason that is not the caller's input."""
 
@@ -109,7 +137,7 @@ class EmbeddingProviderError(WaggleStoreError):
         status: int | None = None,
         retryable: bool = False,
     ) -> None:
-        super().__init__(message)
+        super().__init__(scrub_secrets(str(message)))
         self.provider = provider
         self.status = status
         self.retryable = retryable
@@ -167,6 +195,7 @@ __all__ = [
     "TierError",
     "UnsupportedDialectError",
     "ValidationError",
+    "VectorTableMissingError",
     "WaggleStoreError",
     "WaggleStoreWarning",
 ]

@@ -5,7 +5,7 @@ Works on a URL, an Engine, or a caller's Connection. The scripts are found insid
 package (``waggle_store/_alembic``, copied there when the wheel is built) or, in a source
 checkout, in the repo's ``alembic/`` folder.
 
-Host safety (issue 11):
+Host safety:
 
 * :func:`upgrade` never runs ``env.py`` and never leaves Alembic's module proxies
   (``alembic.context``, ``alembic.op``) changed: it drives an
@@ -26,7 +26,7 @@ Host safety (issue 11):
 
 from __future__ import annotations
 
-import os
+import re
 from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from functools import lru_cache
@@ -40,9 +40,12 @@ from alembic.migration import MigrationContext
 from alembic.operations import Operations
 from alembic.runtime.environment import EnvironmentContext
 from alembic.script import ScriptDirectory
+from sqlalchemy.orm import Session as OrmSession
 
-from waggle_store.config import DEFAULT_PG_SCHEMA, StoreConfig
-from waggle_store.dialects import get_adapter, spec_of
+from waggle_store.config import StoreConfig
+from waggle_store.dialects import check_schema, get_adapter, spec_of
+from waggle_store.embeddings.base import Embedder
+from waggle_store.embeddings.chain import resolve_embedder
 from waggle_store.engine import parse_url, unavailable_error
 from waggle_store.errors import (
     DatabaseUnavailableError,
@@ -50,7 +53,10 @@ from waggle_store.errors import (
     MigrationError,
     MissingExtensionError,
 )
-from waggle_store.models.base import TABLE_PREFIX
+from waggle_store.migrate_filters import include_name as include_name
+from waggle_store.migrate_filters import include_object as include_object
+from waggle_store.models.base import TABLE_PREFIX, schema_translate_map
+from waggle_store.repositories.vectors import model_key, register_model
 from waggle_store.schema_version import VERSION_TABLE as VERSION_TABLE  # its public home here
 from waggle_store.unitofwork import storage_cause
 
@@ -64,49 +70,8 @@ _DERIVED_INDEXES = {f"ix_{TABLE_PREFIX}memory_frames_content_tsv",
                     f"ix_{TABLE_PREFIX}memory_frames_mind_id_text_bytes"}
 
 Bind = str | sa.URL | sa.Engine | sa.Connection
-
-
-# -- filters for a host's autogenerate -----------------------------------------------------------
-
-def _waggle_schemas() -> set[str]:
-    return {DEFAULT_PG_SCHEMA, os.environ.get("WAGGLE_PG_SCHEMA") or DEFAULT_PG_SCHEMA}
-
-
-def _is_waggle_table(name: object, schema: object = None) -> bool:
-    return (isinstance(name, str) and name.startswith(TABLE_PREFIX)) or schema in _waggle_schemas()
-
-
-def include_name(name: str | None, type_: str, parent_names: Mapping[str, Any]) -> bool:
-    """For a host's ``context.configure(include_name=...)``: False for waggle_store's objects.
-
-    Those are its schema (``waggle``, or ``WAGGLE_PG_SCHEMA``), every table named ``waggle_*``
-    (its tables, its version table, the FTS5 and sqlite-vec virtual tables and their shadow
-    tables: they are never reflected, so a host without sqlite-vec never meets ``vec0``) and
-    every index or constraint of those tables. True for everything else.
-    """
-    if type_ == "schema":
-        return name not in _waggle_schemas()
-    if type_ == "table":
-        return not _is_waggle_table(name, parent_names.get("schema_name"))
-    return not _is_waggle_table(parent_names.get("table_name"), parent_names.get("schema_name"))
-
-
-def include_object(obj: Any, name: str | None, type_: str, reflected: bool,
-                   compare_to: Any) -> bool:
-    """For a host's ``context.configure(include_object=...)``: False for waggle_store's objects
-    (see :func:`include_name`) and for a host's foreign keys *to* them: SQLite cannot declare a
-    foreign key across schemas, so SQLAlchemy leaves it out of the DDL there and autogenerate
-    would propose it on every run."""
-    if type_ == "table":
-        return not _is_waggle_table(name, getattr(obj, "schema", None))
-    table = getattr(obj, "table", None)
-    if table is not None and _is_waggle_table(table.name, table.schema):
-        return False
-    if type_ == "foreign_key_constraint":
-        referred = getattr(obj, "referred_table", None)
-        if referred is not None and _is_waggle_table(referred.name, referred.schema):
-            return False
-    return True
+#: A database role name :func:`grant_runtime` accepts (then quoted by the dialect).
+_ROLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$-]{0,62}$")
 
 
 # -- filters for waggle_store's own autogenerate / check -----------------------------------------
@@ -189,8 +154,12 @@ def _alembic_proxies_kept() -> Iterator[None]:
 
 
 def store_schema(connection: sa.Connection, schema: str | None) -> str | None:
-    """The schema waggle_store's objects live in on this backend, ``None`` where there are none."""
-    return (schema or StoreConfig.from_env().schema) if spec_of(connection).has_schemas else None
+    """The schema waggle_store's objects live in on this backend, ``None`` where there are none;
+    the name (given, or from ``WAGGLE_PG_SCHEMA``) is checked before any SQL uses it."""
+    if not spec_of(connection).has_schemas:
+        check_schema(connection, schema)
+        return None
+    return check_schema(connection, schema or StoreConfig.from_env().schema)
 
 
 def run_in_context(context: Any, connection: sa.Connection, schema: str | None) -> None:
@@ -267,6 +236,8 @@ def _connection(bind: Bind, schema: str | None) -> Iterator[sa.Connection]:
 
 
 def _run(what: str, bind: Bind, schema: str | None, fn: Any) -> Any:
+    # The schema name is checked first, before a connection exists or any SQL is sent.
+    check_schema(parse_url(bind) if isinstance(bind, str | sa.URL) else bind, schema)
     try:
         with _connection(bind, schema) as conn:
             return fn(conn)
@@ -350,3 +321,67 @@ def check(bind: Bind, *, schema: str | None = None) -> list[Any]:
                 begun.rollback()
 
     return _run("check", bind, schema, _diff)  # type: ignore[no-any-return]
+
+
+# -- least privilege: the admin steps ------------------------------------------------------------
+
+def ensure_vector_table(bind: Bind, embedder: str | Embedder, *,
+                        schema: str | None = None) -> int | None:
+    """Register ``embedder``'s model and create its vector table (indexes and, on PostgreSQL,
+    row-level security): the admin step a store opened with ``upgrade=False`` (a runtime role
+    that runs no DDL) needs to store that model's vectors. Run it as the schema's owner, after
+    :func:`upgrade`; idempotent. Returns the model's id (None where the database has no vector
+    support, e.g. PostgreSQL without pgvector: nothing to create). On a caller's Connection it
+    joins the open transaction and puts back the connection's ``schema_translate_map``."""
+    chain = resolve_embedder(embedder)
+    if chain is None:
+        raise InvalidInputError("ensure_vector_table needs an embedder (a name or an Embedder)")
+    key = model_key(chain)  # may probe a provider: before any transaction
+
+    def _create(conn: sa.Connection) -> int | None:
+        in_schema, ops = store_schema(conn, schema), spec_of(conn).schemas
+        translate = conn.get_execution_options().get("schema_translate_map")
+        model_id = None
+        with _transaction(conn):
+            previous = ops.enter(conn, in_schema) if ops is not None and in_schema else None
+            conn.execution_options(schema_translate_map=schema_translate_map(in_schema))
+            try:
+                with OrmSession(bind=conn) as session:
+                    adapter = get_adapter(conn.engine)
+                    if adapter.vector_backend_available(session):
+                        model_id = register_model(session, adapter, key)
+                        session.flush()
+            finally:
+                conn.execution_options(schema_translate_map=translate)
+            if ops is not None and previous is not None:
+                ops.leave(conn, previous)
+        return model_id
+
+    return _run("ensure_vector_table", bind, schema, _create)  # type: ignore[no-any-return]
+
+
+def grant_runtime(bind: Bind, role: str, *, schema: str | None = None) -> None:
+    """Grant database ``role`` what a store needs at run time and nothing else (DML on the
+    store's tables, its sequences, USAGE on its schema; the same on vector tables the calling
+    owner creates later): a store it opens with ``upgrade=False`` works fully and runs no DDL.
+    Run it as the owner, after :func:`upgrade`. A no-op where there are no roles (SQLite)."""
+    if not isinstance(role, str) or not _ROLE_RE.match(role):
+        raise InvalidInputError(f"a role name must match {_ROLE_RE.pattern}, got {role!r}")
+
+    def _grant(conn: sa.Connection) -> None:
+        grant, in_schema = spec_of(conn).grant_runtime, store_schema(conn, schema)
+        if grant is not None and in_schema is not None:
+            with _transaction(conn):
+                grant(conn, in_schema, role, VERSION_TABLE)
+
+    _run("grant_runtime", bind, schema, _grant)
+
+
+@contextmanager
+def _transaction(conn: sa.Connection) -> Iterator[None]:
+    """The caller's open transaction, or one begun (and committed) here."""
+    if conn.in_transaction():
+        yield
+        return
+    with conn.begin():
+        yield

@@ -12,26 +12,25 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import cached_property
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import select
 from sqlalchemy.orm import Session as OrmSession
 
 from waggle_store import schema_version
 from waggle_store.config import StoreConfig
 from waggle_store.context import MindContext, StoreContext
-from waggle_store.dialects import SearchAdapter, get_adapter, spec_of
-from waggle_store.dialects.host import waggle_engine
+from waggle_store.dialects import SearchAdapter, check_schema, get_adapter, spec_of
+from waggle_store.dialects.host import bound_engine, waggle_engine, without_ddl
 from waggle_store.embeddings.base import Embedder
 from waggle_store.embeddings.chain import resolve_embedder
 from waggle_store.embeddings.metered import MeteredEmbedder, QuotaMeter
 from waggle_store.embeddings.quota import quota_status
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.engine import connect, create_engine, engine_info, read_only
-from waggle_store.errors import InvalidInputError, MigrationError, NotFoundError
+from waggle_store.errors import InvalidInputError, NotFoundError
 from waggle_store.facade.usage import UsageAPI
 from waggle_store.mind import Mind
-from waggle_store.models import MindRow
 from waggle_store.models.base import schema_translate_map
 from waggle_store.pipeline.reconcile import reconcile
 from waggle_store.records import (
@@ -42,11 +41,10 @@ from waggle_store.records import (
     ReconcileReport,
     SwitchReport,
 )
-from waggle_store.repositories.mind_models import mismatch_reason, models_in_use, registered
 from waggle_store.repositories.minds import MindRepository, check_mind_kind, check_mind_name
-from waggle_store.repositories.vectors import model_key
 from waggle_store.search.engine import HybridSearch
-from waggle_store.store_transfer import TransferMixin
+from waggle_store.store_bound import BoundMixin
+from waggle_store.store_support import migrate_on_open, model_mismatches
 from waggle_store.unitofwork import Database, JoinedDatabase
 
 
@@ -57,7 +55,7 @@ def _package_version() -> str:
         return "0+unknown"
 
 
-class Store(TransferMixin):
+class Store(BoundMixin):
     """One database: a SQLite file or a Postgres schema. Open it with :func:`open_store`.
 
     It owns the unit of work (:class:`~waggle_store.unitofwork.Database`), the dialect adapter,
@@ -75,15 +73,28 @@ class Store(TransferMixin):
         tier_policy: TierPolicy | None = None,
         owns_engine: bool = True,
         schema: str | None = None,
+        ddl: bool = True,
+        bound_mind: tuple[int, str] | None = None,
     ) -> None:
-        self.engine = engine
         spec = spec_of(engine)  # an Engine of an unsupported backend fails here, first
+        #: ``(id, name)`` of the one mind this store sees and writes (``open_store(bound_mind=)``).
+        self.bound_mind = bound_mind
+        if bound_mind is not None:
+            # A copy of the engine (same pool) whose transactions carry the mind: raw SQL on
+            # ``store.engine`` is confined by the server's row-level security too (PostgreSQL).
+            engine = bound_engine(engine, bound_mind[0])
+        self.engine = engine
         adapter = get_adapter(engine)
-        in_schema = (schema or StoreConfig.from_env().schema) if spec.has_schemas else None
+        check_schema(engine, schema)  # a host's Engine reaches here without create_engine's check
+        in_schema = (check_schema(engine, schema or StoreConfig.from_env().schema)
+                     if spec.has_schemas else None)
         # The models name schema "waggle"; this engine (a copy sharing the pool) puts them in
         # the store's schema, and prepares a host's engine per transaction (dialects/host.py).
         runner = waggle_engine(engine, in_schema)
+        if not ddl:
+            runner = without_ddl(runner)  # opened with upgrade=False: no DDL at run time
         self.db = Database(runner, read_only(runner))
+        self.db.begins_transactions = bound_mind is not None and spec.bind_mind is not None
         self.tier = tier
         self.user_id = user_id
         self.tier_policy = tier_policy
@@ -156,6 +167,7 @@ class Store(TransferMixin):
         view.tier, view.user_id, view.tier_policy = self.tier, self.user_id, self.tier_policy
         view._owns_engine = False
         view._owns_adapter = False
+        view.bound_mind = self.bound_mind  # confined by the library (the host's connection)
         view.searcher = HybridSearch(view.context)
         return view
 
@@ -185,6 +197,7 @@ class Store(TransferMixin):
         name: processes creating it at once all get the one row)."""
         check_mind_name(name)
         check_mind_kind(kind)
+        self._check_bound(name)
         with self.read() as session:
             row = MindRepository(session).get(name)
         if row is None:
@@ -194,10 +207,14 @@ class Store(TransferMixin):
 
     def list_minds(self) -> list[MindInfo]:
         with self.read() as session:
-            return MindRepository(session).list()
+            minds = MindRepository(session).list()
+        if self.bound_mind is not None:
+            minds = [m for m in minds if m.name == self.bound_mind[1]]
+        return minds
 
     def drop_mind(self, name: str) -> None:
         """Delete every row of one mind (its vectors included) and nothing else."""
+        self._check_bound(name)
         with self.write() as session:
             MindRepository(session).delete(name)
 
@@ -231,19 +248,9 @@ class Store(TransferMixin):
         )
 
     def _model_mismatches(self) -> list[str]:
-        """A reason per mind whose active model is not this store's embedder's (its vector
-        search is off through this store). An "auto" embedder not chosen yet is not resolved
-        here: health() never probes a provider."""
-        embedder = self.embedder
-        if embedder is None or not getattr(embedder, "resolved", True):
-            return []
-        key = model_key(embedder)
         with self.read() as session:
-            keys = registered(session)
-            names = dict(session.execute(select(MindRow.id, MindRow.name)).all())
-            return [mismatch_reason(names[mind_id], keys[model_id], key)
-                    for mind_id, model_id in sorted(models_in_use(session).items())
-                    if keys[model_id] != key]
+            return model_mismatches(session, self.embedder,
+                                    None if self.bound_mind is None else self.bound_mind[0])
 
     def switch_embedding_model(self, embedder: str | Embedder | None = None, *,
                                progress: Callable[[int, int], None] | None = None
@@ -287,10 +294,12 @@ class Store(TransferMixin):
         :mod:`waggle_store.pipeline.reconcile`. ``repair=True`` first recreates missing or
         broken derived objects (``health().reasons`` lists them); off by default because on
         Postgres that can rewrite or scan ``memory_frames`` under a lock that blocks writers."""
-        mind_id = None
+        mind_id = None if self.bound_mind is None else self.bound_mind[0]
         if isinstance(mind, Mind):
+            self._check_bound(mind.name)
             mind_id = mind.id
         elif mind is not None:
+            self._check_bound(mind)
             with self.read() as session:
                 found = MindRepository(session).get(mind)
                 if found is None:
@@ -318,31 +327,6 @@ class Store(TransferMixin):
         return f"<Store {self.engine.dialect.name} {url}>"
 
 
-def _migrate_on_open(engine: sa.Engine, schema: str, *, upgrade: bool) -> None:
-    """Bring the schema to head, or (``upgrade=False``) check that it is there.
-
-    A store opened at head costs one query (:mod:`waggle_store.schema_version`): Alembic, its
-    locks and its imports are only for a database that has something to migrate (or whose
-    version table cannot be read: Alembic then decides, and reports what is wrong). The
-    connection also proves the database reachable (DatabaseUnavailableError otherwise).
-    """
-    in_schema = schema if spec_of(engine).has_schemas else None
-    with connect(read_only(engine)) as conn:
-        revisions = schema_version.read_revisions(conn, in_schema)
-    if schema_version.at_head(revisions):
-        return
-    from waggle_store import migrate  # Alembic is imported only to migrate (~80 ms)
-
-    if upgrade:
-        migrate.upgrade(engine, schema=schema)
-        return
-    at, head = schema_version.describe(revisions), migrate.head()
-    raise MigrationError(
-        f"the database schema is at revision {at}, the code needs {head}: "
-        "run `alembic upgrade head` or open_store(..., upgrade=True)"
-    )
-
-
 def open_store(
     url: str | sa.URL | sa.Engine | None = None,
     *,
@@ -353,42 +337,50 @@ def open_store(
     user_id: str = "local",
     tier_policy: TierPolicy | None = None,
     connect_timeout: float | None = None,
+    bound_mind: str | None = None,
 ) -> Store:
     """Open (and by default migrate) a store; see ``docs/api.md`` for every argument.
 
     ``url``: a URL (string or ``sqlalchemy.URL``; default ``WAGGLE_DATABASE_URL``, then
     ``./waggle.db``) or a host's Engine, used as is and never disposed by ``close()``.
-    ``connect_timeout``: seconds a server connection may take (default 10,
-    ``WAGGLE_CONNECT_TIMEOUT``).
+    ``connect_timeout``: seconds a server connection may take (default 10).
+    ``upgrade=False``: no migration and no DDL at run time (a DML-only role may run it).
+    ``bound_mind``: the one mind this store sees and writes (``docs/security.md``).
     """
+    if bound_mind is not None:
+        check_mind_name(bound_mind)
     config = StoreConfig.from_env(None, schema)
     if connect_timeout is not None:
         config = replace(config, connect_timeout=float(connect_timeout))
     owns_engine = not isinstance(url, sa.Engine)
     if isinstance(url, sa.Engine):
         engine = url
-        spec_of(engine)  # an Engine of another backend: UnsupportedDialectError
+        check_schema(engine, config.schema)  # UnsupportedDialectError first, then the name
     else:
         engine = create_engine(url if url is not None else config.url, config=config)
+    settings: dict[str, Any] = {"tier": tier, "user_id": user_id, "tier_policy": tier_policy,
+                                "schema": config.schema, "ddl": upgrade}
     try:
-        _migrate_on_open(engine, config.schema, upgrade=upgrade)
-        resolved = (
-            None
-            if embedder is None
-            else resolve_embedder(embedder, tier=tier, tier_policy=tier_policy)
-        )
+        migrate_on_open(engine, config.schema, upgrade=upgrade)
+        resolved = (None if embedder is None
+                    else resolve_embedder(embedder, tier=tier, tier_policy=tier_policy))
+        bound = None if bound_mind is None else _bound_mind(engine, bound_mind, settings)
     except BaseException:
         if owns_engine:
             engine.dispose()
         raise
-    store = Store(
-        engine,
-        embedder=resolved,
-        tier=tier,
-        user_id=user_id,
-        tier_policy=tier_policy,
-        schema=config.schema,
-        owns_engine=owns_engine,
-    )
+    store = Store(engine, embedder=resolved, owns_engine=owns_engine, bound_mind=bound,
+                  **settings)
     store.embedder = store.metered(resolved)
     return store
+
+
+def _bound_mind(engine: sa.Engine, name: str, settings: dict[str, Any]) -> tuple[int, str]:
+    """The id of the mind a bound store is confined to, created (race-free) if missing, looked
+    up by an unbound view of the engine (the mind's id is what the bound one then sets)."""
+    finder = Store(engine, owns_engine=False, **settings)
+    try:
+        mind = finder.mind(name)
+        return mind.id, mind.name
+    finally:
+        finder.close()

@@ -51,6 +51,10 @@ class Database:
         self.engine = engine
         self._read_engine = read_engine
         self.closed = False
+        #: Whether every read connection begins its transaction at once and never runs in
+        #: autocommit: a bound store's engine sets its mind per transaction (its ``begin``
+        #: hook), which a statement sent before the begin, or in autocommit, would miss.
+        self.begins_transactions = False
 
     def _require_open(self) -> None:
         if self.closed:
@@ -101,7 +105,9 @@ class Database:
         self._require_open()
         try:
             with self._read_engine.connect() as conn:
-                if per_statement:
+                if self.begins_transactions:
+                    conn.begin()
+                elif per_statement:
                     conn.execution_options(isolation_level="AUTOCOMMIT")
                 yield conn
                 if conn.in_transaction():

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 import waggle_store as ws
 from tests.conftest import Target
+from waggle_store import migrate
 from waggle_store.embeddings import HashingEmbedder
 from waggle_store.models import FrameRow, SessionRow
 from waggle_store.pipeline.embed import embed_frames
@@ -89,6 +90,9 @@ def test_switch_is_resumable_after_kill_9_and_search_keeps_its_vector_lane(
     store = store_factory(embedder=HashingEmbedder(32))
     ids = _build(store, "big", SWITCH_FRAMES)
     mind = store.mind("big")
+    # The switcher opens with upgrade=False, which runs no DDL: the owner creates the target
+    # model's vector table first (the admin step).
+    migrate.ensure_vector_table(target.url, HashingEmbedder(48), schema=target.schema)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen(
         [sys.executable, "-c", _SWITCHER, target.url, target.schema or ""],

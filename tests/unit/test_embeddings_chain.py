@@ -106,14 +106,16 @@ def test_auto_stops_at_the_first_provider_that_answers(
     assert status.available_providers == ["ollama", "hashing"]
 
 
-def test_auto_moves_on_to_openai_when_ollama_is_down(
+def test_auto_does_not_move_on_to_openai_when_ollama_is_down(
     embedding_server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """An API key in the environment is not consent to send text off this machine."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", embedding_server.openai_base_url)
     chain = resolve_quietly("auto")
-    assert chain.provider == "openai"
-    assert [r.path for r in embedding_server.requests] == ["/openai/v1/embeddings"]
+    assert chain.provider == "hashing"
+    assert embedding_server.requests == []
+    assert "openai: sends text off this machine" in (chain.status().reason or "")
 
 
 def test_auto_probe_is_a_single_attempt(

@@ -11,17 +11,21 @@ from waggle_store.dialects.base import Capabilities, LaneHit, SearchAdapter, vec
 from waggle_store.dialects.host import sqlite_write_lock
 from waggle_store.dialects.postgres import PostgresAdapter
 from waggle_store.dialects.postgres_engine import (
+    bind_mind,
+    check_schema_name,
     create_postgres_engine,
     create_schema,
     enter_schema,
     leave_schema,
     lock_schema,
 )
+from waggle_store.dialects.postgres_maint import grant_runtime
 from waggle_store.dialects.registry import (
     DialectSpec,
     EngineFactory,
     SchemaOps,
     check_driver,
+    check_schema,
     dialect_spec,
     get_adapter,
     register_dialect,
@@ -40,8 +44,9 @@ register_dialect("sqlite", DialectSpec(
 register_dialect("postgresql", DialectSpec(
     adapter=PostgresAdapter, create_engine=create_postgres_engine,
     schemas=SchemaOps(create=create_schema, enter=enter_schema, leave=leave_schema,
-                      lock=lock_schema), url_aliases=("postgres",),
+                      lock=lock_schema, check=check_schema_name), url_aliases=("postgres",),
     example_url="postgresql+psycopg://user@host/db", drivers=("psycopg",), extra="postgres",
+    bind_mind=bind_mind, grant_runtime=grant_runtime,
 ))
 
 __all__ = [
@@ -52,6 +57,7 @@ __all__ = [
     "SchemaOps",
     "SearchAdapter",
     "check_driver",
+    "check_schema",
     "dialect_spec",
     "get_adapter",
     "register_dialect",

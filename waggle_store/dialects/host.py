@@ -20,6 +20,7 @@ event hooks are its own, so the host's engine and its other connections are unch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from sqlalchemy import Connection, event
@@ -30,6 +31,32 @@ from waggle_store.dialects.registry import spec_of
 from waggle_store.models.base import schema_translate_map
 
 _VEC_KEY = "waggle_store_prepared"
+
+#: The execution option of a store that runs no DDL (opened with ``upgrade=False``): a vector
+#: table it lacks is an error naming the admin step, never a CREATE (least privilege).
+NO_DDL_OPTION = "waggle_no_ddl"
+
+
+def without_ddl(engine: Engine) -> Engine:
+    """``engine`` (a copy sharing its pool) marked so that nothing run on it creates tables."""
+    return engine.execution_options(**{NO_DDL_OPTION: True})
+
+
+def bound_engine(engine: Engine, mind_id: int) -> Engine:
+    """A copy of ``engine`` (same pool) whose every transaction is confined to one mind on the
+    server too, where the backend can (see :attr:`DialectSpec.bind_mind`); raw SQL on it sees
+    only that mind's rows. The engine it came from is unchanged."""
+    hook = spec_of(engine).bind_mind
+    if hook is None:  # no row-level security on this backend: the library alone confines it
+        return engine
+    bound = engine.execution_options(waggle_bound_mind=int(mind_id))
+    event.listen(bound, "begin", partial(_begin_bound, hook=hook, mind_id=int(mind_id)))
+    return bound
+
+
+def _begin_bound(conn: Connection, *, hook: Callable[[Connection, int], None],
+                 mind_id: int) -> None:
+    hook(conn, mind_id)
 
 
 def waggle_engine(engine: Engine, schema: str | None) -> Engine:

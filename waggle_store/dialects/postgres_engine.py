@@ -25,6 +25,9 @@ from waggle_store.models.base import schema_translate_map
 
 #: A plain lower-case identifier: it is written into ``options`` and DDL, never bound.
 SCHEMA_RE: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+#: The setting a bound store's transactions carry (its mind's id), read by the row-level
+#: security policies of every table holding mind rows.
+BOUND_MIND_SETTING: Final = "waggle.bound_mind"
 #: pgvector's search settings for the vector lane, set once per connection at its start (a
 #: startup option, like the ``search_path``): the lane's default page (``limit=20``, over-fetched
 #: to 40) then needs no ``set_config`` statement, a round trip per search. Before pgvector's
@@ -73,12 +76,25 @@ def _ping_when_idle(engine: Engine) -> None:
     sa.event.listen(engine, "checkout", checkout)
 
 
+def check_schema_name(schema: object) -> str:
+    """``schema`` if it is a plain lower-case identifier, else :class:`InvalidInputError`
+    (before any SQL: the name is written into connection options and DDL). Every path that
+    takes a schema name (URL, Engine, Connection, ``migrate``, ``open_store``) calls this."""
+    if not isinstance(schema, str) or not SCHEMA_RE.match(schema):
+        raise InvalidInputError(
+            f"Postgres schema name must match {SCHEMA_RE.pattern}, got {schema!r}"
+        )
+    return schema
+
+
+def _quoted(connection: Connection, schema: str) -> str:
+    """The schema name checked and quoted by the dialect's own identifier preparer."""
+    return connection.dialect.identifier_preparer.quote_schema(check_schema_name(schema))
+
+
 def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> Engine:
     """A psycopg engine whose connections search ``config.schema`` first."""
-    if not SCHEMA_RE.match(config.schema):
-        raise InvalidInputError(
-            f"Postgres schema name must match {SCHEMA_RE.pattern}, got {config.schema!r}"
-        )
+    check_schema_name(config.schema)
     if url.drivername in ("postgresql", "postgres"):
         url = url.set(drivername="postgresql+psycopg")
     connect_args = dict(kwargs.pop("connect_args", {}))
@@ -107,7 +123,7 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
 
 
 def create_schema(connection: Connection, schema: str) -> None:
-    connection.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    connection.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {_quoted(connection, schema)}")
 
 
 def lock_schema(connection: Connection, schema: str) -> None:
@@ -124,7 +140,7 @@ def enter_schema(connection: Connection, schema: str) -> str:
     the previous ``search_path``, which :func:`leave_schema` puts back: a caller's transaction
     (a host's Alembic run) must not keep waggle_store's schema as its default."""
     previous = str(connection.exec_driver_sql("SELECT current_setting('search_path')").scalar())
-    connection.exec_driver_sql(f'SET LOCAL search_path TO "{schema}", public')
+    connection.exec_driver_sql(f"SET LOCAL search_path TO {_quoted(connection, schema)}, public")
     return previous
 
 
@@ -132,3 +148,12 @@ def leave_schema(connection: Connection, previous: str) -> None:
     """Restore the ``search_path`` :func:`enter_schema` returned (for the rest of the
     transaction; the session's own value comes back at its end in any case)."""
     connection.execute(sa.text("SELECT set_config('search_path', :p, true)"), {"p": previous})
+
+
+def bind_mind(connection: Connection, mind_id: int) -> None:
+    """Set the bound mind for the current transaction only (``set_config(..., true)``): the
+    row-level security policies then show and accept only that mind's rows. Transaction-local,
+    so it never outlives the transaction on a pooled connection, and behind PgBouncer's
+    transaction pooling it travels with the transaction."""
+    connection.execute(sa.text("SELECT set_config(:name, :m, true)"),
+                       {"name": BOUND_MIND_SETTING, "m": str(int(mind_id))})

@@ -23,11 +23,14 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from sqlalchemy import Engine, bindparam, text
+from sqlalchemy import Connection, Engine, bindparam, text
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import T_FRAMES, Executor, VectorRow, vector_table_name
 from waggle_store.dialects.common import connection_of, raise_driver_error
+from waggle_store.dialects.host import NO_DDL_OPTION
+from waggle_store.dialects.postgres_engine import BOUND_MIND_SETTING
+from waggle_store.errors import VectorTableMissingError
 from waggle_store.models.base import UTCDateTime
 from waggle_store.models.idioms import rowcount
 
@@ -127,13 +130,92 @@ def has_filter_columns(session: Executor, model_id: int, known: set[int]) -> boo
     return found
 
 
+#: The row-level security policy on every table holding mind rows (migration ``0011``, and
+#: each vector table when it is created): all rows while the setting is unset or empty (an
+#: unbound store, a migration), only the bound mind's rows when a bound store has set it.
+RLS_POLICY: Final = "waggle_bound_mind"
+RLS_CONDITION: Final = (
+    f"coalesce(current_setting('{BOUND_MIND_SETTING}', true), '') = '' "
+    f"OR {{column}} = nullif(current_setting('{BOUND_MIND_SETTING}', true), '')::bigint"
+)
+
+
+def rls_statements(table: str, column: str = "mind_id") -> list[str]:
+    """Enable row-level security on ``table`` (an identifier the caller quoted or built from
+    constants) with the bound-mind policy on ``column``. It is not forced: the owner (the role
+    that migrates) is exempt, so a store run by the owner keeps the GIN index for its keyword
+    lane; the runtime roles of ``grant_runtime`` are held to it."""
+    condition = RLS_CONDITION.format(column=column)
+    return [
+        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+        f"DROP POLICY IF EXISTS {RLS_POLICY} ON {table}",
+        f"CREATE POLICY {RLS_POLICY} ON {table} USING ({condition}) WITH CHECK ({condition})",
+    ]
+
+
+def grant_runtime(connection: Connection, schema: str, role: str, version_table: str) -> None:
+    """Grant ``role`` what a store needs at run time in ``schema`` and nothing else: USAGE on
+    the schema, SELECT/INSERT/UPDATE/DELETE on its tables (read-only on the version table),
+    USAGE/SELECT on its sequences; and the same on tables and sequences the calling role
+    (the owner) creates there later, such as a new model's vector table. No CREATE, no
+    TRUNCATE, no ownership: the role cannot run DDL."""
+    preparer = connection.dialect.identifier_preparer
+    s, r = preparer.quote_schema(schema), preparer.quote(role)
+    for statement in (
+        f"GRANT USAGE ON SCHEMA {s} TO {r}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {s} TO {r}",
+        f"REVOKE INSERT, UPDATE, DELETE ON {s}.{preparer.quote(version_table)} FROM {r}",
+        f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {s} TO {r}",
+        (f"ALTER DEFAULT PRIVILEGES IN SCHEMA {s} "
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {r}"),
+        f"ALTER DEFAULT PRIVILEGES IN SCHEMA {s} GRANT USAGE, SELECT ON SEQUENCES TO {r}",
+    ):
+        connection.exec_driver_sql(statement)
+
+
+def _vector_table_complete(session: Session, table: str) -> bool:
+    """One catalog query: the table exists with its filter columns, both indexes are valid,
+    and row-level security is on with the bound-mind policy. Nothing to create then, so a
+    role that may not run DDL (DML only) uses it as it is."""
+    row = session.execute(
+        text(
+            "SELECT to_regclass(:t) IS NOT NULL, "
+            "(SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(:t) "
+            " AND attname IN ('gop_id', 'created_at') AND NOT attisdropped), "
+            "(SELECT count(*) FROM pg_index WHERE indrelid = to_regclass(:t) AND indisvalid "
+            " AND indexrelid IN (to_regclass(:t || '_mind_id'), to_regclass(:t || '_hnsw'))), "
+            "(SELECT relrowsecurity FROM pg_class "
+            " WHERE oid = to_regclass(:t)), "
+            "EXISTS (SELECT 1 FROM pg_policy WHERE polrelid = to_regclass(:t) "
+            " AND polname = :policy)"
+        ),
+        {"t": table, "policy": RLS_POLICY},
+    ).one()
+    return bool(row[0]) and row[1] == 2 and row[2] == 2 and bool(row[3]) and bool(row[4])
+
+
 def create_vector_table(
     session: Session, model_id: int, dimensions: int, filter_columns: set[int]
 ) -> None:
-    """Create (or complete) ``frame_vectors_N`` and its indexes; idempotent, so the adapter's
-    "already ensured" cache only saves round trips."""
+    """Create (or complete) ``frame_vectors_N``, its indexes and its row-level security;
+    idempotent, so the adapter's "already ensured" cache only saves round trips.
+
+    A complete table costs one catalog query and no DDL. An incomplete one on a store that
+    runs no DDL (:data:`NO_DDL_OPTION`) raises :class:`VectorTableMissingError` naming the
+    admin step: the runtime role of a least-privilege deployment cannot create tables, and
+    must not try (a DML-only role fails with "must be owner")."""
     table = vector_table_name(model_id)
     dims = int(dimensions)
+    if _vector_table_complete(session, table):
+        return
+    if connection_of(session).get_execution_options().get(NO_DDL_OPTION):
+        raise VectorTableMissingError(
+            f"the vector table {table} of embedding model {model_id} ({dims} dimensions) is "
+            "missing or incomplete, and this store runs no DDL (opened with upgrade=False): "
+            "create it as the schema's owner with `waggle-store --embedder NAME migrate "
+            "vector-table`, waggle_store.migrate.ensure_vector_table(url, embedder), or "
+            "open_store(..., upgrade=True); then store.reconcile() embeds the pending memories"
+        )
     # Two processes registering the same model must not race on CREATE TABLE.
     session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": table})
     session.execute(
@@ -167,6 +249,8 @@ def create_vector_table(
     session.execute(
         text(f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw {index}")
     )
+    for statement in rls_statements(table):
+        session.execute(text(statement))
 
 
 def vector_table_exists(session: Session, model_id: int) -> bool:

@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 
 from waggle_store.config import StoreConfig
 from waggle_store.dialects.base import SearchAdapter
-from waggle_store.errors import UnsupportedDialectError
+from waggle_store.errors import InvalidInputError, UnsupportedDialectError
 
 
 class EngineFactory(Protocol):
@@ -46,6 +46,9 @@ class SchemaOps:
     leave: Callable[[Connection, str], None]
     #: Serialise migrations of a schema across processes until the transaction ends.
     lock: Callable[[Connection, str], None]
+    #: Return a schema name if the backend accepts it, else raise InvalidInputError; runs
+    #: before any SQL on every path that takes a schema name.
+    check: Callable[[object], str]
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,13 @@ class DialectSpec:
     #: connection has not (SQLite: ``BEGIN IMMEDIATE`` on a host's connection whose driver
     #: begins lazily), so concurrent migrators queue instead of racing on the version.
     write_lock: Callable[[Connection], None] | None = None
+    #: Confine the current transaction to one mind (its id) on the server as well, where the
+    #: backend has row-level security (PostgreSQL: the policies of migration 0011 read the
+    #: setting this sets). ``None``: the library alone confines a bound store (SQLite).
+    bind_mind: Callable[[Connection, int], None] | None = None
+    #: Grant a database role the run-time privileges on a schema's store:
+    #: ``(connection, schema, role, version_table)``. ``None``: the backend has no roles.
+    grant_runtime: Callable[[Connection, str, str, str], None] | None = None
 
     @property
     def has_schemas(self) -> bool:
@@ -147,6 +157,19 @@ def check_driver(url: URL) -> None:
 def spec_of(bind: Engine | Connection) -> DialectSpec:
     """The spec of the backend an Engine or Connection talks to."""
     return dialect_spec(bind.dialect.name)
+
+
+def check_schema(bind: URL | Engine | Connection, schema: object) -> str | None:
+    """``schema`` checked by the backend ``bind`` talks to (None stays None; a backend without
+    schemas still refuses a name that is not a string)."""
+    if schema is None:
+        return None
+    spec = spec_for_url(bind) if isinstance(bind, URL) else spec_of(bind)
+    if spec.schemas is not None:
+        return spec.schemas.check(schema)
+    if not isinstance(schema, str):
+        raise InvalidInputError(f"a schema name must be a string, got {type(schema).__name__}")
+    return schema
 
 
 def get_adapter(engine: Engine) -> SearchAdapter:

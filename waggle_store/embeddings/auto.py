@@ -3,8 +3,11 @@ use).
 
 Planning reads only the registry, the environment and ``find_spec``: no network, no SDK, no
 torch, so ``open_store(embedder="auto")`` never waits on a provider. Choosing walks the plan in
-the seed's order ``local → ollama → voyage → openai`` and stops at the first provider that
-answers (the seed probed every provider even after a success, §23.15). An in-process provider
+the order ``local → ollama`` and stops at the first provider that answers. A provider that
+sends text off this machine (a cloud API, or an Ollama whose ``OLLAMA_HOST`` is another
+machine) is never chosen by "auto": an API key in the environment is not consent to send every
+memory and query to that service. The user names such a provider (``embedder="openai"``, or
+``WAGGLE_EMBEDDER=openai``). An in-process provider
 whose files are installed (the registry's ``ready``) is taken without a probe: its model loads
 on the first embedding, which needs it anyway. A network provider is probed once, with a short
 timeout, so a server that accepts connections and never answers costs seconds, not the 30 s of
@@ -19,7 +22,12 @@ from dataclasses import dataclass
 
 from waggle_store.embeddings.base import PROBE_TEXT, Embedder
 from waggle_store.embeddings.hashing import HashingEmbedder
-from waggle_store.embeddings.registry import AUTO_ORDER, PROVIDERS, missing_requirement
+from waggle_store.embeddings.registry import (
+    AUTO_ORDER,
+    PROVIDERS,
+    missing_requirement,
+    sends_off_machine,
+)
 from waggle_store.embeddings.retry import RetryPolicy
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.errors import EmbeddingProviderError, WaggleStoreError
@@ -57,6 +65,11 @@ def probe(
         ) from exc
 
 
+#: Why "auto" passes over a provider that sends text off this machine, and how to choose it.
+REMOTE_SKIP = ("sends text off this machine, so auto does not choose it "
+               "(name it: embedder='{name}' or WAGGLE_EMBEDDER={name})")
+
+
 @dataclass(frozen=True)
 class AutoPlan:
     """The providers "auto" will try, in order, and why the others are not even tried."""
@@ -88,17 +101,22 @@ def plan_auto(tier: str | None, policy: TierPolicy | None) -> AutoPlan:
         if missing is not None:
             skipped.append(f"{name}: {missing}")
             continue
+        if sends_off_machine(PROVIDERS[name]):
+            skipped.append(f"{name}: {REMOTE_SKIP.format(name=name)}")
+            continue
         candidates.append(name)
     return AutoPlan(tuple(candidates), tuple(skipped))
 
 
 @dataclass(frozen=True)
 class Choice:
-    """The provider "auto" settled on; ``error`` says why it is the hashing fallback."""
+    """The provider "auto" settled on; ``error`` says why it is the hashing fallback, and
+    ``reason`` why this provider (for ``health()``)."""
 
     embedder: Embedder
     is_fallback: bool
     error: str | None
+    reason: str = ""
 
 
 def choose(
@@ -121,16 +139,23 @@ def choose(
         except EmbeddingProviderError as exc:
             reasons.append(str(exc) if str(exc).startswith(name) else f"{name}: {exc}")
             continue
-        return Choice(embedder, is_fallback=False, error=None)
+        how = "installed" if spec.ready is not None and spec.ready() else "answered"
+        reason = f"auto chose {name}, the first provider on this machine that {how}"
+        remote = [r for r in reasons if "sends text off this machine" in r]
+        if remote:
+            reason += "; passed over: " + "; ".join(remote)
+        return Choice(embedder, is_fallback=False, error=None, reason=reason)
     why = (
         "no embedding provider answered; using lexical hashing vectors (" + "; ".join(reasons) + ")"
     )
     warnings.warn(why, EmbeddingFallbackWarning, stacklevel=4)
-    return Choice(HashingEmbedder(), is_fallback=True, error=why)
+    return Choice(HashingEmbedder(), is_fallback=True, error=why,
+                  reason="auto found no provider on this machine: " + why)
 
 
 __all__ = [
     "AUTO_PROBE_TIMEOUT",
+    "REMOTE_SKIP",
     "AutoPlan",
     "Choice",
     "EmbeddingFallbackWarning",

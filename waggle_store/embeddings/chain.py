@@ -9,13 +9,14 @@ provider is probed at once and raises if it does not answer: a caller who asked 
 not silently get vectors of another model (an in-process model whose files are installed is
 the exception: probing it would mean loading it, so it loads on the first embedding instead).
 
-A failure while embedding later is raised, never papered over with a fake vector (the seed
-returned a mock vector and counted it as usage).
+A failure while embedding later is raised, never papered over with a fake vector (a mock
+vector would be stored as if it meant something, and counted as usage).
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import threading
 from collections.abc import Sequence
 from datetime import datetime
@@ -42,7 +43,12 @@ from waggle_store.embeddings.registry import (
 from waggle_store.embeddings.retry import RetryPolicy
 from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.embeddings.tiers import TierPolicy
-from waggle_store.errors import EmbeddingProviderError, InvalidInputError, TierError
+from waggle_store.errors import (
+    EmbeddingProviderError,
+    InvalidInputError,
+    TierError,
+    scrub_secrets,
+)
 from waggle_store.records import EmbedderStatus
 from waggle_store.timeutil import utcnow
 
@@ -71,6 +77,7 @@ class EmbeddingChain:
         probe_policy: RetryPolicy | None = None,
         plan: AutoPlan | None = None,
         probe_timeout: float | None = None,
+        reason: str | None = None,
     ) -> None:
         if active is None and plan is None:
             raise InvalidInputError("EmbeddingChain needs an active embedder or an auto plan")
@@ -89,6 +96,8 @@ class EmbeddingChain:
         self._call_error_at: datetime | None = utcnow() if self._call_error else None
         self._recovered_at: datetime | None = None
         self._lock = threading.Lock()
+        #: Why this provider (``status().reason``); "auto" sets it when it chooses.
+        self._reason = reason
 
     # -- settling "auto" --------------------------------------------------------------------
 
@@ -116,6 +125,7 @@ class EmbeddingChain:
             return self._active
 
     def _adopt(self, choice: Choice) -> None:
+        self._reason = choice.reason
         self._active = choice.embedder
         self._is_fallback = choice.is_fallback
         self._choice_error = choice.error if choice.is_fallback else None
@@ -127,13 +137,13 @@ class EmbeddingChain:
     # -- outcome of calls: last_error describes the provider *now* -----------------------------
 
     def _failed(self, error: str) -> None:
-        self._call_error = error
+        self._call_error = scrub_secrets(error)
         self._call_error_at = utcnow()
 
     def _succeeded(self) -> None:
         """A call (or probe) answered: an earlier failure is over. Without this a provider that
-        recovered kept being reported broken by ``status()`` and ``health()`` (issue 12,
-        finding 7); the time of the recovery is kept instead."""
+        recovered kept being reported broken by ``status()`` and ``health()``; the time of the
+        recovery is kept instead."""
         if self._call_error is not None:
             self._call_error = None
             self._call_error_at = None
@@ -215,6 +225,9 @@ class EmbeddingChain:
                 last_error=None,
                 tier=self._tier,
                 recovered_at=self._recovered_at,
+                reason="auto has not chosen yet (it tries, on first use: "
+                       + ", ".join(plan.candidates) + "; passed over: "
+                       + ("; ".join(plan.skipped) or "none") + ")",
             )
         active = self.resolve()
         available = [active.provider]
@@ -233,6 +246,7 @@ class EmbeddingChain:
             tier=self._tier,
             last_error_at=self._call_error_at,
             recovered_at=self._recovered_at,
+            reason=self._reason,
         )
 
     def reprobe(self) -> EmbedderStatus:
@@ -291,7 +305,7 @@ def resolve_embedder(
 ) -> EmbeddingChain | None:
     """Turn ``open_store(embedder=...)`` into the embedder a store uses (None = no vectors).
 
-    ``tier`` turns on tier enforcement against ``tier_policy`` (default: the seed's table).
+    ``tier`` turns on tier enforcement against ``tier_policy`` (default: the built-in table).
     ``probe_policy`` governs probes: "auto" defaults to one attempt per provider, so an absent
     Ollama costs one refused connection; an explicit provider defaults to its own retry policy.
     "auto" makes no probe here: it returns an unsettled chain that chooses on first use, each
@@ -299,6 +313,12 @@ def resolve_embedder(
     """
     if spec is None:
         return None
+    named_by = "the caller"
+    env_choice = os.environ.get("WAGGLE_EMBEDDER", "").strip()
+    if isinstance(spec, str) and canonical_name(spec) == "auto" and env_choice \
+            and canonical_name(env_choice) != "auto":
+        # The user named a provider for every store of this environment: that is consent.
+        spec, named_by = env_choice, "WAGGLE_EMBEDDER"
     policy = tier_policy if tier_policy is not None else TierPolicy.default()
     if tier is not None:
         tier = policy.canonical(tier)  # raises InvalidInputError for an unknown tier
@@ -312,7 +332,8 @@ def resolve_embedder(
                 f"embedder must be 'auto', a provider name, an Embedder or None; got {spec!r}"
             )
         _check_tier(spec.provider, tier, policy)
-        return EmbeddingChain(spec, spec=None, tier=tier, tier_policy=policy)
+        return EmbeddingChain(spec, spec=None, tier=tier, tier_policy=policy,
+                              reason="an embedder object passed by the caller")
     name = canonical_name(spec)
     if name == "auto":
         return EmbeddingChain(
@@ -332,7 +353,8 @@ def resolve_embedder(
         # (seconds, torch): it loads on the first embedding, like "auto"'s choice of it.
         probe(embedder, probe_policy)
     return EmbeddingChain(
-        embedder, spec=name, tier=tier, tier_policy=policy, probe_policy=probe_policy
+        embedder, spec=name, tier=tier, tier_policy=policy, probe_policy=probe_policy,
+        reason=f"named by {named_by} ({name})",
     )
 
 

@@ -10,6 +10,7 @@ costs a few ``find_spec`` calls and nothing else.
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,12 @@ class ProviderSpec:
     aliases: tuple[str, ...] = ()
     known_dimensions: Mapping[str, int] = field(default_factory=dict)
     ready: Callable[[], bool] | None = None
+    #: Whether the provider sends text off this machine (a cloud API). "auto" never chooses
+    #: such a provider: the user names it (``embedder="openai"`` or ``WAGGLE_EMBEDDER``).
+    remote: bool = False
+    #: The variable holding the provider's server address when it runs on this machine by
+    #: default (Ollama's ``OLLAMA_HOST``): an address off this machine makes it remote.
+    host_env: str | None = None
 
 
 # -- factories: one per provider, importing its module only when it is built ------------------
@@ -122,6 +129,7 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
                 min_tier="FREE",
                 env_vars=("OLLAMA_HOST",),
                 auto_rank=1,
+                host_env="OLLAMA_HOST",
             ),
             ProviderSpec(
                 "voyage",
@@ -131,6 +139,7 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
                 env_vars=("VOYAGE_API_KEY",),
                 needs_env=("VOYAGE_API_KEY",),
                 needs_packages=(("voyageai", "voyageai"),),
+                remote=True,
                 auto_rank=2,
             ),
             ProviderSpec(
@@ -141,6 +150,7 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
                 env_vars=("OPENAI_API_KEY", "OPENAI_BASE_URL"),
                 needs_env=("OPENAI_API_KEY",),
                 needs_packages=(("openai", "openai"),),
+                remote=True,
                 auto_rank=3,
             ),
             ProviderSpec(
@@ -156,6 +166,7 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
                 ),
                 needs_env=("LITELLM_BASE_URL", "LITELLM_PROXY_API_BASE"),
                 needs_packages=(("openai", "openai"),),
+                remote=True,
             ),
             ProviderSpec(
                 "hashing",
@@ -206,6 +217,34 @@ def missing_requirement(spec: ProviderSpec) -> str | None:
     return None
 
 
+_LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost", "0.0.0.0", ""})
+
+
+def _is_loopback(address: str) -> bool:
+    """Whether a host address (``host``, ``host:port`` or a URL) names this machine."""
+    from urllib.parse import urlsplit
+
+    text = address.strip()
+    host = (urlsplit(text if "://" in text else f"http://{text}").hostname or "").lower()
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def sends_off_machine(spec: ProviderSpec) -> bool:
+    """Whether ``spec`` as configured sends text to another machine: a cloud API always, a
+    local server (Ollama) when its address variable points elsewhere."""
+    if spec.remote:
+        return True
+    if spec.host_env is not None:
+        address = os.environ.get(spec.host_env)
+        return bool(address) and not _is_loopback(str(address))
+    return False
+
+
 def provider_spec(name: str) -> ProviderSpec:
     """The registry entry for ``name`` (aliases accepted), or InvalidInputError naming the
     choices."""
@@ -236,4 +275,5 @@ __all__ = [
     "missing_requirement",
     "package_available",
     "provider_spec",
+    "sends_off_machine",
 ]

@@ -30,7 +30,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from waggle_store.errors import EmbeddingProviderError
+from waggle_store.errors import EmbeddingProviderError, scrub_secrets
 
 T = TypeVar("T")
 
@@ -204,7 +204,9 @@ def call_with_retry(
         return retrying(attempt)
     except ProviderCallError as exc:
         tries = f" after {attempts} attempts" if attempts > 1 else ""
-        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        cause: BaseException | None = exc.__cause__ if exc.__cause__ is not None else exc
+        if cause is not None and scrub_secrets(str(cause)) != str(cause):
+            cause = None  # the SDK's own error text holds a credential: not chained, not logged
         raise EmbeddingProviderError(
             f"{exc}{tries}", provider=provider, status=exc.status, retryable=exc.retryable
         ) from cause

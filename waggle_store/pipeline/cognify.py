@@ -23,7 +23,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 
 from waggle_store.context import MindContext
-from waggle_store.errors import InvalidInputError, WaggleStoreError
+from waggle_store.errors import InvalidInputError, VectorTableMissingError, WaggleStoreError
 from waggle_store.knowledge.extract import extract_entities, extract_relations
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS
 from waggle_store.pipeline.cognify_vectors import embed_texts, vector_plan
@@ -100,8 +100,12 @@ def _write_items(mind: MindContext, items: Sequence[Item], gop_id: str | None,
         gop = _resolve_gop(session, mind.id, gop_id)
         schema = knowledge.schema.get()
         embedder = mind.embedder
-        model_id = (register_model(session, mind.adapter, model_key(embedder))
-                    if vectors is not None and embedder is not None else None)
+        model_id = None
+        if vectors is not None and embedder is not None:
+            try:
+                model_id = register_model(session, mind.adapter, model_key(embedder))
+            except VectorTableMissingError as exc:  # a runtime role: stored, vector pending
+                embed_error = str(exc)
         if model_id is not None and embedder is not None:
             active = MindModelRepository(session, mind.id).claim(model_id)
             if active != model_id:  # another model won the mind's first write meanwhile

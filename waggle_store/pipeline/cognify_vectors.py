@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from waggle_store.context import MindContext
 from waggle_store.embeddings.sentences import text_form_of
+from waggle_store.errors import scrub_secrets
 from waggle_store.repositories.frame_writer import FrameWriter
 from waggle_store.repositories.mind_models import MindModelRepository, mismatch_reason
 from waggle_store.repositories.vectors import (
@@ -39,7 +40,7 @@ def embed_texts(mind: MindContext,
     try:
         vectors = embedder.embed_documents(list(texts))
     except Exception as exc:  # noqa: BLE001 - provider down, quota, bad response: frames go in pending
-        reason = f"{type(exc).__name__}: {exc}"
+        reason = scrub_secrets(f"{type(exc).__name__}: {exc}")
         log.warning("embedding %d text(s) failed; frames stored as pending: %s", len(texts), reason)
         return None, reason
     if len(vectors) != len(texts):

@@ -1,6 +1,6 @@
-"""CombinedRetrieval: workspace memory + personal memory + an optional external search (§16).
+"""CombinedRetrieval: workspace memory + personal memory + an optional external search.
 
-The external source is the seed's KVARK (enterprise document search) or anything shaped like it:
+The external source is an enterprise document search (such as KVARK) or anything shaped like it:
 an object with ``search(query, limit) -> list[ExternalDocument]``. It is only asked when local
 memory does not already cover the query, and when it fails the local results still come back,
 with the failure in ``external_error``.
@@ -13,7 +13,7 @@ and the conflict gate (>= 0.6) compare that score.
 Why ``match_score`` (:mod:`waggle_store.search.match`: query-term coverage computed in Python
 and the vector lane's confidence) and not ``rrf_score``: the fused score weighs keyword hits by
 the backend's raw keyword scores (idf sums over each backend's tokenizer) and ranks, so the same
-data called the external source on SQLite and skipped it on Postgres (issue 12, finding 9); and
+data would call the external source on SQLite and skip it on Postgres; and
 ``rrf_score`` saturates (a frame in the top ~25 of every lane scores >= 0.7). Why times
 relevance: a stale or deprecated memory must not count as coverage and suppress the external
 lookup. Why capped: the relevance factor reaches ~2 for critical memories, while external scores
@@ -30,7 +30,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
-from waggle_store.errors import InvalidInputError
+from waggle_store.errors import InvalidInputError, scrub_secrets
 from waggle_store.knowledge.polarity import polarity
 from waggle_store.records import (
     CombinedResult,
@@ -66,7 +66,7 @@ class MemorySearch(Protocol):
 
 
 class ExternalSearch(Protocol):
-    """An external document search (the seed's KVARK client)."""
+    """An external document search (a KVARK-like client)."""
 
     def search(self, query: str, limit: int) -> Sequence[ExternalDocument]: ...
 
@@ -143,7 +143,7 @@ def detect_conflict(
 ) -> str | None:
     """A note when the strong workspace and external results state opposite statuses.
 
-    Conservative, as in the seed: only results scoring >= 0.6 take part, only the first 3 of
+    Conservative: only results scoring >= 0.6 take part, only the first 3 of
     each side are read, and a side speaks only if its status words all point one way.
     """
     strong_ws = [r.content for r in workspace if r.score >= CONFLICT_SCORE_THRESHOLD]
@@ -175,7 +175,7 @@ class CombinedRetrieval:
         *,
         external_label: str = "external",
     ) -> None:
-        """``external_label`` opens external attribution tags; "KVARK" gives the seed's tags."""
+        """``external_label`` opens external attribution tags; "KVARK" gives KVARK's own tags."""
         self._workspace = workspace
         self._personal = personal
         self._external = external
@@ -245,8 +245,12 @@ class CombinedRetrieval:
         try:
             documents = self._external.search(query, limit)
             return [map_external_result(d, self._external_label) for d in documents], None
-        except Exception as exc:  # any client failure is reported, never raised (§16 step 7)
-            logger.warning("external search failed for %r: %s", query, exc, exc_info=True)
+        except Exception as exc:  # any client failure is reported, never raised
+            # The query is the user's text: at DEBUG only, never at WARNING; the error text is
+            # scrubbed of credentials (a client's URL may carry them).
+            logger.warning("external search failed: %s", scrub_secrets(f"{type(exc).__name__}: "
+                                                                       f"{exc}"))
+            logger.debug("external search failed for %r", query, exc_info=True)
             return [], _error_message(exc)
 
 

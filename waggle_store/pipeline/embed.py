@@ -17,7 +17,12 @@ from sqlalchemy.orm import Session
 from waggle_store.context import StoreContext
 from waggle_store.embeddings.base import validate_vector
 from waggle_store.embeddings.sentences import text_form_of
-from waggle_store.errors import InvalidInputError, WaggleStoreError
+from waggle_store.errors import (
+    InvalidInputError,
+    VectorTableMissingError,
+    WaggleStoreError,
+    scrub_secrets,
+)
 from waggle_store.models import FrameRow
 from waggle_store.repositories.mind_models import (
     MindModelRepository,
@@ -98,7 +103,7 @@ def embed_frames(store: StoreContext, frame_ids: Sequence[int], *,
                     f"the embedder returned {len(vectors)} vectors for {len(order)} texts"
                 )
         except Exception as exc:  # noqa: BLE001 - any provider failure: recorded, never a fake vector
-            error = f"{type(exc).__name__}: {exc}"
+            error = scrub_secrets(f"{type(exc).__name__}: {exc}")
             log.warning("embedding %d frames failed: %s", len(order), error)
             with store.write() as session:
                 mark_pending(session, order, error)
@@ -113,7 +118,12 @@ def embed_frames(store: StoreContext, frame_ids: Sequence[int], *,
             except InvalidInputError as exc:
                 bad[fid] = f"{type(exc).__name__}: {exc}"
         with store.write() as session:
-            model_id = register_model(session, store.adapter, key)
+            try:
+                model_id = register_model(session, store.adapter, key)
+            except VectorTableMissingError as exc:  # a runtime role: the admin step is named
+                mark_pending(session, order, str(exc))
+                failed, error = failed + len(order), str(exc)
+                break
             lost = _claim(session, key, model_id, {fid: rows[fid].mind_id for fid, _, _ in good})
             for why, fids in lost.items():
                 mark_pending(session, fids, why)

@@ -34,6 +34,7 @@ from typing import Final
 
 from waggle_store.context import StoreContext
 from waggle_store.embeddings.sentences import text_form_of
+from waggle_store.errors import VectorTableMissingError
 from waggle_store.pipeline.embed import EMBED_BATCH_SIZE, embed_frames
 from waggle_store.records import ReconcileReport
 from waggle_store.repositories.frame_upkeep import StaleFrames, last_frame_id, model_ids
@@ -134,8 +135,12 @@ def reconcile(
         except Exception as exc:  # noqa: BLE001 - provider down: the keyword repairs still count
             log.warning("reconcile cannot embed: the embedder failed: %s", exc)
             return ReconcileReport(fts_fixed, 0, orphans, *problems)
-        with store.write() as session:
-            model_id = register_model(session, store.adapter, key, repair=True)
+        try:
+            with store.write() as session:
+                model_id = register_model(session, store.adapter, key, repair=True)
+        except VectorTableMissingError as exc:  # a runtime role: the owner's step comes first
+            log.warning("reconcile cannot embed: %s", exc)
+            return ReconcileReport(fts_fixed, 0, orphans, *problems)
         stale = _StaleFrames(store, model_id, mind_id, text_form_of(store.embedder))
         done = 0
         for page in stale.pages():

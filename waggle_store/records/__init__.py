@@ -247,6 +247,9 @@ class EmbedderStatus:
     last_error_at: datetime | None = None
     #: When the provider last answered again after a failure (None if it never failed).
     recovered_at: datetime | None = None
+    #: Why this provider: named by the caller, by ``WAGGLE_EMBEDDER``, or chosen by "auto"
+    #: (and which providers "auto" passed over because they send text off this machine).
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,11 @@ A memory is text an agent recalls into a prompt; a megabyte is far past any usef
 well below what either database handles comfortably, so larger input is a caller bug.
 """
 
+MAX_PROPERTIES_BYTES = 65_536
+"""Largest properties object of an entity, in bytes of its JSON (64 KiB): properties are facts
+about a thing (a role, a city, an email), read on every graph traversal; a larger object is
+a document and belongs in a memory (frame), which has its own, larger cap."""
+
 MAX_KEY_LENGTH = 500  # kv_store.key is VARCHAR(500)
 MAX_NAME_LENGTH = 255  # gop_id / project_id columns are VARCHAR(255)
 MAX_LIMIT = 100_000

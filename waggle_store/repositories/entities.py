@@ -237,8 +237,9 @@ class EntityRepository:
             row = found.get(key)
             if row is None:
                 try:
+                    check_properties(spec.properties)
                     check_entity(schema, spec.entity_type, spec.properties)
-                except ValidationError as exc:
+                except (ValidationError, InvalidInputError) as exc:
                     refused.append(str(exc))
                     out.append(None)
                     continue

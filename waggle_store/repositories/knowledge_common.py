@@ -21,7 +21,7 @@ from waggle_store.errors import InvalidInputError
 from waggle_store.models import MindRow
 from waggle_store.models.knowledge import EntityRow, RelationRow
 from waggle_store.records import Entity, Relation
-from waggle_store.repositories.common import locks_rows
+from waggle_store.repositories.common import MAX_PROPERTIES_BYTES, locks_rows
 
 __all__ = [
     "MAX_NAME_LENGTH",
@@ -93,9 +93,16 @@ def check_properties(value: object) -> dict[str, Any]:
     if not all(isinstance(k, str) for k in value):
         raise InvalidInputError("property names must be strings")
     try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        encoded = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(f"properties must be JSON-serialisable: {exc}") from exc
+    if "\\u0000" in encoded:
+        raise InvalidInputError("properties contain a NUL character, which JSONB cannot store")
+    if len(encoded.encode("utf-8")) > MAX_PROPERTIES_BYTES:
+        raise InvalidInputError(
+            f"properties are {len(encoded.encode('utf-8'))} bytes as JSON; the maximum is "
+            f"{MAX_PROPERTIES_BYTES} (MAX_PROPERTIES_BYTES)"
+        )
     return dict(value)
 
 

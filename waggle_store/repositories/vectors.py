@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import SearchAdapter, VectorRow
 from waggle_store.embeddings.base import DescribesModel, validate_vector
-from waggle_store.errors import InvalidInputError
+from waggle_store.errors import InvalidInputError, scrub_secrets
 from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow, FrameRow
 from waggle_store.models.idioms import get_or_create
 from waggle_store.timeutil import utcnow
@@ -213,7 +213,7 @@ def mark_pending(
                 "model_id": model_id,
                 "content_hash": row.content_hash,
                 "status": status,
-                "error": (error or "")[:2000] or None,
+                "error": scrub_secrets(error or "")[:2000] or None,
                 "updated_at": now,
             }
             for fid, row in frames.items()

@@ -39,6 +39,9 @@ def run() -> None:
                 context.run_migrations()
                 if ORDER == "after":
                     migrate.upgrade(connection, schema=waggle_schema())
+                # The vector table of the app's embedding model: the app opens its store with
+                # upgrade=False, which runs no DDL (a runtime role may not), so it is made here.
+                migrate.ensure_vector_table(connection, "hashing", schema=waggle_schema())
     finally:
         engine.dispose()
 

@@ -1,0 +1,160 @@
+"""Bound stores: ``open_store(bound_mind=NAME)`` sees and writes one mind. On PostgreSQL the
+server enforces it as well (row-level security installed by the migrations, the mind set per
+transaction), so raw SQL on the bound store's own connections sees only that mind's rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from pg_roles import login_role
+
+import waggle_store as ws
+from tests.conftest import Target, only_postgres
+from waggle_store import migrate
+
+#: Tables holding mind rows, counted by raw SQL below (each gets a row of each mind).
+MIND_TABLES = ("waggle_minds", "waggle_memory_frames", "waggle_knowledge_entities",
+               "waggle_kv_store", "waggle_awareness", "waggle_identity")
+
+
+def _fill(store: ws.Store, name: str) -> None:
+    mind = store.mind(name)
+    mind.cognify(f"{name} keeps a secret: the launch code of {name}")
+    mind.knowledge.create_entity("person", f"{name} person", {"owner": name})
+    mind.kv.set("secret", name)
+    mind.awareness.add("task", f"{name}'s private task")
+    mind.identity.set(name=name)
+
+
+def test_a_bound_store_sees_and_writes_only_its_mind(target: Target) -> None:
+    with target.open(embedder="hashing") as admin:
+        _fill(admin, "alice")
+        _fill(admin, "bob")
+    with target.open(embedder="hashing", bound_mind="alice") as bound:
+        assert [m.name for m in bound.list_minds()] == ["alice"]
+        for call in (lambda: bound.mind("bob"), lambda: bound.mind("carol"),
+                     lambda: bound.drop_mind("bob"), lambda: bound.reconcile(mind="bob")):
+            with pytest.raises(ws.NotFoundError):
+                call()
+        alice = bound.mind("alice")
+        assert [h.frame.content for h in alice.search("launch code", limit=10)] == [
+            "alice keeps a secret: the launch code of alice"]
+        assert bound.reconcile().vectors_fixed == 0
+    with target.open(embedder="hashing") as admin:
+        assert sorted(m.name for m in admin.list_minds()) == ["alice", "bob"]  # nothing created
+
+
+def test_a_bound_store_exports_and_imports_only_its_mind(target: Target,
+                                                         tmp_path: Path) -> None:
+    with target.open(embedder="hashing") as admin:
+        _fill(admin, "alice")
+        _fill(admin, "bob")
+        admin.export_mind("bob", tmp_path / "bob.jsonl")
+        bob_frames = len(admin.mind("bob").search("launch code", limit=50))
+    with target.open(embedder="hashing", bound_mind="alice") as bound:
+        with pytest.raises(ws.NotFoundError):
+            bound.export_mind("bob", tmp_path / "stolen.jsonl")
+        with pytest.raises(ws.NotFoundError):
+            bound.import_mind(tmp_path / "bob.jsonl", into="bob")
+        bound.import_mind(tmp_path / "bob.jsonl")  # the file names bob: it lands in alice
+    assert not (tmp_path / "stolen.jsonl").exists()
+    with target.open(embedder="hashing") as admin:
+        assert len(admin.mind("bob").search("launch code", limit=50)) == bob_frames
+        assert "bob keeps a secret: the launch code of bob" in [
+            h.frame.content for h in admin.mind("alice").search("launch code", limit=50)]
+
+
+def test_a_bound_store_creates_its_mind(target: Target) -> None:
+    with target.open(embedder="hashing", bound_mind="newcomer") as bound:
+        assert [m.name for m in bound.list_minds()] == ["newcomer"]
+        assert bound.mind("newcomer").cognify("first memory").vector_status == "ready"
+
+
+@pytest.fixture
+def runtime(target: Target) -> Iterator[tuple[str, sa.URL]]:
+    with login_role(target.url) as found:
+        yield found
+
+
+def _counts(conn: sa.Connection) -> dict[str, int]:
+    return {t: int(conn.exec_driver_sql(f"SELECT count(*) FROM {t}").scalar() or 0)
+            for t in MIND_TABLES}
+
+
+@only_postgres
+def test_raw_sql_on_a_bound_store_sees_only_its_mind(target: Target,
+                                                     runtime: tuple[str, sa.URL]) -> None:
+    role, url = runtime
+    migrate.upgrade(target.url, schema=target.schema)
+    migrate.ensure_vector_table(target.url, "hashing", schema=target.schema)
+    migrate.grant_runtime(target.url, role, schema=target.schema)
+    with ws.open_store(url, schema=target.schema, embedder="hashing", upgrade=False) as admin:
+        _fill(admin, "alice")
+        _fill(admin, "bob")
+        with admin.engine.connect() as conn:
+            conn.exec_driver_sql(f'SET search_path TO "{target.schema}", public')
+            unbound = _counts(conn)
+        bob_id = admin.mind("bob").id
+    assert unbound == dict.fromkeys(MIND_TABLES, 2)
+
+    with ws.open_store(url, schema=target.schema, embedder="hashing", upgrade=False,
+                       bound_mind="alice") as bound:
+        with bound.engine.connect() as conn:  # the store's own engine: its hook sets the mind
+            conn.exec_driver_sql(f'SET search_path TO "{target.schema}", public')
+            assert _counts(conn) == dict.fromkeys(MIND_TABLES, 1)
+            owners = conn.exec_driver_sql(
+                "SELECT DISTINCT m.name FROM waggle_memory_frames f "
+                "JOIN waggle_minds m ON m.id = f.mind_id").scalars().all()
+            assert owners == ["alice"]
+            vectors = conn.exec_driver_sql(
+                "SELECT count(*) FROM waggle_frame_vectors_1").scalar()
+            assert vectors == 1
+        with bound.read() as session:  # and its sessions
+            assert session.execute(sa.text("SELECT count(*) FROM waggle_kv_store")).scalar() == 1
+        with pytest.raises(ws.StorageError), bound.write() as session:
+            session.execute(sa.text(
+                "INSERT INTO waggle_kv_store (mind_id, key, value, updated_at) "
+                "VALUES (:m, 'planted', '\"x\"', now())"), {"m": bob_id})
+        with pytest.raises(ws.StorageError), bound.write() as session:
+            session.execute(sa.text("UPDATE waggle_memory_frames SET mind_id = :m"),
+                            {"m": bob_id})
+        assert bound.mind("alice").kv.get("secret") == "alice"
+        assert [h.frame.content for h in bound.mind("alice").search("launch code")] == [
+            "alice keeps a secret: the launch code of alice"]
+
+    with ws.open_store(url, schema=target.schema, embedder="hashing", upgrade=False) as admin:
+        assert admin.mind("bob").kv.get("planted") is None
+        assert len(admin.mind("bob").search("launch code")) == 1
+
+
+def _without_policy(url: str, schema: str | None) -> list[str]:
+    """Tables of ``schema`` with a mind_id column that lack row security and the policy."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return list(conn.execute(sa.text(
+                "SELECT c.relname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = :s AND c.relkind = 'r' AND a.attname = 'mind_id' "
+                "AND NOT (c.relrowsecurity AND EXISTS ("
+                "  SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid "
+                "  AND p.polname = 'waggle_bound_mind')) ORDER BY 1"), {"s": schema}).scalars())
+    finally:
+        engine.dispose()
+
+
+@only_postgres
+def test_every_table_with_mind_rows_has_the_policy(target: Target) -> None:
+    """A table added later with a mind_id column and no policy would fail here; a vector table
+    made before migration 0011 gets the policy from it, and loses it on a downgrade."""
+    migrate.upgrade(target.url, schema=target.schema)
+    migrate.ensure_vector_table(target.url, "hashing", schema=target.schema)
+    assert _without_policy(target.url, target.schema) == []
+    migrate.downgrade(target.url, "0009", schema=target.schema)
+    assert "waggle_frame_vectors_1" in _without_policy(target.url, target.schema)
+    migrate.upgrade(target.url, schema=target.schema)
+    assert _without_policy(target.url, target.schema) == []
+    assert migrate.current(target.url, schema=target.schema) == migrate.head()
