@@ -353,6 +353,7 @@ def open_store(
     user_id: str = "local",
     tier_policy: TierPolicy | None = None,
     connect_timeout: float | None = None,
+    prepared_statements: bool = True,
 ) -> Store:
     """Open (and by default migrate) a store; see ``docs/api.md`` for every argument.
 
@@ -360,10 +361,14 @@ def open_store(
     ``./waggle.db``) or a host's Engine, used as is and never disposed by ``close()``.
     ``connect_timeout``: seconds a server connection may take (default 10,
     ``WAGGLE_CONNECT_TIMEOUT``).
+    ``prepared_statements``: False for PostgreSQL behind a transaction-pooling PgBouncer (no
+    server-side prepared statements, no startup options; each transaction sets the schema).
     """
     config = StoreConfig.from_env(None, schema)
     if connect_timeout is not None:
         config = replace(config, connect_timeout=float(connect_timeout))
+    if not prepared_statements:
+        config = replace(config, prepared_statements=False)
     owns_engine = not isinstance(url, sa.Engine)
     if isinstance(url, sa.Engine):
         engine = url

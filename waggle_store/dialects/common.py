@@ -10,11 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-import select
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
@@ -32,9 +28,7 @@ from waggle_store.dialects.base import (
     LaneFilter,
     LaneHit,
     ModelNotActiveError,
-    PendingLane,
 )
-from waggle_store.dialects.info import engine_info
 from waggle_store.models.base import UTCDateTime
 from waggle_store.records import Frame
 from waggle_store.textinput import scrub
@@ -202,92 +196,6 @@ def driver_statement(dialect: Dialect, sql: str, params: dict[str, Any]) -> tupl
     return prepared.sql, args
 
 
-#: The lane to send once this thread's next lane statement is out: :func:`beside_next_statement`.
-_BESIDE: Final[ContextVar[PendingLane | None]] = ContextVar("waggle_beside", default=None)
-
-#: How long (seconds) :func:`_first_rows` waits for either statement's rows before it leaves the
-#: wait to the pipeline's sync, and the engine's searches read their rows in order from then on
-#: (``EngineInfo.first_rows``): a connection pooler that holds rows until a sync would make every
-#: search wait this long, once.
-FIRST_ROWS_WAIT: Final = 1.0
-
-
-@contextmanager
-def beside_next_statement(lane: PendingLane) -> Iterator[None]:
-    """Within the block, the first lane statement :func:`run_lane` runs where it can be sent
-    ahead (:func:`sends_ahead`) is sent without waiting for its rows, then ``lane`` is sent
-    (:meth:`~.base.PendingLane.send`: a search's vector lane on a connection of its own,
-    :class:`~.lane_steps.SentLane`; nothing more if the caller sent it before), then the rows of
-    both are awaited, and whichever arrive first are read first (:func:`_first_rows`).
-
-    Why the lane goes second by default: measured on 2 vCPUs at 100k frames, the vector lane's
-    statement sent first, then the keyword lane's run, left the client waiting inside the first
-    send, for about as long as the server ran that statement, in a third of the searches (the
-    server process it woke apparently taking the client's core): 6.2 ms p50 for the two
-    statements against 4.8 with the keyword statement sent first, the other sent behind it while
-    the client waits for the keyword rows anyway (``benchmarks/README.md``). Where the lane's
-    statement is the longer one (at 10k frames) the search sends it first itself
-    (``search/engine.py``)."""
-    token = _BESIDE.set(lane)
-    try:
-        yield
-    finally:
-        _BESIDE.reset(token)
-
-
-def request_rows(dbapi_conn: Any) -> None:
-    """Ask the server of a psycopg connection in pipeline mode to send the rows of the
-    statements sent so far as soon as it has them (a flush request), not at the pipeline's sync:
-    then their arrival can be seen (:func:`_first_rows`). Raises the driver's error."""
-    pgconn = dbapi_conn.pgconn
-    pgconn.send_flush_request()
-    while pgconn.flush():  # 1: part of it is still to be sent (a non-blocking connection)
-        select.select([], [pgconn.socket], [], FIRST_ROWS_WAIT)
-
-
-def _first_rows(conn: Connection, dbapi_conn: Any, lane: PendingLane) -> None:
-    """Wait until the rows of the statement just sent on ``dbapi_conn`` (in pipeline mode) or
-    those of ``lane`` (sent beside it) arrive; if the lane's come first, collect them
-    (:meth:`~.base.PendingLane.collect_if_arrived`). The pipeline's sync then reads this
-    connection's rows.
-
-    Why: the server runs the two statements at once and the one that ends first was waited for
-    in vain — at 100k frames the keyword statement takes about twice the vector lane's, whose
-    rows (fetched, turned into hits) were read only after it. Read as they arrive, that work is
-    done while the keyword statement still runs (``benchmarks/README.md``)."""
-    lane_socket = lane.awaited_socket()
-    info = engine_info(conn.engine)
-    if lane_socket is None or not info.first_rows:
-        return
-    try:
-        request_rows(dbapi_conn)
-        pgconn = dbapi_conn.pgconn
-        deadline = time.monotonic() + FIRST_ROWS_WAIT
-        while True:
-            pgconn.consume_input()
-            if not pgconn.is_busy() or lane.collect_if_arrived():
-                return
-            left = deadline - time.monotonic()
-            if left <= 0:
-                info.first_rows = False
-                log.info("no rows within %.1f s of a flush request: this engine's searches read "
-                         "their lanes' rows in order from now on", FIRST_ROWS_WAIT)
-                return
-            select.select([pgconn.socket, lane_socket], [], [], left)
-    except conn.dialect.loaded_dbapi.Error:
-        # This connection failed: the pipeline's sync meets the same failure and raises it as
-        # a statement's (the lane keeps its own outcome for its result()).
-        return
-
-
-def sends_ahead(conn: Connection) -> bool:
-    """Whether a statement can be sent on ``conn`` without waiting for its rows: psycopg
-    (pipeline mode), and the connection in autocommit (the statement must not open a
-    transaction the pool would then find on the connection)."""
-    return (conn.dialect.driver == "psycopg"
-            and conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT")
-
-
 def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[Any]:
     """Run one lane statement (``:name`` binds, as for ``text()``) on the DBAPI cursor of
     ``executor``'s connection, inside its transaction; the driver's rows (see
@@ -301,10 +209,6 @@ def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[Any]:
     """
     conn = connection_of(executor)
     statement, args = driver_statement(conn.dialect, sql, params)
-    lane = _BESIDE.get()
-    if lane is not None and sends_ahead(conn):
-        _BESIDE.set(None)
-        return _run_in_pipeline(conn, [(statement, args)], selects=True, beside=lane)[0]
     return _run_on_cursor(conn, statement, args, selects=True)
 
 
@@ -398,11 +302,8 @@ def _begin(conn: Connection) -> None:
         conn.begin()
 
 
-def _run_in_pipeline(conn: Connection, jobs: list[tuple[str, Any]], *, selects: bool = False,
-                     beside: PendingLane | None = None) -> list[list[Any]]:
-    """Each job's rows, the jobs sent in one psycopg pipeline; ``beside`` sent once they are
-    out, and its rows read if they arrive first (:func:`beside_next_statement`); ``selects``:
-    as for :func:`_run_on_cursor`."""
+def _run_in_pipeline(conn: Connection, jobs: list[tuple[str, Any]]) -> list[list[Any]]:
+    """Each job's rows, the jobs sent in one psycopg pipeline (one round trip)."""
     _begin(conn)
     dbapi_conn: Any = conn.connection.dbapi_connection
     cursors = [dbapi_conn.cursor() for _ in jobs]
@@ -410,12 +311,8 @@ def _run_in_pipeline(conn: Connection, jobs: list[tuple[str, Any]], *, selects: 
         with dbapi_conn.pipeline():
             for cursor, (sql, args) in zip(cursors, jobs, strict=True):
                 cursor.execute(sql, args)
-            if beside is not None:
-                beside.send()
-                _first_rows(conn, dbapi_conn, beside)
         # Leaving the block synced the pipeline: every result has arrived.
-        return [cursor.fetchall() if selects or cursor.description is not None else []
-                for cursor in cursors]
+        return [cursor.fetchall() if cursor.description is not None else [] for cursor in cursors]
     except conn.dialect.loaded_dbapi.Error as exc:
         # (An error arrives at the sync, not at its statement's execute: all are named.)
         params = [args for _, args in jobs]

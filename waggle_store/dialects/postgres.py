@@ -23,7 +23,6 @@ The vector tables' DDL and row maintenance live in :mod:`waggle_store.dialects.p
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -38,12 +37,10 @@ from waggle_store.dialects.base import (
     T_EMBEDDINGS,
     T_FRAMES,
     Capabilities,
-    DeferredLane,
     DerivedProblem,
     Executor,
     LaneFilter,
     LaneHit,
-    PendingLane,
     VectorRow,
     VectorTables,
     vector_table_name,
@@ -51,7 +48,6 @@ from waggle_store.dialects.base import (
 from waggle_store.dialects.common import (
     checked_knn,
     clean_term,
-    connection_of,
     current_hits,
     frame_filters,
     frame_hits,
@@ -59,10 +55,8 @@ from waggle_store.dialects.common import (
     frames_missing_vectors,
     like_search,
     run_lane,
-    sends_ahead,
 )
 from waggle_store.dialects.context_index import stale_context_update
-from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.keyword_rank import (
     FrameCounts,
     TermCounts,
@@ -74,15 +68,16 @@ from waggle_store.dialects.keyword_rank import (
     walk_parts,
     weights_sql,
 )
-from waggle_store.dialects.lane_steps import LaneSteps, SentLane, drive_lane
-from waggle_store.dialects.postgres_engine import HNSW_EF_SEARCH
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
 from waggle_store.dialects.postgres_maint import vector_param
 from waggle_store.models.idioms import rowcount
 
 #: Widest KNN page asked of the HNSW index before an exact scan takes over.
 KNN_MAX_K: Final = 4096
-#: Per transaction (``is_local``), so nothing leaks to the next user of the pooled connection.
+#: HNSW candidates a KNN row asks for (:func:`ef_search`).
+EF_SEARCH_PER_ROW: Final = 10
+#: Per transaction (``is_local``), so nothing leaks to the next user of the pooled connection
+#: (nor, behind a transaction-pooling PgBouncer, to another client's transaction).
 _HNSW_SETTINGS: Final = (
     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
     "set_config('hnsw.ef_search', :ef, true)"
@@ -102,9 +97,12 @@ def tsquery_terms(terms: Sequence[str]) -> list[str]:
     return [clean for clean in map(clean_term, terms) if clean]
 
 
-def _ef_search(limit: int) -> int:
-    """The HNSW candidate list a KNN page of ``limit`` rows asks for."""
-    return min(1000, max(HNSW_EF_SEARCH, limit))
+def ef_search(k: int) -> int:
+    """The HNSW candidate list (``hnsw.ef_search``) of a KNN page of ``k`` rows: at least
+    :data:`EF_SEARCH_PER_ROW` candidates a row, never below pgvector's default of 40, at most
+    pgvector's maximum of 1,000. A fixed 40 missed near-duplicate frames' exact match for small
+    pages: the graph search settles among the near-alike neighbours before it reaches it."""
+    return min(1000, max(40, EF_SEARCH_PER_ROW * int(k)))
 
 
 def _distance_expr(column: str, param: str, dims: int) -> str:
@@ -112,40 +110,6 @@ def _distance_expr(column: str, param: str, dims: int) -> str:
     if dims > HNSW_MAX_VECTOR_DIMS:
         return f"({column}::halfvec({dims}) <=> CAST(:{param} AS halfvec({dims})))"
     return f"({column} <=> CAST(:{param} AS vector({dims})))"
-
-
-#: How many KNN statements of a store write their mind ids into their text (see :class:`KnnTexts`).
-WRITTEN_IN_KNN: Final = 32
-
-
-class KnnTexts:
-    """The KNN statement texts that write their mind ids in: the first ``room`` a store sends.
-
-    Why a bound: each such text (a mind, a page size, the filters) is a statement of its own for
-    psycopg, which prepares a statement at its fifth run and keeps 100 prepared per connection,
-    deallocating the least recently used (a round trip) — shared with every other statement the
-    pooled connection runs. A process searching more minds than that in turn prepared and
-    deallocated a KNN at nearly every search (200 minds of 200 frames searched in turn: 2.68 ms
-    a search against 2.35 with the mind bound, ``benchmarks/README.md``). The minds searched first
-    keep their own statement and its generic plan; the others share one text with the mind bound,
-    planned at each search, as every search was before the mind ids were written in."""
-
-    __slots__ = ("_lock", "_room", "_texts")
-
-    def __init__(self, room: int = WRITTEN_IN_KNN) -> None:
-        self._room = room
-        self._texts: set[str] = set()
-        self._lock = threading.Lock()
-
-    def admit(self, sql: str) -> bool:
-        """Whether ``sql`` (written with its mind ids) may be sent: known, or room for it."""
-        if sql in self._texts:
-            return True
-        with self._lock:
-            if len(self._texts) >= self._room:
-                return False
-            self._texts.add(sql)
-            return True
 
 
 #: A frame's length for the keyword lane's tie order, in bytes (``keyword_rank``: no character
@@ -156,14 +120,6 @@ TEXT_BYTES: Final = "octet_length(f.content) + coalesce(octet_length(f.search_co
 class PostgresAdapter:
     dialect = "postgresql"
 
-    def reads_per_statement(self, limit: int) -> bool:
-        """READ COMMITTED (the default) gives each statement its own snapshot inside a
-        transaction too, so a search's BEGIN and COMMIT bought nothing but two round trips —
-        unless the vector lane must ``set_config`` its HNSW settings, which last only for their
-        transaction: a page wider than the connection's own ``ef_search``, or an engine without
-        the startup options (a host's)."""
-        return engine_info(self.engine).hnsw_options and _ef_search(limit) == HNSW_EF_SEARCH
-
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._has_vector: bool | None = None
@@ -173,8 +129,6 @@ class PostgresAdapter:
         self.frame_counts = FrameCounts()
         #: Minds searched and a common term -> the frames holding it: see :mod:`keyword_rank`.
         self.term_counts = TermCounts()
-        #: The KNN texts written with their mind ids (:class:`KnnTexts`).
-        self.knn_texts = KnnTexts()
 
     def release_caches(self) -> None:
         pass  # a few counters and flags: nothing worth freeing
@@ -351,26 +305,6 @@ class PostgresAdapter:
     ) -> list[LaneHit]:
         return like_search(session, operator="ILIKE", patterns=patterns, where=where, limit=limit)
 
-    def start_vector_search(
-        self,
-        session: Executor,
-        *,
-        model_id: int,
-        vector: Sequence[float],
-        where: LaneFilter,
-        limit: int,
-        alone: bool = False,
-    ) -> PendingLane:
-        # The server does the whole lane. On a connection of its own, its first statement is
-        # sent beside the caller's keyword lane and runs on the server with it (lane_steps.py);
-        # otherwise it runs when its hits are asked for, after the keyword lane.
-        steps = self._vector_steps(session, model_id=model_id, vector=vector, where=where,
-                                   limit=limit)
-        conn = connection_of(session)
-        if alone and sends_ahead(conn):
-            return SentLane(conn, steps)
-        return DeferredLane(lambda: drive_lane(conn, steps), steps.close)
-
     def vector_search(
         self,
         session: Executor,
@@ -380,19 +314,8 @@ class PostgresAdapter:
         where: LaneFilter,
         limit: int,
     ) -> list[LaneHit]:
-        return drive_lane(connection_of(session), self._vector_steps(
-            session, model_id=model_id, vector=vector, where=where, limit=limit))
-
-    def _vector_steps(
-        self,
-        session: Executor,
-        *,
-        model_id: int,
-        vector: Sequence[float],
-        where: LaneFilter,
-        limit: int,
-    ) -> LaneSteps:
-        """The vector lane's statements (:data:`~.lane_steps.LaneSteps`): each is sent its rows."""
+        """The HNSW KNN over the vector table alone, then the manifest check on its candidates
+        (see the module docstring); an exact scan when the KNN comes up short."""
         if not where.mind_ids:
             return []
         dims = len(vector)
@@ -405,40 +328,20 @@ class PostgresAdapter:
             "check_mind": int(where.mind_ids[0]),
         }
         distance = _distance_expr("v.embedding", "q", dims)
-        # relaxed_order can return rows slightly out of order: every page is re-sorted below.
-        ef = _ef_search(limit)
-        if ef != HNSW_EF_SEARCH or not self._hnsw_options(session):
-            # Not the connection's own settings (a wider page, or a host's engine): set them
-            # for this transaction. The default page needs no statement (postgres_engine.py).
-            yield _HNSW_SETTINGS, {"ef": str(ef)}
         if not where.narrowed or self._has_filter_columns(session, model_id):
-            # The KNN sees the vector table alone (any join in the ordered query keeps the planner
-            # off the HNSW index): mind, session and time filters on its own columns, which the
-            # iterative scan applies while it walks the graph. The manifest is checked on the
-            # materialised candidates; stale ones are dropped and the scan widens on a shortfall.
-            # The mind ids and the LIMIT are written into the text, not bound: bound, the server's
-            # plan cache planned the statement afresh at every execution (a generic plan, costed
-            # for any LIMIT and any mind, lost to the custom ones: 0.3–0.4 ms of server time a
-            # search at 10k frames); written in, the prepared statement's generic plan is the
-            # plan a custom one would choose for that mind and page (benchmarks/README.md). Only
-            # for the first texts a store sends (KnnTexts): beyond them, the minds are bound.
-            def knn_sql(filters: str, k: int) -> str:
-                return (
-                    f"WITH c AS MATERIALIZED (SELECT v.frame_id, {distance} AS d FROM {table} v "
-                    f"WHERE {filters} ORDER BY {distance} LIMIT {int(k)}) "
-                    f"{checked_knn('c', 'frame_id', 'd')} ORDER BY c.d, c.frame_id"
-                )
-
-            written_in = frame_filters(where, params, alias="v", mind_alias="v",
-                                       inline_minds=True)
-            bound: str | None = None
+            filters = frame_filters(where, params, alias="v", mind_alias="v")
             k = limit
             while True:
-                knn = knn_sql(written_in, k)
-                if not self.knn_texts.admit(knn):
-                    bound = bound or frame_filters(where, params, alias="v", mind_alias="v")
-                    knn = knn_sql(bound, k)
-                rows = yield knn, params
+                # The candidate list follows the page (:func:`ef_search`), for this transaction.
+                run_lane(session, _HNSW_SETTINGS, {"ef": str(ef_search(k))})
+                # relaxed_order can return rows slightly out of order: the page is re-sorted.
+                rows = run_lane(
+                    session,
+                    f"WITH c AS MATERIALIZED (SELECT v.frame_id, {distance} AS d FROM {table} v "
+                    f"WHERE {filters} ORDER BY {distance} LIMIT :k) "
+                    f"{checked_knn('c', 'frame_id', 'd')} ORDER BY c.d, c.frame_id",
+                    {**params, "k": k},
+                )
                 hits = current_hits(session, rows, model_id)
                 if len(hits) >= limit:
                     return hits[:limit]
@@ -452,23 +355,17 @@ class PostgresAdapter:
         # from the planner). Reached when the KNN came up short, or for a session/time filter on
         # a vector table created before those columns existed.
         filters = frame_filters(where, params, mind_alias="v")
-        exact = (
+        rows = run_lane(
+            session,
             f"SELECT v.frame_id, {distance} AS d, {frame_select()} FROM {table} v "
             f"JOIN {T_FRAMES} f ON f.id = v.frame_id "
             f"JOIN {T_EMBEDDINGS} e ON e.frame_id = v.frame_id "
             f"WHERE {filters} AND e.status = 'ready' "
             "AND e.model_id = :model_id AND e.content_hash = f.content_hash "
-            f"ORDER BY {distance} + 0, v.frame_id LIMIT :k"
+            f"ORDER BY {distance} + 0, v.frame_id LIMIT :k",
+            {**params, "k": limit},
         )
-        rows = yield exact, {**params, "k": limit}
         return frame_hits(session, rows)
-
-    def _hnsw_options(self, session: Executor) -> bool:
-        """Whether ``session``'s connection started with pgvector's search settings: it comes
-        from the pool of an engine :func:`~.postgres_engine.create_postgres_engine` built (the
-        store's read engine is an options view of it, sharing its pool), not a host's."""
-        return (connection_of(session).engine.pool is self.engine.pool
-                and engine_info(self.engine).hnsw_options)
 
     def _has_filter_columns(self, session: Executor, model_id: int) -> bool:
         """Whether ``frame_vectors_N`` carries ``gop_id``/``created_at``: see

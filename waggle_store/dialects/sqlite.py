@@ -34,12 +34,10 @@ from waggle_store.dialects.base import (
     T_FRAMES,
     T_FTS,
     Capabilities,
-    DeferredLane,
     DerivedProblem,
     Executor,
     LaneFilter,
     LaneHit,
-    PendingLane,
     VectorRow,
     VectorTables,
     vector_table_name,
@@ -125,9 +123,6 @@ TEXT_BYTES: Final = ("length(CAST(f.content AS BLOB)) "
 
 class SQLiteAdapter:
     dialect = "sqlite"
-
-    def reads_per_statement(self, limit: int) -> bool:
-        return False  # the index lane's log position must match the lanes' snapshot
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -333,38 +328,16 @@ class SQLiteAdapter:
         where: LaneFilter,
         limit: int,
     ) -> list[LaneHit]:
-        return self.start_vector_search(
-            session, model_id=model_id, vector=vector, where=where, limit=limit
-        ).result()
-
-    def start_vector_search(
-        self,
-        session: Executor,
-        *,
-        model_id: int,
-        vector: Sequence[float],
-        where: LaneFilter,
-        limit: int,
-        alone: bool = False,
-    ) -> PendingLane:
-        # Each mind's index scan starts now (on a worker thread); vec0 answers, on the
-        # connection, when the result is asked for.
-        scans = [(int(mind_id), self.vector_index.start(
-            session, model_id, vector, where, int(mind_id), limit)) for mind_id in where.mind_ids]
-
-        def finish() -> list[LaneHit]:
-            hits: list[LaneHit] = []
-            for mind_id, scan in scans:
-                found = scan.result() if scan is not None else None
-                if found is None:  # no numpy, no change log yet, over the memory budget: vec0
-                    found = self._vector_search_one(
-                        session, model_id, vector, where, mind_id, limit
-                    )
-                hits.extend(found)
-            hits.sort(key=lambda h: (h.score, h.frame_id))
-            return hits[:limit]
-
-        return DeferredLane(finish)
+        """Each mind's hits from the in-process index, or from vec0's KNN where the index cannot
+        answer (no numpy, no change log yet, over its memory budget); nearest first."""
+        hits: list[LaneHit] = []
+        for mind_id in map(int, where.mind_ids):
+            found = self.vector_index.search(session, model_id, vector, where, mind_id, limit)
+            if found is None:
+                found = self._vector_search_one(session, model_id, vector, where, mind_id, limit)
+            hits.extend(found)
+        hits.sort(key=lambda h: (h.score, h.frame_id))
+        return hits[:limit]
 
     def _vector_search_one(
         self,
