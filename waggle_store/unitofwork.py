@@ -176,7 +176,7 @@ class JoinedDatabase(Database):
 
     @contextmanager
     def read_connection(self) -> Iterator[sa.Connection]:
-        with self._joined() as conn:  # the host's transaction: per_statement does not apply
+        with self._joined() as conn:  # the host's transaction
             yield conn
 
 
