@@ -15,21 +15,12 @@ sessions) with the deterministic hashing embedder (384 dims) or ``--embedder loc
 * raw: the same query's lane statements (keyword lane with over-fetch 40; vector KNN k=40 with the
   mind filter and the manifest check, and ``set_config`` on Postgres), recorded from the library
   as its driver received them and replayed verbatim in one transaction on a DBAPI connection of
-  the same engine and driver (psycopg: the same prepare_threshold). Where the library reads per
-  statement (Postgres in autocommit) the raw side does too, and a statement the library sent
-  ahead on a second connection beside the keyword lane (Postgres's vector lane, in psycopg's
-  pipeline mode, just after the keyword lane's first statement, or before it where the mind's
-  vector lane lately ended last) is sent the same way, at the same point (as recorded for that
-  query), on a second connection, and collected after the others.
+  the same engine and driver (psycopg: the same prepare_threshold), in the library's order.
 
 SQLite's vector lane runs as the in-process index (``--sqlite-lane index``: change-log check,
 numpy scan, verification statement; the raw side replays the statements and repeats the bare
-matrix product and top-k over the same matrix, on a second thread beside the statements as the
-library overlaps its scan with the keyword lane, the replaying thread taking what is left of the
-product once its statements are done, as the library's searching thread does, and runs the
-verification statement once the scan has ended, as the library must: it verifies the scan's
-candidates) and/or as sqlite-vec's
-KNN (``vec0``). R@20 is the index lane's recall@20 against vec0's exact KNN over 50 queries
+matrix product and top-k over the same matrix at the scan's place) and/or as sqlite-vec's KNN
+(``vec0``). R@20 is the index lane's recall@20 against vec0's exact KNN over 50 queries
 (1.000 = the same frames); "pass" says how the index scanned the mind: ``exact``, or ``coarse``
 (sign codes, candidates rescored: ``dialects/sqlite_veccodes.py``) with the recall its
 calibration measured on the mind's own vectors (``exact(0.41)``: calibrated and refused); the
@@ -77,7 +68,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -90,7 +80,6 @@ import waggle_store as ws
 from waggle_store.dialects import (
     common,
     keyword_rank,
-    lane_steps,
     postgres_maint,
     sqlite_veccodes,
     sqlite_vecindex,
@@ -221,14 +210,16 @@ def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
 def _lane_statements(
     store: ws.Store, mind: ws.Mind, queries: Sequence[str]
 ) -> dict[str, list[Any]]:
-    """Per query, the lane statements ``mind.search`` runs, exactly as the driver receives them.
+    """Per query, the lane statements ``mind.search`` runs, in order, exactly as the driver
+    receives them.
 
     Recorded from the library itself (every lane statement goes through ``run_lane``), so the raw
-    side runs the same SQL text with the same parameters by construction: keyword lane, and on
-    the vector lane the KNN with its manifest check (plus ``set_config`` on Postgres). Not the
-    pool's pre-ping, the model lookup or the graph-distance query: those are the library's.
+    side runs the same SQL text with the same parameters by construction: the keyword lane, and
+    on the vector lane the KNN with its manifest check (and its ``set_config`` on Postgres). Not
+    the model lookup or the graph-distance query: those are the library's. SQLite's index lane
+    scans in numpy, not SQL: recorded as a ``("scan", lane, vector, k)`` step at its place.
     """
-    modules = (common, lane_steps, sqlite_adapter, postgres_adapter, sqlite_vecindex)
+    modules = (common, keyword_rank, sqlite_adapter, postgres_adapter, sqlite_vecindex)
     real = common.run_lane
     recorded: list[Any] = []
 
@@ -236,51 +227,14 @@ def _lane_statements(
         recorded.append(common.driver_statement(store.engine.dialect, sql, params))
         return real(executor, sql, params)
 
-    # A statement the library sent ahead on a second connection, beside the keyword lane
-    # (Postgres's vector lane: dialects/lane_steps.py): the raw side does the same (recorded as
-    # a ("beside", (sql, args)) step).
-    real_ahead = lane_steps.driver_statement
-
-    def ahead(dialect: Any, sql: str, params: dict[str, Any]) -> tuple[str, Any]:
-        statement = real_ahead(dialect, sql, params)
-        recorded.append(("beside", statement))
-        return statement
-
-    lane_steps.driver_statement = ahead  # type: ignore[assignment]
-
-    # When it was sent: before the keyword lane's first statement (a mind whose vector lane
-    # lately ended last, search/engine.py) or just after it; the raw side sends it the same way.
-    real_send = lane_steps.SentLane.send
-
-    def sending(lane: Any) -> None:
-        if not lane._sent:
-            recorded.append(("sent", None))
-        real_send(lane)
-
-    setattr(lane_steps.SentLane, "send", sending)  # noqa: B010 - patched for the run
-
-    # The SQLite index lane's scan is numpy, not SQL: the raw side repeats the bare matrix
-    # product and top-k over the same matrix (recorded as a ("scan", lane, vector, k) step).
     real_scan = sqlite_vecindex._scan
 
     def scanning(np_: Any, lane: Any, vector: Any, where: Any, limit: int,
-                 product: Any = None) -> Any:
+                 *args: Any) -> Any:
         recorded.append(("scan", lane, np_.asarray(vector, np_.float32), limit))
-        return real_scan(np_, lane, vector, where, limit, product)
+        return real_scan(np_, lane, vector, where, limit, *args)
 
     sqlite_vecindex._scan = scanning  # type: ignore[assignment]
-
-    # Where the library waits for the scan (before verifying its candidates in SQL): the raw side
-    # waits there too. The verification reads the candidates the scan found, so no lane can run
-    # it while the scan runs; the raw side once did, and hid it under the scan.
-    real_result = sqlite_vecindex._PendingScan.result
-
-    def waiting(pending: Any) -> Any:
-        recorded.append(("wait", None))
-        return real_result(pending)
-
-    setattr(sqlite_vecindex._PendingScan, "result", waiting)  # noqa: B010 - patched for the run
-
     statements: dict[str, list[Any]] = {}
     for module in modules:
         module.run_lane = recording  # type: ignore[attr-defined]
@@ -288,114 +242,42 @@ def _lane_statements(
         for q in queries:
             recorded = []
             mind.search(q, limit=LIMIT)
-            # A statement sent before any keyword statement is sent first by the raw side too.
-            sent = [i for i, step in enumerate(recorded) if step[0] == "sent"]
-            first = bool(sent) and not any(step[0] not in ("scan", "beside", "sent")
-                                           for step in recorded[:sent[0]])
-            recorded = [("beside-first" if first and step[0] == "beside" else step[0],
-                         *step[1:]) for step in recorded if step[0] != "sent"]
-            # The library starts the scan before the keyword lane and overlaps them (it runs
-            # on a worker thread); the raw side starts it first too.
-            statements[q] = sorted(recorded, key=lambda step: step[0] not in (
-                "scan", "beside", "beside-first"))
+            statements[q] = recorded
     finally:
         for module in modules:
             module.run_lane = real  # type: ignore[attr-defined]
-        lane_steps.driver_statement = real_ahead  # type: ignore[assignment]
-        setattr(lane_steps.SentLane, "send", real_send)  # noqa: B010
         sqlite_vecindex._scan = real_scan  # type: ignore[assignment]
-        setattr(sqlite_vecindex._PendingScan, "result", real_result)  # noqa: B010
     return statements
 
 
 def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[str], None]:
-    """Replays a query's lane statements in one transaction (in autocommit where the library
-    reads per statement) on a DBAPI connection of the same engine (same driver; psycopg with the
-    library's ``prepare_threshold``), and those the library ran beside them on a second one."""
+    """Replays a query's lane statements in order, in one transaction, on a DBAPI connection of
+    the same engine (same driver; psycopg with the library's ``prepare_threshold``)."""
     sqlite = store.engine.dialect.name == "sqlite"
-    # Postgres: in autocommit where the library reads per statement (no BEGIN, no COMMIT).
-    autocommit = not sqlite and store.adapter.reads_per_statement(LIMIT * search_engine.OVERFETCH)
-
-    def connect() -> Any:
-        conn: Any = store.engine.raw_connection()
-        if not sqlite:
-            with store.engine.connect() as lib_conn:
-                conn.driver_connection.prepare_threshold = (
-                    lib_conn.connection.driver_connection.prepare_threshold
-                )
-            # The recorded vectors are bound in binary, as the library binds them.
-            postgres_maint.dumps_binary_vectors(conn.driver_connection)
-            conn.driver_connection.autocommit = autocommit
-        return conn
-
-    conn = connect()
-    second: list[Any] = []  # the connection of the statements run beside, made when first needed
-    workers = ThreadPoolExecutor(max_workers=1)
-
-    def beside(sql: str, args: Any) -> Callable[[], None]:
-        """Send the statement on the second connection in pipeline mode, as the library sends
-        it; the returned call collects its rows."""
-        if not second:
-            second.append(connect())
-        driver = second[0].driver_connection
-        pipeline = driver.pipeline()
-        pipeline.__enter__()
-        cur = driver.cursor()
-        cur.execute(sql, args)
-
-        def collect() -> None:
-            pipeline.__exit__(None, None, None)
-            cur.fetchall()
-            cur.close()
-
-        return collect
+    conn: Any = store.engine.raw_connection()
+    if not sqlite:
+        with store.engine.connect() as lib_conn:
+            conn.driver_connection.prepare_threshold = (
+                lib_conn.connection.driver_connection.prepare_threshold
+            )
+        # The recorded vectors are bound in binary, as the library binds them.
+        postgres_maint.dumps_binary_vectors(conn.driver_connection)
 
     def run(query: str) -> None:
         cur = conn.cursor()
         if sqlite:  # isolation_level=None: the library's begin hook does this
             cur.execute("BEGIN DEFERRED")
-        scans: list[tuple[_BareScan, Any]] = []
-        ahead: list[Any] = []  # statements to send on the second connection
-        besides: list[Any] = []  # and, once sent, the calls collecting their rows
         for sql, args, *scan in statements[query]:
-            if sql == "scan":  # overlapped with the statements, as the library does
+            if sql == "scan":
                 bare = _BareScan(args, *scan)
-                scans.append((bare, workers.submit(bare.work)))
-                continue
-            if sql == "beside-first":  # sent before the keyword lane, as the library sent it
-                besides.append(beside(*args))
-                continue
-            if sql == "beside":  # sent on a second connection, as the library sends it:
-                ahead.append(args)
-                continue
-            if ahead:  # just after the first statement on this one (beside_next_statement)
-                driver = conn.driver_connection
-                first = driver.cursor()
-                with driver.pipeline():
-                    first.execute(sql, args)
-                    besides = [beside(*step) for step in ahead]
-                first.fetchall()
-                first.close()
-                ahead = []
-                continue
-            if sql == "wait":  # the statements after this one read the scan's result
-                for bare, pending in scans:
-                    bare.work()  # this thread takes what is left, as the library's does
-                    pending.result()
-                    bare.top()
-                scans = []
+                bare.work()
+                bare.top()
                 continue
             cur.execute(sql, args)
             cur.fetchall()
-        for bare, pending in scans:
-            pending.result()
-            bare.top()
-        besides += [beside(*step) for step in ahead]
-        for collect in besides:
-            collect()
         if sqlite:
             cur.execute("COMMIT")
-        elif not autocommit:
+        else:
             conn.commit()
 
     return run
