@@ -1,5 +1,6 @@
-"""What both adapters do the same way: lane filters, time binding, the frame columns every lane
-returns, how a lane statement runs (:func:`run_lane`), the LIKE fallback.
+"""What both adapters do the same way: lane filters, the frame columns every lane returns, the
+manifest check of a KNN's candidates, the LIKE fallback. Statements run through
+:mod:`waggle_store.dialects.statements` (re-exported here).
 
 They live here, still inside ``dialects/``, so that the adapters differ only where the databases
 do (FTS5 vs tsvector, vec0 vs pgvector, LIKE vs ILIKE).
@@ -8,15 +9,10 @@ do (FTS5 vs tsvector, vec0 vs pgvector, LIKE vs ILIKE).
 from __future__ import annotations
 
 import dataclasses
-import logging
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
-from sqlalchemy import Connection, Executable, TextClause, bindparam, text
-from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Dialect
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import (
@@ -29,12 +25,18 @@ from waggle_store.dialects.base import (
     LaneHit,
     ModelNotActiveError,
 )
+from waggle_store.dialects.statements import connection_of as connection_of
+from waggle_store.dialects.statements import driver_statement as driver_statement
+from waggle_store.dialects.statements import raise_driver_error as raise_driver_error
+from waggle_store.dialects.statements import run_lane as run_lane
+from waggle_store.dialects.statements import run_statement as run_statement
+from waggle_store.dialects.statements import run_statements as run_statements
+from waggle_store.dialects.statements import timed as timed
 from waggle_store.models.base import UTCDateTime
 from waggle_store.records import Frame
 from waggle_store.textinput import scrub
 
 _TS: Final = UTCDateTime()
-log = logging.getLogger(__name__)
 
 
 def clean_term(term: object) -> str:
@@ -98,11 +100,6 @@ assert (_CREATED, _LAST_ACCESSED) == (_MENTIONS - 2, _MENTIONS - 1)  # the times
 _TIME_READERS: dict[tuple[str, str], Callable[[Any], Any]] = {}
 
 
-def connection_of(executor: Executor) -> Connection:
-    """The Core connection a Session or Connection runs on (a Session begins its transaction)."""
-    return executor.connection() if isinstance(executor, Session) else executor
-
-
 def frame_hits(executor: Executor, rows: Sequence[Any]) -> list[LaneHit]:
     """``LaneHit``s of driver rows ``(id, score, *frame_select(), ...)``, times read as UTC
     datetimes the way the ``created_at`` column reads them."""
@@ -150,227 +147,6 @@ def current_hits(executor: Executor, rows: Sequence[Any], model_id: int) -> list
     if rows and not rows[0][-1]:
         raise ModelNotActiveError(model_id)
     return frame_hits(executor, [r for r in rows if r[-2]])
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    sql: str
-    names: tuple[str, ...] | None  # the bind names in order, for a positional paramstyle
-    binds: tuple[tuple[str, Callable[[Any], Any]], ...]  # binds with a type processor
-
-
-_PREPARED: dict[tuple[str, str, str], _Prepared] = {}
-
-
-def _prepare(sql: str, dialect: Dialect) -> _Prepared:
-    key = (sql, dialect.name, dialect.driver)
-    prepared = _PREPARED.get(key)
-    if prepared is None:
-        clause = timed(sql)
-        compiled = clause.compile(dialect=dialect)
-        binds = []
-        for name, bind in compiled.binds.items():  # the ones timed() typed have a processor
-            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            if process is not None:
-                binds.append((name, process))
-        prepared = _Prepared(
-            compiled.string,
-            tuple(compiled.positiontup or ()) if compiled.positional else None,
-            tuple(binds),
-        )
-        if len(_PREPARED) > 1024:  # a handful of shapes in practice; never grow without bound
-            _PREPARED.clear()
-        _PREPARED[key] = prepared
-    return prepared
-
-
-def driver_statement(dialect: Dialect, sql: str, params: dict[str, Any]) -> tuple[str, Any]:
-    """``sql`` (``:name`` binds) and ``params`` as the DBAPI driver of ``dialect`` takes them:
-    compiled by SQLAlchemy once per shape (paramstyle; time binds processed like the column)."""
-    prepared = _prepare(sql, dialect)
-    values = dict(params)
-    for name, process in prepared.binds:
-        if values.get(name) is not None:
-            values[name] = process(values[name])
-    args: Any = values if prepared.names is None else [values[name] for name in prepared.names]
-    return prepared.sql, args
-
-
-def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[Any]:
-    """Run one lane statement (``:name`` binds, as for ``text()``) on the DBAPI cursor of
-    ``executor``'s connection, inside its transaction; the driver's rows (see
-    :func:`frame_hits`).
-
-    Why not ``session.execute(text(...))``: SQLAlchemy's per-statement execution context (result
-    metadata, row objects, processors) cost about 0.25 ms a statement, a fifth of a whole search
-    at 10k frames (``benchmarks/search_latency.py``). The statement is compiled once per shape by
-    SQLAlchemy itself (paramstyle, typed time binds); errors are wrapped as SQLAlchemy's
-    ``DBAPIError`` subclasses like any other statement's, and a lost connection is invalidated.
-    """
-    conn = connection_of(executor)
-    statement, args = driver_statement(conn.dialect, sql, params)
-    return _run_on_cursor(conn, statement, args, selects=True)
-
-
-def run_statement(executor: Executor, statement: Executable, params: dict[str, Any]
-                  ) -> list[Any]:
-    """Run a prebuilt Core ``statement`` (a module constant, built once) on the DBAPI cursor of
-    ``executor``'s connection, as :func:`run_lane` runs a lane's text; the driver's rows.
-
-    For the one-row writes called once per memory (``frames.create_i``): their execution
-    contexts cost SQLAlchemy more than SQLite spent running them (``benchmarks/README.md``,
-    ingest vs the floor). SQLAlchemy compiles the statement once per dialect and schema
-    translation (the store's schema rendered in), with its bind processors and its literal
-    values; a parameter missing from ``params`` is a ``KeyError`` before anything runs.
-    """
-    return run_statements(executor, [(statement, params)])[0]
-
-
-def run_statements(executor: Executor, statements: Sequence[tuple[Executable, dict[str, Any]]]
-                   ) -> list[list[Any]]:
-    """:func:`run_statement` for several statements, in order; each one's rows. On Postgres
-    (psycopg) they go in one pipeline: one round trip for all of them, each still run by the
-    server after the one before it has finished, with its own snapshot (READ COMMITTED) — a
-    statement after a lock sees what was committed before the lock was granted. An error in
-    one skips the rest and is raised (the caller's transaction is then rolled back)."""
-    conn = connection_of(executor)
-    prepared = [(_compiled(conn, statement), params) for statement, params in statements]
-    jobs = [(compiled.sql, _driver_args(compiled, params)) for compiled, params in prepared]
-    if len(jobs) == 1 or conn.dialect.driver != "psycopg":
-        return [_run_on_cursor(conn, sql, args) for sql, args in jobs]
-    return _run_in_pipeline(conn, jobs)
-
-
-def _compiled(conn: Connection, statement: Executable) -> _Compiled:
-    translate = conn.get_execution_options().get("schema_translate_map")
-    key = (id(statement), conn.dialect.name, conn.dialect.driver,
-           tuple(sorted((translate or {}).items(), key=repr)))
-    prepared = _STATEMENTS.get(key)
-    if prepared is None or prepared[0] is not statement:
-        prepared = (statement, _prepare_compiled(statement, conn.dialect, translate))
-        if len(_STATEMENTS) > 1024:  # a handful of statements and schemas in practice
-            _STATEMENTS.clear()
-        _STATEMENTS[key] = prepared
-    return prepared[1]
-
-
-def _driver_args(compiled: _Compiled, params: dict[str, Any]) -> Any:
-    values = {name: params[name] if name not in compiled.literals else compiled.literals[name]
-              for name in compiled.names}
-    for name, process in compiled.binds:
-        if values[name] is not None:
-            values[name] = process(values[name])
-    return [values[name] for name in compiled.names] if compiled.positional else values
-
-
-@dataclass(frozen=True)
-class _Compiled:
-    sql: str
-    names: tuple[str, ...]  # the bind names, in order for a positional paramstyle
-    positional: bool
-    binds: tuple[tuple[str, Callable[[Any], Any]], ...]  # binds with a type processor
-    literals: dict[str, Any]  # the values the statement itself holds ('I', -1, ...)
-
-
-_STATEMENTS: dict[tuple[Any, ...], tuple[Executable, _Compiled]] = {}
-
-
-def _prepare_compiled(statement: Executable, dialect: Dialect,
-                      translate: dict[str | None, str | None] | None) -> _Compiled:
-    compiled = statement.compile(  # type: ignore[attr-defined]  # every Core statement has it
-        dialect=dialect, schema_translate_map=translate, render_schema_translate=True)
-    names = (tuple(compiled.positiontup or ()) if compiled.positional
-             else tuple(dict.fromkeys(compiled.bind_names.values())))
-    binds = []
-    literals = {}
-    for name in dict.fromkeys(names):
-        bind = compiled.binds[name]
-        process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-        if process is not None:
-            binds.append((name, process))
-        if not bind.required:
-            literals[name] = bind.effective_value
-    return _Compiled(compiled.string, names, compiled.positional, tuple(binds), literals)
-
-
-def _begin(conn: Connection) -> None:
-    if not conn.in_transaction() and conn.get_execution_options().get(
-            "isolation_level") != "AUTOCOMMIT":
-        # The begin hook (BEGIN DEFERRED/IMMEDIATE on SQLite) runs as for execute(). A connection
-        # in autocommit (Postgres reads, :meth:`~waggle_store.unitofwork.Database.read_connection`)
-        # has no transaction to begin: SQLAlchemy's begin and commit there only keep its books.
-        conn.begin()
-
-
-def _run_in_pipeline(conn: Connection, jobs: list[tuple[str, Any]]) -> list[list[Any]]:
-    """Each job's rows, the jobs sent in one psycopg pipeline (one round trip)."""
-    _begin(conn)
-    dbapi_conn: Any = conn.connection.dbapi_connection
-    cursors = [dbapi_conn.cursor() for _ in jobs]
-    try:
-        with dbapi_conn.pipeline():
-            for cursor, (sql, args) in zip(cursors, jobs, strict=True):
-                cursor.execute(sql, args)
-        # Leaving the block synced the pipeline: every result has arrived.
-        return [cursor.fetchall() if cursor.description is not None else [] for cursor in cursors]
-    except conn.dialect.loaded_dbapi.Error as exc:
-        # (An error arrives at the sync, not at its statement's execute: all are named.)
-        params = [args for _, args in jobs]
-        raise_driver_error(conn, exc, ";\n".join(sql for sql, _ in jobs),
-                           params if len(jobs) > 1 else params[0])
-    finally:
-        for cursor in cursors:
-            cursor.close()
-
-
-def _run_on_cursor(conn: Connection, statement: str, args: Any, *, selects: bool = False
-                   ) -> list[Any]:
-    """``statement`` on a cursor of ``conn``'s DBAPI connection; its rows (none for a statement
-    that returns none). ``selects``: it is a query (a lane's ``SELECT`` / ``WITH``), so its rows
-    are fetched without asking ``cursor.description`` first, which psycopg builds as a list of
-    column objects, one per column (~17 µs a lane statement of 18 columns, measured on 2 vCPUs)."""
-    _begin(conn)
-    dialect = conn.dialect
-    dbapi_conn = conn.connection.dbapi_connection
-    cursor = dbapi_conn.cursor()  # type: ignore[union-attr]
-    try:
-        cursor.execute(statement, args)
-        rows: list[Any] = (cursor.fetchall()  # type: ignore[assignment]  # DBAPI: rows
-                           if selects or cursor.description is not None else [])
-    except dialect.loaded_dbapi.Error as exc:
-        raise_driver_error(conn, exc, statement, args, cursor)
-    finally:
-        cursor.close()
-    return rows
-
-
-def raise_driver_error(conn: Connection, exc: Any, statement: str, args: Any,
-                       cursor: Any = None) -> NoReturn:
-    """Raise the driver's ``exc`` (its ``Error``, caught by the caller, from work on ``conn``'s
-    DBAPI connection outside SQLAlchemy's execution) as SQLAlchemy raises a statement's: a
-    ``DBAPIError`` subclass, and a lost connection invalidated (``connection_invalidated``), so
-    callers tell a lost connection from a failing statement as for any other."""
-    dialect = conn.dialect
-    lost = dialect.is_disconnect(exc, conn.connection.dbapi_connection, cursor)
-    if lost:
-        conn.invalidate(exc)
-    raise sa_exc.DBAPIError.instance(
-        statement,
-        args,
-        exc,
-        dialect.loaded_dbapi.Error,
-        connection_invalidated=lost,
-        dialect=dialect,
-    ) from exc
-
-
-def timed(sql: str) -> TextClause:
-    """``text(sql)`` with the time parameters typed as the ``created_at`` column."""
-    clause = text(sql)
-    binds = [
-        bindparam(name, type_=_TS) for name in ("since", "until") if re.search(rf":{name}\b", sql)
-    ]
-    return clause.bindparams(*binds) if binds else clause
 
 
 def like_search(

@@ -74,8 +74,12 @@ from waggle_store.models.idioms import rowcount
 
 #: Widest KNN page asked of the HNSW index before an exact scan takes over.
 KNN_MAX_K: Final = 4096
-#: HNSW candidates a KNN row asks for (:func:`ef_search`).
-EF_SEARCH_PER_ROW: Final = 10
+#: The HNSW candidate list of a KNN page (:func:`ef_search`): at least this many candidates, and
+#: :data:`EF_SEARCH_PER_ROW` a row. Measured on 10k hashing vectors (Zipf words), tie-aware
+#: recall against an exact scan: 160 candidates give 0.990 for 10 rows, 0.985 for 20, 0.984 for
+#: 40, where pgvector's default 40 gave 0.956, 0.951 and 0.939.
+EF_SEARCH_MIN: Final = 160
+EF_SEARCH_PER_ROW: Final = 4
 #: Per transaction (``is_local``), so nothing leaks to the next user of the pooled connection
 #: (nor, behind a transaction-pooling PgBouncer, to another client's transaction).
 _HNSW_SETTINGS: Final = (
@@ -99,10 +103,11 @@ def tsquery_terms(terms: Sequence[str]) -> list[str]:
 
 def ef_search(k: int) -> int:
     """The HNSW candidate list (``hnsw.ef_search``) of a KNN page of ``k`` rows: at least
-    :data:`EF_SEARCH_PER_ROW` candidates a row, never below pgvector's default of 40, at most
-    pgvector's maximum of 1,000. A fixed 40 missed near-duplicate frames' exact match for small
-    pages: the graph search settles among the near-alike neighbours before it reaches it."""
-    return min(1000, max(40, EF_SEARCH_PER_ROW * int(k)))
+    :data:`EF_SEARCH_MIN`, and :data:`EF_SEARCH_PER_ROW` candidates a row, at most pgvector's
+    maximum of 1,000. pgvector's fixed default (40) lost recall for every page size, most for
+    small pages of near-alike frames: the graph search settles among close neighbours before it
+    reaches the nearest."""
+    return min(1000, max(EF_SEARCH_MIN, EF_SEARCH_PER_ROW * int(k)))
 
 
 def _distance_expr(column: str, param: str, dims: int) -> str:
