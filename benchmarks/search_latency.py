@@ -80,7 +80,9 @@ import waggle_store as ws
 from waggle_store.dialects import (
     common,
     keyword_rank,
+    postgres_keyword,
     postgres_maint,
+    sqlite_keyword,
     sqlite_veccodes,
     sqlite_vecindex,
 )
@@ -219,7 +221,8 @@ def _lane_statements(
     the model lookup or the graph-distance query: those are the library's. SQLite's index lane
     scans in numpy, not SQL: recorded as a ``("scan", lane, vector, k)`` step at its place.
     """
-    modules = (common, keyword_rank, sqlite_adapter, postgres_adapter, sqlite_vecindex)
+    modules = (common, keyword_rank, sqlite_adapter, postgres_adapter, sqlite_keyword,
+               postgres_keyword, sqlite_vecindex)
     real = common.run_lane
     recorded: list[Any] = []
 
