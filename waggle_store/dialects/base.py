@@ -61,9 +61,9 @@ class Capabilities:
 @dataclass(slots=True)
 class LaneHit:
     """One hit of a lane. Treated as immutable, not declared frozen: a frozen dataclass's
-    ``__init__`` sets each field through ``object.__setattr__`` (476 ns a hit here, against 128
-    for this one), and a search builds ~120 hits (both lanes, then the vector lane's settled
-    copy). Nothing changes a hit after its lane returned it."""
+    ``__init__`` sets each field through ``object.__setattr__`` (several times slower), and a
+    search builds ~120 hits (both lanes, then the vector lane's settled copy). Nothing changes a
+    hit after its lane returned it."""
 
     frame_id: int
     score: float  # the backend's raw score (idf sum, cosine distance)
@@ -126,8 +126,7 @@ class VectorTables:
 
     ``CREATE ... IF NOT EXISTS`` still takes its table locks (Postgres: the advisory lock and the
     ShareLock of ``CREATE INDEX``) until the transaction ends, so running it in every write
-    transaction serialised every concurrent writer, whatever its mind (``benchmarks/README.md``:
-    two processes ingesting two minds, 107 turns/s together before, 223 after). A model counts as
+    transaction would serialise every concurrent writer, whatever its mind. A model counts as
     ensured only after the transaction that ensured it committed: a rolled-back CREATE leaves no
     table.
     """

@@ -16,9 +16,9 @@ candidates; stale ones are dropped and the KNN widens until the page is full. It
 at ``hnsw.max_scan_tuples``, so a short page is completed by an exact scan, which is only reached
 when the filtered set is small enough for that to be cheap.
 
-The vector tables' DDL and row maintenance live in :mod:`waggle_store.dialects.postgres_maint`
-(kept apart so each module stays under 400 lines); the adapter's methods delegate to it and
-``HNSW_MAX_VECTOR_DIMS`` is re-exported from here, where it was defined first.
+The vector tables' DDL and row maintenance live in :mod:`waggle_store.dialects.postgres_maint`,
+the keyword lane's statements in :mod:`waggle_store.dialects.postgres_keyword`; the adapter's
+methods delegate to them.
 """
 
 from __future__ import annotations
@@ -182,9 +182,9 @@ class PostgresAdapter:
         (``m`` = 1, ``context_tsv``); ``w`` counts ``df`` per term over ``c`` (before the
         session/time filters) and ``N``, and turns them into idfs. The score is positive and
         bigger is better, so the fusion's confidence ``(s / s_top)²`` gives a frame matching only
-        a common term next to one matching the rare ones a small weight. ``ts_rank_cd``, which
-        ranked here first, had no term rarity: a speaker's name, in half the frames of a
-        conversation, counted as much as the question's rare word (``benchmarks/README.md``).
+        a common term next to one matching the rare ones a small weight. (``ts_rank_cd`` has no
+        term rarity: a speaker's name, in half the frames of a conversation, would count as
+        much as the question's rare word.)
 
         A query term known to be common (``term_counts``) finds no candidates: ``c`` is then the
         frames holding another term, the common term's ``df`` its known count, and the page is

@@ -13,8 +13,9 @@ is first asked of the in-process exact index (:mod:`waggle_store.dialects.sqlite
 numpy matrix per (mind, model), kept coherent through a change log, every candidate verified in
 SQL); vec0's KNN answers when the index cannot (no numpy, no log yet, over its memory budget).
 
-The vec0 tables' DDL and rows and the FTS5 repairs live in :mod:`waggle_store.dialects.sqlite_maint`
-(kept apart so each module stays under 400 lines); the adapter's methods delegate to it.
+The vec0 tables' DDL and rows and the FTS5 repairs live in
+:mod:`waggle_store.dialects.sqlite_maint`, the keyword lane's statements in :mod:`waggle_store.dialects.sqlite_keyword`; the adapter's
+methods delegate to them.
 """
 
 from __future__ import annotations
@@ -131,10 +132,9 @@ class SQLiteAdapter:
         ``c`` keeps the searched minds' frames among them; ``w`` counts ``df`` per term over
         ``c`` (before the session/time filters) and ``N``, and turns them into idfs. The score
         and the tie order (length of content plus context, then id) are the Postgres lane's, so
-        an exported mind ranks alike on both dialects. FTS5's BM25F (``bm25(fts, 1.0, 0.5)``),
-        which ranked here before, is compared with this on the LoCoMo development set in
-        ``benchmarks/README.md``. A query term known to be common (``term_counts``) is asked of
-        the other terms' frames only, as on Postgres (:mod:`keyword_rank`)."""
+        an exported mind ranks alike on both dialects. A query term known to be common
+        (``term_counts``) is asked of the other terms' frames only, as on Postgres
+        (:mod:`keyword_rank`)."""
         phrases = fts5_phrases(terms)
         if not phrases or not where.mind_ids:
             return []
@@ -277,7 +277,7 @@ class SQLiteAdapter:
     def upsert_vectors(self, session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
         if not rows:
             return
-        # vec0 has no upsert (the seed crashed re-indexing a frame, reference §23.3).
+        # vec0 has no upsert: re-indexing a frame deletes its row first.
         self.delete_vectors(session, model_id, [r.frame_id for r in rows])
         sqlite_maint.insert_vectors(session, model_id, rows)
 

@@ -153,11 +153,9 @@ def shortest_statement(frame_counts: FrameCounts, session: Executor, phrases: Se
 
     Each walked frame is tested against each term's own-words list in one of two ways.
     Terms most frames hold (together, :data:`PROBE_SHARE` of them or more) are looked up in
-    their lists for the walked frame (``rowid =``: ~0.1 ms a lookup at 100k frames), and
-    the walk ends after about as many frames as its page; rarer ones' lists are read into
-    sets first (~0.4 µs an entry: 35 ms for a word in 87 % of 100k frames, 2–4 ms for one
-    in 5–9 %), as their walk is longer (a word in 9 %: 72 ms of lookups). Measured on the
-    benchmark's 100k-frame store (``benchmarks/README.md``)."""
+    their lists for the walked frame (``rowid =``), and the walk ends after about as many
+    frames as its page; rarer ones' lists are read into sets first, as their walk is longer
+    and a lookup costs far more than an entry read through."""
     walk = walk_parts(frame_counts, where, phrases, dfs, limit, expired=expired_count)
     # (Terms taken as independent: the share holding them all is their shares' product.)
     probe = walk.n is not None and math.prod(df / walk.n for df in dfs.values()) >= PROBE_SHARE

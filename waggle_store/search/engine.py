@@ -55,7 +55,7 @@ __all__ = ["LANES", "MAX_LIMIT", "HybridSearch"]
 
 log = logging.getLogger(__name__)
 
-#: Each lane fetches this many times ``limit`` candidates for the fusion (DESIGN §5).
+#: Each lane fetches this many times ``limit`` candidates for the fusion.
 OVERFETCH: Final = 2
 #: Cosine distance at or above which a "nearest" vector shares nothing with the query
 #: (similarity <= 0): such hits are noise, and would only push real matches down.
