@@ -14,8 +14,8 @@ numpy matrix per (mind, model), kept coherent through a change log, every candid
 SQL); vec0's KNN answers when the index cannot (no numpy, no log yet, over its memory budget).
 
 The vec0 tables' DDL and rows and the FTS5 repairs live in
-:mod:`waggle_store.dialects.sqlite_maint`, the keyword lane's statements in :mod:`waggle_store.dialects.sqlite_keyword`; the adapter's
-methods delegate to them.
+:mod:`waggle_store.dialects.sqlite_maint`, the keyword lane's statements in
+:mod:`waggle_store.dialects.sqlite_keyword`; the adapter's methods delegate to them.
 """
 
 from __future__ import annotations
