@@ -20,7 +20,8 @@ sessions) with the deterministic hashing embedder (384 dims) or ``--embedder loc
 SQLite's vector lane runs as the in-process index (``--sqlite-lane index``: change-log check,
 numpy scan, verification statement; the raw side replays the statements and repeats the bare
 matrix product and top-k over the same matrix at the scan's place) and/or as sqlite-vec's KNN
-(``vec0``). R@20 is the index lane's recall@20 against vec0's exact KNN over 50 queries
+(``vec0``). R@20 is the index lane's recall@20 against vec0's exact KNN over 50 queries (on
+Postgres: the HNSW lane's against an exact scan of the same vectors)
 (1.000 = the same frames); "pass" says how the index scanned the mind: ``exact``, or ``coarse``
 (sign codes, candidates rescored: ``dialects/sqlite_veccodes.py``) with the recall its
 calibration measured on the mind's own vectors (``exact(0.41)``: calibrated and refused); the
@@ -388,6 +389,36 @@ def recall_vs_vec0(store: ws.Store, mind: ws.Mind, count: int = 50,
     return found / max(total, 1)
 
 
+def recall_vs_exact_pg(store: ws.Store, mind: ws.Mind, count: int = 50,
+                       words: str = "pseudo") -> float:
+    """recall@20 of the Postgres vector lane (the HNSW KNN) against an exact scan of the same
+    vectors, counting ties at the 20th distance as found."""
+    adapter = store.adapter
+    _, queries = _texts(0, words=words)
+    embedder = store.embedder
+    assert embedder is not None
+    found = total = 0
+    with store.read_connection() as conn:
+        model_id = int(conn.exec_driver_sql(
+            "SELECT model_id FROM waggle_mind_embedding_models "
+            f"WHERE mind_id = {mind.id}").scalar_one())
+    for q in queries[:count]:
+        vector = embedder.embed_query(q)
+        literal = "[" + ",".join(map(repr, map(float, vector))) + "]"
+        with store.read_connection() as conn:
+            lane = adapter.vector_search(conn, model_id=model_id, vector=vector,
+                                         where=LaneFilter([mind.id]), limit=LIMIT)
+            exact = [float(r[0]) for r in conn.exec_driver_sql(
+                "SELECT (embedding <=> %(q)s::vector) + 0 AS d "
+                f"FROM waggle_frame_vectors_{model_id} "
+                "WHERE mind_id = %(m)s ORDER BY d LIMIT %(k)s",
+                {"q": literal, "m": mind.id, "k": LIMIT}).all()]
+        bound = exact[-1] + 1e-6 if exact else 0.0
+        found += sum(1 for h in lane if h.score <= bound)
+        total += len(exact)
+    return found / max(total, 1)
+
+
 def _after_a_pause(store: ws.Store) -> Callable[[], None]:
     """``--sporadic``: make the next search find every cached frame count expired, as a search
     does that comes more than ``FRAME_COUNT_TTL`` after the previous one; the returned call waits
@@ -558,7 +589,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                             r = measure(store, mind, n, args.queries, args.sporadic,
                                         args.words, args.common_word, args.common_only)
                             recall = (recall_vs_vec0(store, mind, words=args.words)
-                                      if lane == "index" else 1.0)
+                                      if lane == "index" else
+                                      recall_vs_exact_pg(store, mind, words=args.words)
+                                      if lane == "knn" else 1.0)
                             scan = _scan_pass(store) if lane == "index" else lane
                             print(
                                 f"{dialect:10} {lane:6} {n:>7} {built:8.1f} {first:8.2f} "

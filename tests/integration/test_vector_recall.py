@@ -1,7 +1,7 @@
 """The vector lane's recall@k against an exact KNN over the same stored vectors is at least 0.98
 for the pages of 5, 10 and 20 results (the lane fetches twice as many rows), on a mind of 3,000
-near-alike frames (hashing vectors of sentences of Zipf-distributed words), and a frame searched
-by its own text is always found. On PostgreSQL the HNSW candidate list (``hnsw.ef_search``)
+near-alike frames (hashing vectors of sentences of Zipf-distributed words), each probe a frame's
+own text, which is always found. On PostgreSQL the HNSW candidate list (``hnsw.ef_search``)
 follows the page: pgvector's default of 40 found 0.977 of the 10 nearest here, and missed two
 frames of 60 searched by their own text. Both dialects."""
 
