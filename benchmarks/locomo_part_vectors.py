@@ -48,7 +48,7 @@ import locomo_recall
 import numpy as np
 
 import waggle_store as ws
-from waggle_store.dialects.base import DeferredLane, LaneHit, PendingLane
+from waggle_store.dialects.base import LaneHit
 from waggle_store.embeddings import HashingEmbedder, LocalEmbedder
 from waggle_store.records import Frame
 
@@ -82,13 +82,13 @@ def parts_of(content: str, min_words: int, speaker: bool = True) -> list[str]:
 
 
 class PartLane:
-    """Wraps ``store.adapter.start_vector_search``: each frame's distance computed from its parts
+    """Wraps ``store.adapter.vector_search``: each frame's distance computed from its parts
     as ``combine`` says (the adapter is asked for every frame of the mind, then the top ``limit``
     kept)."""
 
     def __init__(self, store: ws.Store, embedder: Any) -> None:
         self.embedder = embedder
-        self.start = store.adapter.start_vector_search
+        self.search = store.adapter.vector_search
         self.combine = "base"
         self.min_words = 0
         self.speaker = True
@@ -103,31 +103,28 @@ class PartLane:
         return self.parts[key]
 
     def __call__(self, session: Any, *, model_id: int, vector: Sequence[float], where: Any,
-                 limit: int) -> PendingLane:
+                 limit: int) -> list[LaneHit]:
         if self.combine == "base":
-            return self.start(session, model_id=model_id, vector=vector, where=where, limit=limit)
-        everything = self.start(session, model_id=model_id, vector=vector, where=where,
-                                limit=1_000_000)
+            return self.search(session, model_id=model_id, vector=vector, where=where,
+                               limit=limit)
+        everything = self.search(session, model_id=model_id, vector=vector, where=where,
+                                 limit=1_000_000)
         query = np.asarray(list(vector), dtype=np.float32)
-
-        def finish() -> list[LaneHit]:
-            hits = []
-            for hit in everything.result():
-                whole = 1.0 - hit.score
-                parts = self.vectors(hit.frame_id, hit.frame[_CONTENT])
-                similarity = whole
-                if parts is not None and self.combine == "centroid":
-                    mean = parts.mean(axis=0)
-                    similarity = float(mean @ query) / float(np.linalg.norm(mean))
-                elif parts is not None:
-                    best = float((parts @ query).max())
-                    similarity = max(whole, best) if self.combine == "max" else (whole + best) / 2
-                hits.append(LaneHit(hit.frame_id, round(1.0 - similarity, 5), hit.frame,
-                                    hit.mentions))
-            hits.sort(key=lambda h: (h.score, h.frame_id))
-            return hits[:limit]
-
-        return DeferredLane(finish)
+        hits = []
+        for hit in everything:
+            whole = 1.0 - hit.score
+            parts = self.vectors(hit.frame_id, hit.frame[_CONTENT])
+            similarity = whole
+            if parts is not None and self.combine == "centroid":
+                mean = parts.mean(axis=0)
+                similarity = float(mean @ query) / float(np.linalg.norm(mean))
+            elif parts is not None:
+                best = float((parts @ query).max())
+                similarity = max(whole, best) if self.combine == "max" else (whole + best) / 2
+            hits.append(LaneHit(hit.frame_id, round(1.0 - similarity, 5), hit.frame,
+                                hit.mentions))
+        hits.sort(key=lambda h: (h.score, h.frame_id))
+        return hits[:limit]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -151,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ws.open_store(f"sqlite:///{tmp}/parts.db", embedder=embedder) as store:
         lane = PartLane(store, embedder)
         lane.speaker = not args.no_speaker
-        store.adapter.start_vector_search = lane  # type: ignore[method-assign]
+        store.adapter.vector_search = lane  # type: ignore[method-assign]
         loaded = [(sample, *locomo_recall.load_sample(store, sample)) for sample in data]
         store.reconcile()
         frames = sum(len(dias) for _, _, dias in loaded)

@@ -15,23 +15,18 @@ sessions) with the deterministic hashing embedder (384 dims) or ``--embedder loc
 * raw: the same query's lane statements (keyword lane with over-fetch 40; vector KNN k=40 with the
   mind filter and the manifest check, and ``set_config`` on Postgres), recorded from the library
   as its driver received them and replayed verbatim in one transaction on a DBAPI connection of
-  the same engine and driver (psycopg: the same prepare_threshold). Where the library reads per
-  statement (Postgres in autocommit) the raw side does too, and a statement the library sent
-  ahead on a second connection beside the keyword lane (Postgres's vector lane, in psycopg's
-  pipeline mode, just after the keyword lane's first statement, or before it where the mind's
-  vector lane lately ended last) is sent the same way, at the same point (as recorded for that
-  query), on a second connection, and collected after the others.
+  the same engine and driver (psycopg: the same prepare_threshold), in the library's order.
 
 SQLite's vector lane runs as the in-process index (``--sqlite-lane index``: change-log check,
 numpy scan, verification statement; the raw side replays the statements and repeats the bare
-top-k over the same rows at the point where the library scans, on the same thread) and/or as
-sqlite-vec's KNN (``vec0``: the index turned off; its "raw p50" is the bare KNN statements
-beside the keyword lane's). R@20 is the index lane's recall@20 against vec0's exact KNN over
-50 queries (1.000 = the same frames); "pass" says how the index scanned the mind: ``exact``,
-or ``coarse`` (sign codes, candidates rescored: ``waggle_store/vectorindex/codes.py``) with the
-recall its calibration measured on the mind's own vectors (``exact(0.41)``: calibrated and
-refused). "first s" is the first search after opening: on the index lane it loads the mind
-(and builds a large mind's coarse pass).
+matrix product and top-k over the same matrix at the scan's place) and/or as sqlite-vec's KNN
+(``vec0``). R@20 is the index lane's recall@20 against vec0's exact KNN over 50 queries (on
+Postgres: the HNSW lane's against an exact scan of the same vectors)
+(1.000 = the same frames); "pass" says how the index scanned the mind: ``exact``, or ``coarse``
+(sign codes, candidates rescored: ``waggle_store/vectorindex/codes.py``) with the recall its
+calibration measured on the mind's own vectors (``exact(0.41)``: calibrated and refused).
+"first s" is the first search after opening: on the index lane it loads the mind (and builds a
+large mind's coarse pass).
 
 ``--words``: the terms are random pseudo-words (default, the stores of every earlier round), or
 ``real`` English words (the bundled model's WordPiece vocabulary, in its rough frequency order):
@@ -87,8 +82,9 @@ from waggle_store import vectorindex
 from waggle_store.dialects import (
     common,
     keyword_rank,
-    lane_steps,
+    postgres_keyword,
     postgres_maint,
+    sqlite_keyword,
     sqlite_maint,
     sqlite_vecindex,
     sqlite_vecload,
@@ -221,15 +217,17 @@ def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
 def _lane_statements(
     store: ws.Store, mind: ws.Mind, queries: Sequence[str]
 ) -> dict[str, list[Any]]:
-    """Per query, the lane statements ``mind.search`` runs, exactly as the driver receives them.
+    """Per query, the lane statements ``mind.search`` runs, in order, exactly as the driver
+    receives them.
 
     Recorded from the library itself (every lane statement goes through ``run_lane``), so the raw
-    side runs the same SQL text with the same parameters by construction: keyword lane, and on
-    the vector lane the KNN with its manifest check (plus ``set_config`` on Postgres). Not the
-    pool's pre-ping, the model lookup or the graph-distance query: those are the library's.
+    side runs the same SQL text with the same parameters by construction: the keyword lane, and
+    on the vector lane the KNN with its manifest check (and its ``set_config`` on Postgres). Not
+    the model lookup or the graph-distance query: those are the library's. SQLite's index lane
+    scans in numpy, not SQL: recorded as a ``("scan", lane, vector, k)`` step at its place.
     """
-    modules = (common, lane_steps, sqlite_adapter, postgres_adapter, sqlite_vecindex,
-               sqlite_veclog, sqlite_vecload)
+    modules = (common, keyword_rank, sqlite_adapter, postgres_adapter, sqlite_keyword,
+               postgres_keyword, sqlite_vecindex, sqlite_veclog, sqlite_vecload)
     real = common.run_lane
     recorded: list[Any] = []
 
@@ -237,32 +235,8 @@ def _lane_statements(
         recorded.append(common.driver_statement(store.engine.dialect, sql, params))
         return real(executor, sql, params)
 
-    # A statement the library sent ahead on a second connection, beside the keyword lane
-    # (Postgres's vector lane: dialects/lane_steps.py): the raw side does the same (recorded as
-    # a ("beside", (sql, args)) step).
-    real_ahead = lane_steps.driver_statement
-
-    def ahead(dialect: Any, sql: str, params: dict[str, Any]) -> tuple[str, Any]:
-        statement = real_ahead(dialect, sql, params)
-        recorded.append(("beside", statement))
-        return statement
-
-    lane_steps.driver_statement = ahead  # type: ignore[assignment]
-
-    # When it was sent: before the keyword lane's first statement (a mind whose vector lane
-    # lately ended last, search/engine.py) or just after it; the raw side sends it the same way.
-    real_send = lane_steps.SentLane.send
-
-    def sending(lane: Any) -> None:
-        if not lane._sent:
-            recorded.append(("sent", None))
-        real_send(lane)
-
-    setattr(lane_steps.SentLane, "send", sending)  # noqa: B010 - patched for the run
-
     # The SQLite index lane's scan is numpy, not SQL: the raw side repeats the bare top-k over
-    # the same rows, at the same point of the search (recorded as a ("scan", rows, vector, k)
-    # step).
+    # the same rows, at the same point of the search (a ("scan", rows, vector, k) step).
     real_top_k = topk.top_k
 
     def scanning(np_: Any, rows: Any, vector: Any, where: Any, k: int,
@@ -271,7 +245,6 @@ def _lane_statements(
         return real_top_k(np_, rows, vector, where, k, exact)
 
     topk.top_k = scanning  # type: ignore[assignment]
-
     statements: dict[str, list[Any]] = {}
     for module in modules:
         module.run_lane = recording  # type: ignore[attr-defined]
@@ -279,98 +252,40 @@ def _lane_statements(
         for q in queries:
             recorded = []
             mind.search(q, limit=LIMIT)
-            # A statement sent before any keyword statement is sent first by the raw side too.
-            sent = [i for i, step in enumerate(recorded) if step[0] == "sent"]
-            first = bool(sent) and not any(step[0] not in ("scan", "beside", "sent")
-                                           for step in recorded[:sent[0]])
-            recorded = [("beside-first" if first and step[0] == "beside" else step[0],
-                         *step[1:]) for step in recorded if step[0] != "sent"]
-            statements[q] = sorted(recorded, key=lambda step: step[0] not in (
-                "beside", "beside-first"))
+            statements[q] = recorded
     finally:
         for module in modules:
             module.run_lane = real  # type: ignore[attr-defined]
-        lane_steps.driver_statement = real_ahead  # type: ignore[assignment]
-        setattr(lane_steps.SentLane, "send", real_send)  # noqa: B010
         topk.top_k = real_top_k  # type: ignore[assignment]
     return statements
 
 
 def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[str], None]:
-    """Replays a query's lane statements in one transaction (in autocommit where the library
-    reads per statement) on a DBAPI connection of the same engine (same driver; psycopg with the
-    library's ``prepare_threshold``), and those the library ran beside them on a second one."""
+    """Replays a query's lane statements in order, in one transaction, on a DBAPI connection of
+    the same engine (same driver; psycopg with the library's ``prepare_threshold``)."""
     sqlite = store.engine.dialect.name == "sqlite"
-    # Postgres: in autocommit where the library reads per statement (no BEGIN, no COMMIT).
-    autocommit = not sqlite and store.adapter.reads_per_statement(LIMIT * search_engine.OVERFETCH)
-
-    def connect() -> Any:
-        conn: Any = store.engine.raw_connection()
-        if not sqlite:
-            with store.engine.connect() as lib_conn:
-                conn.driver_connection.prepare_threshold = (
-                    lib_conn.connection.driver_connection.prepare_threshold
-                )
-            # The recorded vectors are bound in binary, as the library binds them.
-            postgres_maint.dumps_binary_vectors(conn.driver_connection)
-            conn.driver_connection.autocommit = autocommit
-        return conn
-
-    conn = connect()
-    second: list[Any] = []  # the connection of the statements run beside, made when first needed
-
-    def beside(sql: str, args: Any) -> Callable[[], None]:
-        """Send the statement on the second connection in pipeline mode, as the library sends
-        it; the returned call collects its rows."""
-        if not second:
-            second.append(connect())
-        driver = second[0].driver_connection
-        pipeline = driver.pipeline()
-        pipeline.__enter__()
-        cur = driver.cursor()
-        cur.execute(sql, args)
-
-        def collect() -> None:
-            pipeline.__exit__(None, None, None)
-            cur.fetchall()
-            cur.close()
-
-        return collect
+    conn: Any = store.engine.raw_connection()
+    if not sqlite:
+        with store.engine.connect() as lib_conn:
+            conn.driver_connection.prepare_threshold = (
+                lib_conn.connection.driver_connection.prepare_threshold
+            )
+        # The recorded vectors are bound in binary, as the library binds them.
+        postgres_maint.dumps_binary_vectors(conn.driver_connection)
 
     def run(query: str) -> None:
         cur = conn.cursor()
         if sqlite:  # isolation_level=None: the library's begin hook does this
             cur.execute("BEGIN DEFERRED")
-        ahead: list[Any] = []  # statements to send on the second connection
-        besides: list[Any] = []  # and, once sent, the calls collecting their rows
         for sql, args, *scan in statements[query]:
-            if sql == "scan":  # between the statements, as the library scans
+            if sql == "scan":
                 _bare_scan(args, *scan)
-                continue
-            if sql == "beside-first":  # sent before the keyword lane, as the library sent it
-                besides.append(beside(*args))
-                continue
-            if sql == "beside":  # sent on a second connection, as the library sends it:
-                ahead.append(args)
-                continue
-            if ahead:  # just after the first statement on this one (beside_next_statement)
-                driver = conn.driver_connection
-                first = driver.cursor()
-                with driver.pipeline():
-                    first.execute(sql, args)
-                    besides = [beside(*step) for step in ahead]
-                first.fetchall()
-                first.close()
-                ahead = []
                 continue
             cur.execute(sql, args)
             cur.fetchall()
-        besides += [beside(*step) for step in ahead]
-        for collect in besides:
-            collect()
         if sqlite:
             cur.execute("COMMIT")
-        elif not autocommit:
+        else:
             conn.commit()
 
     return run
@@ -462,6 +377,36 @@ def recall_vs_vec0(store: ws.Store, mind: ws.Mind, count: int = 50,
         # Tie-aware: a hit as near as vec0's 20th is one of an exact top 20 (the hashing
         # embedder's distances tie often, and either scan may pick any of the tied frames).
         bound = exact[-1].score + 1e-6 if exact else 0.0
+        found += sum(1 for h in lane if h.score <= bound)
+        total += len(exact)
+    return found / max(total, 1)
+
+
+def recall_vs_exact_pg(store: ws.Store, mind: ws.Mind, count: int = 50,
+                       words: str = "pseudo") -> float:
+    """recall@20 of the Postgres vector lane (the HNSW KNN) against an exact scan of the same
+    vectors, counting ties at the 20th distance as found."""
+    adapter = store.adapter
+    _, queries = _texts(0, words=words)
+    embedder = store.embedder
+    assert embedder is not None
+    found = total = 0
+    with store.read_connection() as conn:
+        model_id = int(conn.exec_driver_sql(
+            "SELECT model_id FROM waggle_mind_embedding_models "
+            f"WHERE mind_id = {mind.id}").scalar_one())
+    for q in queries[:count]:
+        vector = embedder.embed_query(q)
+        literal = "[" + ",".join(map(repr, map(float, vector))) + "]"
+        with store.read_connection() as conn:
+            lane = adapter.vector_search(conn, model_id=model_id, vector=vector,
+                                         where=LaneFilter([mind.id]), limit=LIMIT)
+            exact = [float(r[0]) for r in conn.exec_driver_sql(
+                "SELECT (embedding <=> %(q)s::vector) + 0 AS d "
+                f"FROM waggle_frame_vectors_{model_id} "
+                "WHERE mind_id = %(m)s ORDER BY d LIMIT %(k)s",
+                {"q": literal, "m": mind.id, "k": LIMIT}).all()]
+        bound = exact[-1] + 1e-6 if exact else 0.0
         found += sum(1 for h in lane if h.score <= bound)
         total += len(exact)
     return found / max(total, 1)
@@ -632,7 +577,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                             r = measure(store, mind, n, args.queries, args.sporadic,
                                         args.words, args.common_word, args.common_only)
                             recall = (recall_vs_vec0(store, mind, words=args.words)
-                                      if lane == "index" else 1.0)
+                                      if lane == "index" else
+                                      recall_vs_exact_pg(store, mind, words=args.words)
+                                      if lane == "knn" else 1.0)
                             scan = _scan_pass(store) if lane == "index" else lane
                             if lane == "index":
                                 knn, knn_cpu = knn_floor(store, mind, words=args.words)

@@ -27,6 +27,11 @@ class StoreConfig:
     #: Seconds a new server connection may take (PostgreSQL's ``connect_timeout``): a port that
     #: accepts and never answers must fail ``open_store``, not hang it.
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    #: PostgreSQL: whether psycopg may prepare statements on the server (after their fifth run).
+    #: False for a transaction-pooling PgBouncer, where a prepared statement is not there on the
+    #: next transaction's server connection; the connections then also carry no startup
+    #: ``options`` (which PgBouncer refuses) and each transaction sets the schema itself.
+    prepared_statements: bool = True
 
     @classmethod
     def from_env(cls, url: str | None = None, schema: str | None = None) -> StoreConfig:

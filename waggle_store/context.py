@@ -53,9 +53,8 @@ class StoreContext:
     def read(self) -> AbstractContextManager[Session]:
         return self.db.read()
 
-    def read_connection(self, *, per_statement: bool = False
-                        ) -> AbstractContextManager[sa.Connection]:
-        return self.db.read_connection(per_statement=per_statement)
+    def read_connection(self) -> AbstractContextManager[sa.Connection]:
+        return self.db.read_connection()
 
 
 class MindContext:

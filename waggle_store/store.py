@@ -338,20 +338,26 @@ def open_store(
     tier_policy: TierPolicy | None = None,
     connect_timeout: float | None = None,
     bound_mind: str | None = None,
+    prepared_statements: bool = True,
 ) -> Store:
     """Open (and by default migrate) a store; see ``docs/api.md`` for every argument.
 
     ``url``: a URL (string or ``sqlalchemy.URL``; default ``WAGGLE_DATABASE_URL``, then
     ``./waggle.db``) or a host's Engine, used as is and never disposed by ``close()``.
-    ``connect_timeout``: seconds a server connection may take (default 10).
+    ``connect_timeout``: seconds a server connection may take (default 10,
+    ``WAGGLE_CONNECT_TIMEOUT``).
     ``upgrade=False``: no migration and no DDL at run time (a DML-only role may run it).
     ``bound_mind``: the one mind this store sees and writes (``docs/security.md``).
+    ``prepared_statements``: False for PostgreSQL behind a transaction-pooling PgBouncer (no
+    server-side prepared statements, no startup options; each transaction sets the schema).
     """
     if bound_mind is not None:
         check_mind_name(bound_mind)
     config = StoreConfig.from_env(None, schema)
     if connect_timeout is not None:
         config = replace(config, connect_timeout=float(connect_timeout))
+    if not prepared_statements:
+        config = replace(config, prepared_statements=False)
     owns_engine = not isinstance(url, sa.Engine)
     if isinstance(url, sa.Engine):
         engine = url

@@ -19,7 +19,6 @@ from typing import Any, Final, NoReturn
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
-from sqlalchemy.pool import QueuePool
 
 from waggle_store.errors import (
     ConflictError,
@@ -60,16 +59,6 @@ class Database:
         if self.closed:
             raise WaggleStoreError("this store is closed")
 
-    def spare_connection(self) -> bool:
-        """Whether the pool could hand out one more connection within its size right now (a
-        ``QueuePool`` with fewer connections checked out than its ``pool_size``; another pool
-        class: False). A search takes a second connection only then (``search/engine.py:
-        HybridSearch._read``): a pool kept at its size opens such a connection once and keeps it,
-        while an overflow connection is closed again when returned and a ``NullPool`` connects
-        on every checkout — a connection opened per search costs more than the lane."""
-        pool = self._read_engine.pool
-        return isinstance(pool, QueuePool) and pool.checkedout() < pool.size()
-
     @contextmanager
     def write(self) -> Iterator[Session]:
         """One write transaction (BEGIN IMMEDIATE on SQLite); commits on success."""
@@ -86,7 +75,7 @@ class Database:
             yield session
 
     @contextmanager
-    def read_connection(self, *, per_statement: bool = False) -> Iterator[sa.Connection]:
+    def read_connection(self) -> Iterator[sa.Connection]:
         """One read transaction on a Core connection (BEGIN DEFERRED on SQLite), for read paths
         made only of statements (search): an ORM Session's bookkeeping cost a search about as
         much as one of its queries.
@@ -95,20 +84,12 @@ class Database:
         psycopg discards every prepared statement of the connection on ROLLBACK, so searches
         that rolled back would be parsed and planned afresh every time.
         An exception still rolls back.
-
-        ``per_statement``: the caller's statements need no common transaction (the adapter's
-        ``reads_per_statement``: Postgres at READ COMMITTED, where each statement reads its own
-        snapshot anyway): the connection runs in autocommit, which saves a search the BEGIN and
-        COMMIT round trips. A store joined to a host's transaction
-        (:class:`JoinedDatabase`) ignores it.
         """
         self._require_open()
         try:
             with self._read_engine.connect() as conn:
                 if self.begins_transactions:
                     conn.begin()
-                elif per_statement:
-                    conn.execution_options(isolation_level="AUTOCOMMIT")
                 yield conn
                 if conn.in_transaction():
                     conn.commit()
@@ -200,8 +181,8 @@ class JoinedDatabase(Database):
                 session.close()
 
     @contextmanager
-    def read_connection(self, *, per_statement: bool = False) -> Iterator[sa.Connection]:
-        with self._joined() as conn:  # the host's transaction: per_statement does not apply
+    def read_connection(self) -> Iterator[sa.Connection]:
+        with self._joined() as conn:  # the host's transaction
             yield conn
 
 

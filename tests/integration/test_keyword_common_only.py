@@ -62,8 +62,8 @@ class _Lane:
 
         monkeypatch.setattr(adapter, "_keyword_rows", keyword_rows)
         monkeypatch.setattr(adapter, "_shortest_rows", shortest_rows)
-        # The walk's statement as the adapter hands it to run_lane (the module's own name).
-        module = sys.modules[type(adapter).__module__]
+        # The walk's statement as the adapter's keyword module hands it to run_lane.
+        module = sys.modules[type(adapter).__module__ + "_keyword"]
         run_lane = module.run_lane
 
         def recording(executor: Any, sql: str, params: dict[str, Any]) -> Any:

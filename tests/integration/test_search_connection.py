@@ -57,17 +57,18 @@ def test_searches_leave_the_pooled_connection_transactional(store_factory: objec
 
 
 @only_postgres
-def test_postgres_settings_come_with_the_connection_and_never_leak(
+def test_postgres_settings_are_per_search_and_never_leak(
         target: Target, store_factory: object) -> None:
     store = store_factory()  # type: ignore[operator]
     mind = _fill(store)
     own = {limit: _found(mind, "pelican heron", limit) for limit in (20, 30)}
+    # The vector lane sets pgvector's settings for its own transaction only.
     with store.engine.connect() as conn:
-        assert conn.exec_driver_sql("SHOW hnsw.iterative_scan").scalar() == "relaxed_order"
+        assert conn.exec_driver_sql("SHOW hnsw.iterative_scan").scalar() == "off"
         assert conn.exec_driver_sql("SHOW hnsw.ef_search").scalar() == "40"
         assert conn.connection.dbapi_connection.autocommit is False  # type: ignore[union-attr]
-    # A host's engine has no startup options: its searches set them per transaction, find the
-    # same frames, and leave the host's connections as they were.
+    # A host's engine: its searches find the same frames, and leave the host's connections as
+    # they were.
     host = sa.create_engine(target.url.replace("postgresql://", "postgresql+psycopg://", 1))
     try:
         with ws.open_store(host, schema=target.schema, embedder="hashing") as hosted:

@@ -273,34 +273,3 @@ def test_tied_keyword_frames_go_shorter_first_in_utf8_bytes(mind: ws.Mind) -> No
     hits = mind.search("kite", lanes=("keyword",), limit=10)
     assert len({h.explain["lanes"]["keyword"]["score"] for h in hits}) == 1  # a tie
     assert [h.frame.id for h in hits] == [plain, twin, accented]
-
-
-@only_postgres  # the vector lane takes a connection of its own only where reads are per statement
-def test_a_lost_connection_under_the_vector_lane_runs_the_search_again(
-    store: ws.Store, mind: ws.Mind, monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """The pool holds two idle connections, the second one lost (its server process ended) and
-    never used by a vector lane: the search's own connection is the first (the pool hands them
-    out in the order they came back), the vector lane's beside it the lost one, whose first
-    query is the lookup of pgvector's type. The lane finds the connection lost as a statement
-    would, and the search runs once more on fresh connections — not a driver error raised to
-    the caller, not a vector lane left out as if its index had failed."""
-    from waggle_store.dialects import postgres_engine
-
-    _seed(store, mind)
-    expected = [r.frame.content for r in mind.search("payments")]
-    monkeypatch.setattr(postgres_engine, "PING_AFTER_IDLE", 3600.0)  # no ping at checkout
-    pool = store.engine.pool
-    assert isinstance(pool, sa.pool.QueuePool)
-    pool.dispose()
-    first, second = store.engine.connect(), store.engine.connect()
-    pid = second.exec_driver_sql("SELECT pg_backend_pid()").scalar()
-    first.close()  # back to the pool before the second
-    second.close()
-    _terminate(store, pid)
-    results = mind.search("payments")
-    assert [r.frame.content for r in results] == expected == [TEXTS[0], TEXTS[1]]
-    assert results[0].explain["degraded"] == []
-    assert set(results[0].explain["lanes_run"]) == {"keyword", "vector"}
-    assert "lost its database connection, running it again" in caplog.text

@@ -1,8 +1,7 @@
 """A search embeds its query before it reads anything, on the searching thread: a provider's
 round trip (and its retries) never keeps the search's snapshot or pooled connection waiting.
-An in-process model's query (``embeds_beside_reads``) is embedded on a thread beside the
-keyword lane instead, with the same results and the same degradation when it fails.
-Both dialects."""
+An in-process model's query (``embeds_beside_reads``) is embedded the same way, and a failure
+leaves the keyword results. Both dialects."""
 
 from __future__ import annotations
 
@@ -71,12 +70,8 @@ def test_the_query_is_embedded_before_the_search_reads(
     assert results
     assert results[0].explain["degraded"] == []
     assert seen == [([], threading.current_thread())]
-    # Then the reads: on Postgres the vector lane takes a second connection (its statement sent
-    # there beside the keyword lane: engine.HybridSearch._read).
-    assert connections[0] == "read connection"
-    lane_connections = 1 if store.engine.dialect.name == "postgresql" else 0
-    assert sorted(connections) == sorted(
-        ["read connection", "keyword lane"] + ["read connection"] * lane_connections)
+    # Then the reads, both lanes on the search's one connection.
+    assert connections == ["read connection", "keyword lane"]
 
 
 class InProcessEmbedder(WatchedEmbedder):
@@ -93,51 +88,6 @@ def _kite_mind(store: ws.Store) -> ws.Mind:
     ids.append(mind.frames.create_i(gop, "a red balloon drifted away").id)
     assert embed_frames(store.context, ids).embedded == 6
     return mind
-
-
-def _ranking(results: Sequence[ws.SearchResult]) -> list[tuple[int, float, float | None]]:
-    return [(r.frame.id, r.rrf_score, r.match_score) for r in results]
-
-
-def test_an_in_process_model_embeds_the_query_beside_the_keyword_lane(
-    store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    embedder = InProcessEmbedder()
-    store = store_factory(embedder=embedder)
-    mind = _kite_mind(store)
-    keyword_started = threading.Event()
-    real_keyword = store.adapter.keyword_search
-
-    def keyword(*args: Any, **kwargs: Any) -> Any:
-        keyword_started.set()
-        return real_keyword(*args, **kwargs)
-
-    monkeypatch.setattr(store.adapter, "keyword_search", keyword)
-    seen: list[tuple[str, bool]] = []
-
-    def before_query() -> None:
-        # Embedded before the reads, the keyword lane would not start while this waits: the
-        # wait would time out and the test fail (not hang).
-        seen.append((threading.current_thread().name, keyword_started.wait(timeout=10)))
-
-    embedder.before_query = before_query
-    beside = mind.search("green kite", limit=10)
-    assert len(seen) == 1
-    thread, overlapped = seen[0]
-    assert thread.startswith("waggle-query-embed_")
-    assert thread != threading.current_thread().name
-    assert overlapped
-    assert beside
-    assert beside[0].explain["degraded"] == []
-    assert beside[0].explain["lanes_run"] == ["keyword", "vector"]
-    # The same ranking as the query embedded first, on the searching thread.
-    monkeypatch.setattr(InProcessEmbedder, "embeds_beside_reads", False)
-    seen.clear()
-    embedder.before_query = lambda: seen.append((threading.current_thread().name, False))
-    first = mind.search("green kite", limit=10)
-    assert seen == [(threading.current_thread().name, False)]
-    assert _ranking(beside) == _ranking(first)
-    assert any("vector" in r.explain["lanes"] for r in beside)
 
 
 def test_an_in_process_model_that_fails_leaves_the_keyword_results(

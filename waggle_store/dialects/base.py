@@ -16,7 +16,7 @@ Lanes return each hit's frame columns (``LaneHit.frame``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
@@ -61,9 +61,9 @@ class Capabilities:
 @dataclass(slots=True)
 class LaneHit:
     """One hit of a lane. Treated as immutable, not declared frozen: a frozen dataclass's
-    ``__init__`` sets each field through ``object.__setattr__`` (476 ns a hit here, against 128
-    for this one), and a search builds ~120 hits (both lanes, then the vector lane's settled
-    copy). Nothing changes a hit after its lane returned it."""
+    ``__init__`` sets each field through ``object.__setattr__`` (several times slower), and a
+    search builds ~120 hits (both lanes, then the vector lane's settled copy). Nothing changes a
+    hit after its lane returned it."""
 
     frame_id: int
     score: float  # the backend's raw score (idf sum, cosine distance)
@@ -72,65 +72,6 @@ class LaneHit:
     frame: tuple[Any, ...]
     #: Whether the frame mentions any entity (only such frames can have a graph distance).
     mentions: bool = False
-
-
-class PendingLane(Protocol):
-    """A vector lane begun by :meth:`SearchAdapter.start_vector_search`: the work that needs no
-    database connection may still be running (SQLite: the in-process scan, on a worker thread),
-    or its statement running on the server (Postgres, on a connection of its own), while the
-    caller uses its connection for the keyword lane; :meth:`result` finishes it on the lane's
-    connection, in the same transaction."""
-
-    def result(self) -> list[LaneHit]: ...
-
-    def send(self) -> None:
-        """Send the lane's first statement now, if it has one to send ahead (begun ``alone``);
-        :meth:`result` sends it otherwise. Never raises: :meth:`result` raises what failed."""
-        ...
-
-    def close(self) -> None:
-        """Give the lane up without its result (the search failed first): release what it holds
-        on its connection (a statement sent ahead). Nothing to do after :meth:`result`."""
-        ...
-
-    def awaited_socket(self) -> int | None:
-        """The socket the rows of a statement sent ahead (:meth:`send`) will arrive on, while
-        they are awaited; None when nothing is (not sent, collected, or nothing to send)."""
-        ...
-
-    def collect_if_arrived(self) -> bool:
-        """Collect the rows of the statement sent ahead if they have arrived (True: the lane is
-        done, :meth:`result` returns or raises at once); False while they are awaited, or when
-        nothing was sent ahead. Never raises: :meth:`result` raises what failed."""
-        ...
-
-
-@dataclass(frozen=True)
-class DeferredLane:
-    """A lane that runs whole when its result is asked for (an adapter with no work to overlap:
-    the statements run in the same order as a plain ``vector_search`` after the keyword lane)."""
-
-    run: Callable[[], list[LaneHit]]
-    #: Called if the lane is given up (:meth:`PendingLane.close`).
-    give_up: Callable[[], None] | None = None
-
-    def result(self) -> list[LaneHit]:
-        return self.run()
-
-    def send(self) -> None:
-        """Nothing is sent ahead: the lane runs in :meth:`result`."""
-
-    def close(self) -> None:
-        if self.give_up is not None:
-            self.give_up()
-
-    def awaited_socket(self) -> int | None:
-        """Nothing sent ahead, nothing awaited."""
-        return None
-
-    def collect_if_arrived(self) -> bool:
-        """Nothing sent ahead: the lane runs in :meth:`result`."""
-        return False
 
 
 @dataclass(frozen=True)
@@ -185,8 +126,7 @@ class VectorTables:
 
     ``CREATE ... IF NOT EXISTS`` still takes its table locks (Postgres: the advisory lock and the
     ShareLock of ``CREATE INDEX``) until the transaction ends, so running it in every write
-    transaction serialised every concurrent writer, whatever its mind (``benchmarks/README.md``:
-    two processes ingesting two minds, 107 turns/s together before, 223 after). A model counts as
+    transaction would serialise every concurrent writer, whatever its mind. A model counts as
     ensured only after the transaction that ensured it committed: a rolled-back CREATE leaves no
     table.
     """
@@ -207,14 +147,6 @@ class VectorTables:
 
 class SearchAdapter(Protocol):
     dialect: str
-
-    def reads_per_statement(self, limit: int) -> bool:
-        """Whether a search whose lanes fetch ``limit`` candidates may run each statement in its
-        own transaction (no BEGIN/COMMIT): where every statement reads its own snapshot anyway
-        (Postgres, READ COMMITTED) and needs no transaction-local setting; never where the
-        search relies on one snapshot across its statements (SQLite: the vector index's
-        change-log position and the lanes' reads must agree)."""
-        ...
 
     def capabilities(self, session: Session) -> Capabilities: ...
 
@@ -273,25 +205,6 @@ class SearchAdapter(Protocol):
         """Nearest first (score = cosine distance), only frames whose manifest is ready for
         ``model_id`` with the frame's current content hash; :class:`ModelNotActiveError` when
         ``model_id`` is no longer the active model."""
-        ...
-
-    def start_vector_search(
-        self,
-        session: Executor,
-        *,
-        model_id: int,
-        vector: Sequence[float],
-        where: LaneFilter,
-        limit: int,
-        alone: bool = False,
-    ) -> PendingLane:
-        """:meth:`vector_search` in two steps, so a search can run its keyword lane on
-        ``session`` while the adapter's connection-free work proceeds; ``result()`` gives what
-        :meth:`vector_search` would have returned (and raises what it would have raised).
-
-        ``alone``: nothing else uses ``session``'s connection until ``result()`` or ``close()``
-        (the search runs its keyword lane on another one), so an adapter whose lane is statements
-        the server runs may send the first one now (Postgres: :mod:`.lane_steps`)."""
         ...
 
     # -- vector index maintenance -------------------------------------------------------------

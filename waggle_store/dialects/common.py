@@ -1,5 +1,6 @@
-"""What both adapters do the same way: lane filters, time binding, the frame columns every lane
-returns, how a lane statement runs (:func:`run_lane`), the LIKE fallback.
+"""What both adapters do the same way: lane filters, the frame columns every lane returns, the
+manifest check of a KNN's candidates, the LIKE fallback. Statements run through
+:mod:`waggle_store.dialects.statements` (re-exported here).
 
 They live here, still inside ``dialects/``, so that the adapters differ only where the databases
 do (FTS5 vs tsvector, vec0 vs pgvector, LIKE vs ILIKE).
@@ -8,19 +9,10 @@ do (FTS5 vs tsvector, vec0 vs pgvector, LIKE vs ILIKE).
 from __future__ import annotations
 
 import dataclasses
-import logging
-import re
-import select
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, Final
 
-from sqlalchemy import Connection, Executable, TextClause, bindparam, text
-from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Dialect
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import (
@@ -32,15 +24,19 @@ from waggle_store.dialects.base import (
     LaneFilter,
     LaneHit,
     ModelNotActiveError,
-    PendingLane,
 )
-from waggle_store.dialects.info import engine_info
+from waggle_store.dialects.statements import connection_of as connection_of
+from waggle_store.dialects.statements import driver_statement as driver_statement
+from waggle_store.dialects.statements import raise_driver_error as raise_driver_error
+from waggle_store.dialects.statements import run_lane as run_lane
+from waggle_store.dialects.statements import run_statement as run_statement
+from waggle_store.dialects.statements import run_statements as run_statements
+from waggle_store.dialects.statements import timed as timed
 from waggle_store.models.base import UTCDateTime
 from waggle_store.records import Frame
 from waggle_store.textinput import scrub
 
 _TS: Final = UTCDateTime()
-log = logging.getLogger(__name__)
 
 
 def clean_term(term: object) -> str:
@@ -104,11 +100,6 @@ assert (_CREATED, _LAST_ACCESSED) == (_MENTIONS - 2, _MENTIONS - 1)  # the times
 _TIME_READERS: dict[tuple[str, str], Callable[[Any], Any]] = {}
 
 
-def connection_of(executor: Executor) -> Connection:
-    """The Core connection a Session or Connection runs on (a Session begins its transaction)."""
-    return executor.connection() if isinstance(executor, Session) else executor
-
-
 def frame_hits(executor: Executor, rows: Sequence[Any]) -> list[LaneHit]:
     """``LaneHit``s of driver rows ``(id, score, *frame_select(), ...)``, times read as UTC
     datetimes the way the ``created_at`` column reads them."""
@@ -156,324 +147,6 @@ def current_hits(executor: Executor, rows: Sequence[Any], model_id: int) -> list
     if rows and not rows[0][-1]:
         raise ModelNotActiveError(model_id)
     return frame_hits(executor, [r for r in rows if r[-2]])
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    sql: str
-    names: tuple[str, ...] | None  # the bind names in order, for a positional paramstyle
-    binds: tuple[tuple[str, Callable[[Any], Any]], ...]  # binds with a type processor
-
-
-_PREPARED: dict[tuple[str, str, str], _Prepared] = {}
-
-
-def _prepare(sql: str, dialect: Dialect) -> _Prepared:
-    key = (sql, dialect.name, dialect.driver)
-    prepared = _PREPARED.get(key)
-    if prepared is None:
-        clause = timed(sql)
-        compiled = clause.compile(dialect=dialect)
-        binds = []
-        for name, bind in compiled.binds.items():  # the ones timed() typed have a processor
-            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            if process is not None:
-                binds.append((name, process))
-        prepared = _Prepared(
-            compiled.string,
-            tuple(compiled.positiontup or ()) if compiled.positional else None,
-            tuple(binds),
-        )
-        if len(_PREPARED) > 1024:  # a handful of shapes in practice; never grow without bound
-            _PREPARED.clear()
-        _PREPARED[key] = prepared
-    return prepared
-
-
-def driver_statement(dialect: Dialect, sql: str, params: dict[str, Any]) -> tuple[str, Any]:
-    """``sql`` (``:name`` binds) and ``params`` as the DBAPI driver of ``dialect`` takes them:
-    compiled by SQLAlchemy once per shape (paramstyle; time binds processed like the column)."""
-    prepared = _prepare(sql, dialect)
-    values = dict(params)
-    for name, process in prepared.binds:
-        if values.get(name) is not None:
-            values[name] = process(values[name])
-    args: Any = values if prepared.names is None else [values[name] for name in prepared.names]
-    return prepared.sql, args
-
-
-#: The lane to send once this thread's next lane statement is out: :func:`beside_next_statement`.
-_BESIDE: Final[ContextVar[PendingLane | None]] = ContextVar("waggle_beside", default=None)
-
-#: How long (seconds) :func:`_first_rows` waits for either statement's rows before it leaves the
-#: wait to the pipeline's sync, and the engine's searches read their rows in order from then on
-#: (``EngineInfo.first_rows``): a connection pooler that holds rows until a sync would make every
-#: search wait this long, once.
-FIRST_ROWS_WAIT: Final = 1.0
-
-
-@contextmanager
-def beside_next_statement(lane: PendingLane) -> Iterator[None]:
-    """Within the block, the first lane statement :func:`run_lane` runs where it can be sent
-    ahead (:func:`sends_ahead`) is sent without waiting for its rows, then ``lane`` is sent
-    (:meth:`~.base.PendingLane.send`: a search's vector lane on a connection of its own,
-    :class:`~.lane_steps.SentLane`; nothing more if the caller sent it before), then the rows of
-    both are awaited, and whichever arrive first are read first (:func:`_first_rows`).
-
-    Why the lane goes second by default: measured on 2 vCPUs at 100k frames, the vector lane's
-    statement sent first, then the keyword lane's run, left the client waiting inside the first
-    send, for about as long as the server ran that statement, in a third of the searches (the
-    server process it woke apparently taking the client's core): 6.2 ms p50 for the two
-    statements against 4.8 with the keyword statement sent first, the other sent behind it while
-    the client waits for the keyword rows anyway (``benchmarks/README.md``). Where the lane's
-    statement is the longer one (at 10k frames) the search sends it first itself
-    (``search/engine.py``)."""
-    token = _BESIDE.set(lane)
-    try:
-        yield
-    finally:
-        _BESIDE.reset(token)
-
-
-def request_rows(dbapi_conn: Any) -> None:
-    """Ask the server of a psycopg connection in pipeline mode to send the rows of the
-    statements sent so far as soon as it has them (a flush request), not at the pipeline's sync:
-    then their arrival can be seen (:func:`_first_rows`). Raises the driver's error."""
-    pgconn = dbapi_conn.pgconn
-    pgconn.send_flush_request()
-    while pgconn.flush():  # 1: part of it is still to be sent (a non-blocking connection)
-        select.select([], [pgconn.socket], [], FIRST_ROWS_WAIT)
-
-
-def _first_rows(conn: Connection, dbapi_conn: Any, lane: PendingLane) -> None:
-    """Wait until the rows of the statement just sent on ``dbapi_conn`` (in pipeline mode) or
-    those of ``lane`` (sent beside it) arrive; if the lane's come first, collect them
-    (:meth:`~.base.PendingLane.collect_if_arrived`). The pipeline's sync then reads this
-    connection's rows.
-
-    Why: the server runs the two statements at once and the one that ends first was waited for
-    in vain — at 100k frames the keyword statement takes about twice the vector lane's, whose
-    rows (fetched, turned into hits) were read only after it. Read as they arrive, that work is
-    done while the keyword statement still runs (``benchmarks/README.md``)."""
-    lane_socket = lane.awaited_socket()
-    info = engine_info(conn.engine)
-    if lane_socket is None or not info.first_rows:
-        return
-    try:
-        request_rows(dbapi_conn)
-        pgconn = dbapi_conn.pgconn
-        deadline = time.monotonic() + FIRST_ROWS_WAIT
-        while True:
-            pgconn.consume_input()
-            if not pgconn.is_busy() or lane.collect_if_arrived():
-                return
-            left = deadline - time.monotonic()
-            if left <= 0:
-                info.first_rows = False
-                log.info("no rows within %.1f s of a flush request: this engine's searches read "
-                         "their lanes' rows in order from now on", FIRST_ROWS_WAIT)
-                return
-            select.select([pgconn.socket, lane_socket], [], [], left)
-    except conn.dialect.loaded_dbapi.Error:
-        # This connection failed: the pipeline's sync meets the same failure and raises it as
-        # a statement's (the lane keeps its own outcome for its result()).
-        return
-
-
-def sends_ahead(conn: Connection) -> bool:
-    """Whether a statement can be sent on ``conn`` without waiting for its rows: psycopg
-    (pipeline mode), and the connection in autocommit (the statement must not open a
-    transaction the pool would then find on the connection)."""
-    return (conn.dialect.driver == "psycopg"
-            and conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT")
-
-
-def run_lane(executor: Executor, sql: str, params: dict[str, Any]) -> list[Any]:
-    """Run one lane statement (``:name`` binds, as for ``text()``) on the DBAPI cursor of
-    ``executor``'s connection, inside its transaction; the driver's rows (see
-    :func:`frame_hits`).
-
-    Why not ``session.execute(text(...))``: SQLAlchemy's per-statement execution context (result
-    metadata, row objects, processors) cost about 0.25 ms a statement, a fifth of a whole search
-    at 10k frames (``benchmarks/search_latency.py``). The statement is compiled once per shape by
-    SQLAlchemy itself (paramstyle, typed time binds); errors are wrapped as SQLAlchemy's
-    ``DBAPIError`` subclasses like any other statement's, and a lost connection is invalidated.
-    """
-    conn = connection_of(executor)
-    statement, args = driver_statement(conn.dialect, sql, params)
-    lane = _BESIDE.get()
-    if lane is not None and sends_ahead(conn):
-        _BESIDE.set(None)
-        return _run_in_pipeline(conn, [(statement, args)], selects=True, beside=lane)[0]
-    return _run_on_cursor(conn, statement, args, selects=True)
-
-
-def run_statement(executor: Executor, statement: Executable, params: dict[str, Any]
-                  ) -> list[Any]:
-    """Run a prebuilt Core ``statement`` (a module constant, built once) on the DBAPI cursor of
-    ``executor``'s connection, as :func:`run_lane` runs a lane's text; the driver's rows.
-
-    For the one-row writes called once per memory (``frames.create_i``): their execution
-    contexts cost SQLAlchemy more than SQLite spent running them (``benchmarks/README.md``,
-    ingest vs the floor). SQLAlchemy compiles the statement once per dialect and schema
-    translation (the store's schema rendered in), with its bind processors and its literal
-    values; a parameter missing from ``params`` is a ``KeyError`` before anything runs.
-    """
-    return run_statements(executor, [(statement, params)])[0]
-
-
-def run_statements(executor: Executor, statements: Sequence[tuple[Executable, dict[str, Any]]]
-                   ) -> list[list[Any]]:
-    """:func:`run_statement` for several statements, in order; each one's rows. On Postgres
-    (psycopg) they go in one pipeline: one round trip for all of them, each still run by the
-    server after the one before it has finished, with its own snapshot (READ COMMITTED) — a
-    statement after a lock sees what was committed before the lock was granted. An error in
-    one skips the rest and is raised (the caller's transaction is then rolled back)."""
-    conn = connection_of(executor)
-    prepared = [(_compiled(conn, statement), params) for statement, params in statements]
-    jobs = [(compiled.sql, _driver_args(compiled, params)) for compiled, params in prepared]
-    if len(jobs) == 1 or conn.dialect.driver != "psycopg":
-        return [_run_on_cursor(conn, sql, args) for sql, args in jobs]
-    return _run_in_pipeline(conn, jobs)
-
-
-def _compiled(conn: Connection, statement: Executable) -> _Compiled:
-    translate = conn.get_execution_options().get("schema_translate_map")
-    key = (id(statement), conn.dialect.name, conn.dialect.driver,
-           tuple(sorted((translate or {}).items(), key=repr)))
-    prepared = _STATEMENTS.get(key)
-    if prepared is None or prepared[0] is not statement:
-        prepared = (statement, _prepare_compiled(statement, conn.dialect, translate))
-        if len(_STATEMENTS) > 1024:  # a handful of statements and schemas in practice
-            _STATEMENTS.clear()
-        _STATEMENTS[key] = prepared
-    return prepared[1]
-
-
-def _driver_args(compiled: _Compiled, params: dict[str, Any]) -> Any:
-    values = {name: params[name] if name not in compiled.literals else compiled.literals[name]
-              for name in compiled.names}
-    for name, process in compiled.binds:
-        if values[name] is not None:
-            values[name] = process(values[name])
-    return [values[name] for name in compiled.names] if compiled.positional else values
-
-
-@dataclass(frozen=True)
-class _Compiled:
-    sql: str
-    names: tuple[str, ...]  # the bind names, in order for a positional paramstyle
-    positional: bool
-    binds: tuple[tuple[str, Callable[[Any], Any]], ...]  # binds with a type processor
-    literals: dict[str, Any]  # the values the statement itself holds ('I', -1, ...)
-
-
-_STATEMENTS: dict[tuple[Any, ...], tuple[Executable, _Compiled]] = {}
-
-
-def _prepare_compiled(statement: Executable, dialect: Dialect,
-                      translate: dict[str | None, str | None] | None) -> _Compiled:
-    compiled = statement.compile(  # type: ignore[attr-defined]  # every Core statement has it
-        dialect=dialect, schema_translate_map=translate, render_schema_translate=True)
-    names = (tuple(compiled.positiontup or ()) if compiled.positional
-             else tuple(dict.fromkeys(compiled.bind_names.values())))
-    binds = []
-    literals = {}
-    for name in dict.fromkeys(names):
-        bind = compiled.binds[name]
-        process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-        if process is not None:
-            binds.append((name, process))
-        if not bind.required:
-            literals[name] = bind.effective_value
-    return _Compiled(compiled.string, names, compiled.positional, tuple(binds), literals)
-
-
-def _begin(conn: Connection) -> None:
-    if not conn.in_transaction() and conn.get_execution_options().get(
-            "isolation_level") != "AUTOCOMMIT":
-        # The begin hook (BEGIN DEFERRED/IMMEDIATE on SQLite) runs as for execute(). A connection
-        # in autocommit (Postgres reads, :meth:`~waggle_store.unitofwork.Database.read_connection`)
-        # has no transaction to begin: SQLAlchemy's begin and commit there only keep its books.
-        conn.begin()
-
-
-def _run_in_pipeline(conn: Connection, jobs: list[tuple[str, Any]], *, selects: bool = False,
-                     beside: PendingLane | None = None) -> list[list[Any]]:
-    """Each job's rows, the jobs sent in one psycopg pipeline; ``beside`` sent once they are
-    out, and its rows read if they arrive first (:func:`beside_next_statement`); ``selects``:
-    as for :func:`_run_on_cursor`."""
-    _begin(conn)
-    dbapi_conn: Any = conn.connection.dbapi_connection
-    cursors = [dbapi_conn.cursor() for _ in jobs]
-    try:
-        with dbapi_conn.pipeline():
-            for cursor, (sql, args) in zip(cursors, jobs, strict=True):
-                cursor.execute(sql, args)
-            if beside is not None:
-                beside.send()
-                _first_rows(conn, dbapi_conn, beside)
-        # Leaving the block synced the pipeline: every result has arrived.
-        return [cursor.fetchall() if selects or cursor.description is not None else []
-                for cursor in cursors]
-    except conn.dialect.loaded_dbapi.Error as exc:
-        # (An error arrives at the sync, not at its statement's execute: all are named.)
-        params = [args for _, args in jobs]
-        raise_driver_error(conn, exc, ";\n".join(sql for sql, _ in jobs),
-                           params if len(jobs) > 1 else params[0])
-    finally:
-        for cursor in cursors:
-            cursor.close()
-
-
-def _run_on_cursor(conn: Connection, statement: str, args: Any, *, selects: bool = False
-                   ) -> list[Any]:
-    """``statement`` on a cursor of ``conn``'s DBAPI connection; its rows (none for a statement
-    that returns none). ``selects``: it is a query (a lane's ``SELECT`` / ``WITH``), so its rows
-    are fetched without asking ``cursor.description`` first, which psycopg builds as a list of
-    column objects, one per column (~17 µs a lane statement of 18 columns, measured on 2 vCPUs)."""
-    _begin(conn)
-    dialect = conn.dialect
-    dbapi_conn = conn.connection.dbapi_connection
-    cursor = dbapi_conn.cursor()  # type: ignore[union-attr]
-    try:
-        cursor.execute(statement, args)
-        rows: list[Any] = (cursor.fetchall()  # type: ignore[assignment]  # DBAPI: rows
-                           if selects or cursor.description is not None else [])
-    except dialect.loaded_dbapi.Error as exc:
-        raise_driver_error(conn, exc, statement, args, cursor)
-    finally:
-        cursor.close()
-    return rows
-
-
-def raise_driver_error(conn: Connection, exc: Any, statement: str, args: Any,
-                       cursor: Any = None) -> NoReturn:
-    """Raise the driver's ``exc`` (its ``Error``, caught by the caller, from work on ``conn``'s
-    DBAPI connection outside SQLAlchemy's execution) as SQLAlchemy raises a statement's: a
-    ``DBAPIError`` subclass, and a lost connection invalidated (``connection_invalidated``), so
-    callers tell a lost connection from a failing statement as for any other."""
-    dialect = conn.dialect
-    lost = dialect.is_disconnect(exc, conn.connection.dbapi_connection, cursor)
-    if lost:
-        conn.invalidate(exc)
-    raise sa_exc.DBAPIError.instance(
-        statement,
-        args,
-        exc,
-        dialect.loaded_dbapi.Error,
-        connection_invalidated=lost,
-        dialect=dialect,
-    ) from exc
-
-
-def timed(sql: str) -> TextClause:
-    """``text(sql)`` with the time parameters typed as the ``created_at`` column."""
-    clause = text(sql)
-    binds = [
-        bindparam(name, type_=_TS) for name in ("since", "until") if re.search(rf":{name}\b", sql)
-    ]
-    return clause.bindparams(*binds) if binds else clause
 
 
 def like_search(

@@ -131,8 +131,7 @@ PINNED_SEARCH_PATH: Final = "SET search_path FROM CURRENT"
 #: created_at)``, filtered and sorted" the same as the ``(mind_id, gop_id, t)`` seek, may take
 #: it, and keeps it until an ANALYZE of the table invalidates it. Every written frame then read
 #: all of its mind's frames: a new store's first ingest was quadratic until autovacuum's first
-#: analyze (measured: 37 → 320 ms per 250 frames over 5,000 frames with autoanalyze held off,
-#: flat at 48–74 ms with per-row plans; ``benchmarks/README.md``). A custom plan sees the values
+#: analyze. A custom plan sees the values
 #: and the table's current size, and costs a few tens of microseconds of planning per row.
 CUSTOM_PLANS: Final = "SET plan_cache_mode = force_custom_plan"
 CONTEXT_GIN_INDEX: Final = f"ix_{T_FRAMES}_context_tsv"

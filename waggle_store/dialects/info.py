@@ -27,13 +27,6 @@ class EngineInfo:
     #: True for an engine one of waggle_store's factories built (its connect/begin hooks do
     #: what waggle_store needs); False for a host's own engine, configured per transaction.
     configured: bool = False
-    #: True when every connection starts with pgvector's search settings (``hnsw.ef_search``,
-    #: ``hnsw.iterative_scan``) as startup options, so a search need not set them.
-    hnsw_options: bool = False
-    #: False once a search's two statements, sent with flush requests, brought no rows back
-    #: within ``common.FIRST_ROWS_WAIT`` (a connection pooler that holds rows until a sync, or
-    #: statements slower than that): its searches then read their lanes' rows in order.
-    first_rows: bool = True
 
 
 #: Weak keys: an engine the caller dropped takes its info with it.

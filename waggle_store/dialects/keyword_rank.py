@@ -11,17 +11,15 @@ term counts once, and among frames with the same score the shorter one goes firs
 the content plus the context, in UTF-8 bytes), then the lower id. The score is positive, bigger
 is better. Bytes, not characters: both databases know a text's byte length without reading it
 through (``octet_length``; a BLOB's length in SQLite), while counting characters walks every
-candidate's text — 0.9–1.0 ms of a 6.4-ms Postgres keyword statement at 100k frames
-(``benchmarks/README.md``). The order differs only among tied frames of non-ASCII text.
+candidate's text. The order differs only among tied frames of non-ASCII text.
 
 Why one formula: a mind exported from one dialect and imported into the other must search the
 same. SQLite's FTS5 ``bm25()`` (BM25F over the two columns) and Postgres's tsvector
 ranking cannot be made to agree, but both backends can say *which* frames match a term in which
 column, and the rest is arithmetic each does in SQL with the same IEEE operations in the same
-order. Why this formula rather than bm25: ``ts_rank_cd`` had no term rarity (LoCoMo dev
-recall@10 0.544), and ``k1 = 1.2, b = 0.75`` or an idf-weighted ``ts_rank_cd`` ranked no better
-than ``k1 = 0`` on Postgres (``benchmarks/README.md``); frames are single turns or notes, where a
-repeated term is rare.
+order. Why this formula rather than bm25: ``ts_rank_cd`` has no term rarity, and
+``k1 = 1.2, b = 0.75`` ranks no better than ``k1 = 0`` on conversation memories, whose frames are
+single turns or notes, where a repeated term is rare.
 
 The tokenizers still differ: Postgres's ``english`` configuration drops its stop words from the
 query and the documents, FTS5's ``porter unicode61`` keeps every word. A query term made only of
@@ -32,13 +30,13 @@ split, which changes which frames match a term only for rare words.
 
 ``N`` is counted by the lane's statement (an index-only scan of the minds' frames) while the
 minds hold fewer than :data:`FRAME_COUNT_EXACT_BELOW` frames; above that the count costs more than
-the rest of the search (12 ms of 14 at 100k frames on Postgres), so the last count is reused for
+the rest of the search, so the last count is reused for
 :data:`FRAME_COUNT_TTL` seconds (:class:`FrameCounts`; idf moves with ``ln N``: frames added
 meanwhile shift every term's weight alike and by a hair) and never taken below the number of
 frames matching a term. A store that owns its connections goes on using an expired count and has
 it recounted on a thread of its own (:meth:`FrameCounts.due`, ``search/engine.py``): an agent
 searches now and then, and every search more than a minute after the last would otherwise pay
-the count (3.4 ms of a SQLite search at 100k frames, ~5 ms of a Postgres one).
+the count.
 
 A *common* term's ``df`` (one that a sixteenth of the frames and at least
 :data:`COMMON_TERM_FRAMES` hold: a speaker's name, a word the mind says all the time) is reused
@@ -54,15 +52,22 @@ an index on the length: migration 0008) instead of reading and sorting every fra
 from __future__ import annotations
 
 import os
-import re
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from waggle_store.dialects.base import T_FRAMES, Executor, LaneFilter
-from waggle_store.dialects.common import frame_filters, frame_select, run_lane
-from waggle_store.dialects.context_index import CONTEXT_WEIGHT
+from waggle_store.dialects.common import frame_filters, run_lane
+from waggle_store.dialects.keyword_sql import idf_sql as idf_sql
+from waggle_store.dialects.keyword_sql import ranked_page_sql as ranked_page_sql
+from waggle_store.dialects.keyword_sql import score_sql as score_sql
+from waggle_store.dialects.keyword_sql import shortest_page_sql as shortest_page_sql
+from waggle_store.dialects.keyword_sql import weights_sql as weights_sql
+from waggle_store.dialects.stop_words import (
+    POSTGRES_ENGLISH_STOP_WORDS as POSTGRES_ENGLISH_STOP_WORDS,
+)
+from waggle_store.dialects.stop_words import only_stop_words as only_stop_words
 
 _K = TypeVar("_K")
 
@@ -72,14 +77,11 @@ FRAME_COUNT_EXACT_BELOW: Final = 5000
 FRAME_COUNT_TTL: Final = 60.0
 #: A query term at least this many frames of the searched minds hold, and at least
 #: :data:`COMMON_TERM_SHARE` of them, is *common* (:class:`TermCounts`). Fewer frames: reading
-#: them costs the lane a millisecond or two. The share: a common term's weight (its idf) must
-#: stay below what the frames holding the query's rarer terms score, or the page found without
-#: its frames is not kept and the lane runs twice. A term in a sixteenth of the frames or more
-#: weighs at most ``ln 16`` ≈ 2.8, under what a frame holding a term of fewer than 1 in 250
-#: frames scores (≥ 5.5). Measured at 100k frames: with no share (1,000 frames alone) the
-#: default queries' terms of 1–4 % became common and most three-term queries ran twice; with a
-#: sixteenth, a word in 9 % of the frames went from 52–57 ms to 10–12 ms and no query of 100
-#: ran twice (``benchmarks/README.md``).
+#: them costs the lane little. The share: a common term's weight (its idf) must stay below what
+#: the frames holding the query's rarer terms score, or the page found without its frames is not
+#: kept and the lane runs twice. A term in a sixteenth of the frames or more weighs at most
+#: ``ln 16`` ≈ 2.8, under what a frame holding a term of fewer than 1 in 250 frames scores
+#: (≥ 5.5).
 COMMON_TERM_FRAMES: Final = 1000
 COMMON_TERM_SHARE: Final = 1 / 16
 #: A query of common terms only walks at most this many times its page's frames, shortest first,
@@ -89,51 +91,6 @@ COMMON_TERM_SHARE: Final = 1 / 16
 #: expects at least twice its page; fewer found (rarer combinations of terms, a narrow filter)
 #: and the whole lane runs after the walk.
 SHORTEST_WALK: Final = 64
-
-#: PostgreSQL's ``english`` stop words (``tsearch_data/english.stop``, the Snowball list),
-#: which ``to_tsvector``/``plainto_tsquery`` drop before stemming.
-# fmt: off
-POSTGRES_ENGLISH_STOP_WORDS: Final[frozenset[str]] = frozenset((
-    "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your", "yours",
-    "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself",
-    "it", "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which",
-    "who", "whom", "this", "that", "these", "those", "am", "is", "are", "was", "were", "be",
-    "been", "being", "have", "has", "had", "having", "do", "does", "did", "doing", "a", "an",
-    "the", "and", "but", "if", "or", "because", "as", "until", "while", "of", "at", "by", "for",
-    "with", "about", "against", "between", "into", "through", "during", "before", "after",
-    "above", "below", "to", "from", "up", "down", "in", "out", "on", "off", "over", "under",
-    "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all",
-    "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "nor", "not",
-    "only", "own", "same", "so", "than", "too", "very", "s", "t", "can", "will", "just", "don",
-    "should", "now",
-))
-# fmt: on
-
-#: A word as both tokenizers cut one: a run of letters and digits (``_`` separates, as in FTS5's
-#: unicode61 and Postgres's parser).
-_WORD = re.compile(r"[^\W_]+")
-
-
-def only_stop_words(term: str) -> bool:
-    """Whether every word of ``term`` is a Postgres stop word: Postgres finds nothing for it."""
-    words = _WORD.findall(term.lower())
-    return bool(words) and all(w in POSTGRES_ENGLISH_STOP_WORDS for w in words)
-
-
-def idf_sql(n: str, df: str) -> str:
-    """``idf`` of a term matched by ``df`` of ``n`` frames, as SQL both dialects evaluate alike
-    (``n`` and ``df`` are integral; every step is a double operation)."""
-    return f"ln(1 + ({n} - {df} + 0.5) / ({df} + 0.5))"
-
-
-def score_sql(weights: Sequence[str], own: Sequence[str], anywhere: Sequence[str]) -> str:
-    """A frame's score: per term, its weight if matched in the frame's own words, else
-    ``CONTEXT_WEIGHT ×`` it if matched in the context (``anywhere``), summed left to right."""
-    return " + ".join(
-        f"CASE WHEN {h} THEN {w} WHEN {a} THEN {w} * {CONTEXT_WEIGHT!r} ELSE 0 END"
-        for w, h, a in zip(weights, own, anywhere, strict=True)
-    )
-
 
 def _count_sql(minds: str) -> str:
     """``N``: the frames of the minds (``minds``: their filter on ``f``), as every count of it
@@ -237,9 +194,8 @@ class TermCounts:
     :class:`FrameCounts` does for ``N`` (an adapter keeps one).
 
     Why: a query holding such a term (a speaker's name, in half a conversation's frames; a word
-    the mind says all the time) made the lane read every frame holding it, to count its ``df``
-    and score those frames: at 100k frames a word in 87 % of them cost 330–360 ms against ~12
-    for the same query without it, on both dialects (``benchmarks/README.md``). With its ``df``
+    the mind says all the time) would make the lane read every frame holding it, to count its
+    ``df`` and score those frames: a cost that follows the most common term. With its ``df``
     known, the lane runs as MaxScore does: its candidates are the frames holding any *other*
     term, and the common terms only add their weight to those. A frame holding only common
     terms scores at most the sum of their weights (``ub``); if the page so ranked is full and
@@ -325,35 +281,6 @@ class TermCounts:
         self._recounting.pop(key, None)
 
 
-def ranked_page_sql(score: str, filters: str, frame_columns: str, terms: int) -> str:
-    """The lane's last step on both dialects: candidates ``c`` scored with the idf row ``w``,
-    filtered, sorted by score, then length, then id, the page's frames read after the LIMIT (the
-    sort carries ids, not contents); each row ends with ``w``'s ``N``, the ``df`` of each of the
-    ``terms`` and ``ub`` (see :func:`lane_tail`)."""
-    tail = ", ".join(["n", *(f"d{i}" for i in range(terms)), "ub"])
-    return (
-        f"SELECT h.id, h.score, {frame_columns}, {_prefixed('h', tail)} FROM (SELECT c.id, "
-        f"{score} AS score, c.len, {_prefixed('w', tail)} FROM c, w WHERE {filters} "
-        f"ORDER BY score DESC, c.len, c.id LIMIT :limit) h "
-        f"JOIN {T_FRAMES} f ON f.id = h.id ORDER BY h.score DESC, h.len, h.id"
-    )
-
-
-def _prefixed(alias: str, columns: str) -> str:
-    return ", ".join(f"{alias}.{c}" for c in columns.split(", "))
-
-
-def weights_sql(counted: str, terms: int, common: Collection[int]) -> str:
-    """The idf row ``w`` from the row ``s`` of ``counted`` (``n`` and ``d0``…: ``N`` and each
-    term's ``df``): ``n``, each term's weight ``w<i>`` and ``df`` ``d<i>``, and ``ub``, the most a
-    frame holding none of the other terms can score: the sum of the ``common`` terms' weights
-    (0.0 without any; see :class:`TermCounts`)."""
-    idf = ", ".join(f"{idf_sql('s.n', f's.d{i}')} AS w{i}" for i in range(terms))
-    dfs = ", ".join(f"s.d{i}" for i in range(terms))
-    ub = " + ".join(f"x.w{i}" for i in sorted(common)) or "0.0"
-    return (f"SELECT x.*, {ub} AS ub FROM (SELECT s.n, {idf}, {dfs} FROM ({counted}) s) x")
-
-
 @dataclass
 class Walk:
     """The parts of a walk's statement (:func:`shortest_page_sql`) both adapters share."""
@@ -385,30 +312,6 @@ def walk_parts(frame_counts: FrameCounts, where: LaneFilter, terms: Sequence[str
         return Walk(params, minds, filters, f"({_count_sql(minds)})", True, None)
     params["n"] = known
     return Walk(params, minds, filters, ":n", False, known)
-
-
-def shortest_page_sql(counted: str, terms: int, walked: str, queries: str = "") -> str:
-    """The lane's page for a query of common terms only, on both dialects: the rows of
-    :func:`ranked_page_sql` (each term's ``df`` and ``N`` from ``counted``, as
-    :func:`weights_sql` reads them).
-
-    Every frame holding all the terms in its own words scores the sum of their weights, the most
-    any frame can (a term found only in the context weighs less), and equal scores go shortest
-    first (the dialect's ``TEXT_BYTES``, then the id). So when at least ``:limit`` frames hold
-    them all, the page is the ``:limit`` shortest such frames — the same frames, scores and order
-    as the whole lane's — which the adapter's ``walked`` statement finds (rows ``(id, len)``,
-    in that order) by walking the searched mind's frames in the order of the index on
-    ``(mind_id, length, id)`` (migration 0008), testing each, and stopping at its page, never past
-    the ``:walk``-th frame (:data:`SHORTEST_WALK` times the page) — not by reading
-    every frame holding a term (87 % of the mind for a speaker's name). A page it does not fill
-    is ranked again by the whole lane (:func:`keyword_rows`). ``queries``: CTEs the walk reads,
-    ending with a comma."""
-    tail = ", ".join(["n", *(f"d{i}" for i in range(terms)), "ub"])
-    return (
-        f"WITH {queries}w AS MATERIALIZED ({weights_sql(counted, terms, range(terms))}) "
-        f"SELECT h.id, w.ub, {frame_select()}, {_prefixed('w', tail)} FROM ({walked}) h "
-        f"JOIN {T_FRAMES} f ON f.id = h.id CROSS JOIN w ORDER BY h.len, h.id"
-    )
 
 
 def lane_tail(row: Sequence[Any], terms: int) -> tuple[int, list[int], float]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from functools import partial
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -28,16 +29,6 @@ SCHEMA_RE: Final = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 #: The setting a bound store's transactions carry (its mind's id), read by the row-level
 #: security policies of every table holding mind rows.
 BOUND_MIND_SETTING: Final = "waggle.bound_mind"
-#: pgvector's search settings for the vector lane, set once per connection at its start (a
-#: startup option, like the ``search_path``): the lane's default page (``limit=20``, over-fetched
-#: to 40) then needs no ``set_config`` statement, a round trip per search. Before pgvector's
-#: library is loaded in a session they are placeholders, which it adopts when it loads; a
-#: server without pgvector keeps them as inert placeholders. A host's own engine lacks them,
-#: and its searches set them per transaction as before (:mod:`waggle_store.dialects.postgres`).
-HNSW_EF_SEARCH: Final = 40
-HNSW_OPTIONS: Final = (
-    f"-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={HNSW_EF_SEARCH}"
-)
 
 #: A pooled connection checked in less than this many seconds ago is handed out without a ping
 #: (HikariCP's ``aliveBypassWindowMs`` is the same 500 ms): SQLAlchemy's ``pool_pre_ping`` pings
@@ -102,10 +93,15 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
     # timestamptz, the same instants in any session zone, and in UTC psycopg returns them with
     # ``datetime.UTC`` itself, which the models' UTCDateTime hands back as is (converting every
     # time read from a ZoneInfo zone cost a search ~0.15 ms).
-    connect_args["options"] = (
-        f"-c TimeZone=UTC {connect_args.get('options', '')} "
-        f"-c search_path={config.schema},public {HNSW_OPTIONS}"
-    )
+    if config.prepared_statements:
+        connect_args["options"] = (
+            f"-c TimeZone=UTC {connect_args.get('options', '')} "
+            f"-c search_path={config.schema},public"
+        )
+    else:
+        # Behind a transaction-pooling PgBouncer: no server-side prepared statements, and no
+        # startup options (PgBouncer refuses them): every transaction sets its own settings.
+        connect_args["prepare_threshold"] = None
     # libpq counts whole seconds and treats less than 2 as 2.
     connect_args.setdefault("connect_timeout", max(2, math.ceil(config.connect_timeout)))
     # The models' tables (schema "waggle") land in this engine's schema, for a host's ORM too.
@@ -114,12 +110,23 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
     engine = sa.create_engine(url, connect_args=connect_args, execution_options=options,
                               **kwargs)
     _ping_when_idle(engine)
+    if not config.prepared_statements:
+        sa.event.listen(engine, "begin", partial(_set_per_transaction, schema=config.schema))
     info = engine_info(engine)
     info.driver = engine.dialect.driver
     info.schema = config.schema
     info.configured = True
-    info.hnsw_options = True
     return engine
+
+
+def _set_per_transaction(conn: Connection, *, schema: str) -> None:
+    """What the startup options set on a connection of its own, for this transaction only:
+    behind a transaction pooler the next transaction may run on another server connection."""
+    conn.exec_driver_sql(
+        "SELECT set_config('search_path', %(path)s, true), "
+        "set_config('TimeZone', 'UTC', true)",
+        {"path": f'"{schema}", public'},
+    )
 
 
 def create_schema(connection: Connection, schema: str) -> None:

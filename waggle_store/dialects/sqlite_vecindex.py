@@ -123,12 +123,6 @@ class VectorIndex:
             # Candidates were refused: the next page of them (4x as many), by the exact scan.
             k, exact = min(found.k * 4, found.available), True
 
-    def start(self, executor: Executor, model_id: int, vector: Sequence[float],
-              where: LaneFilter, mind_id: int, limit: int) -> _Searched:
-        """:meth:`search`, run now, its answer read by ``result()`` (the adapter's deferred
-        vector lane reads it so)."""
-        return _Searched(self.search(executor, model_id, vector, where, mind_id, limit))
-
     def _has_log(self, executor: Executor) -> bool:
         if not self._log_ready:
             self._log_ready = has_log(executor)
@@ -207,13 +201,3 @@ class VectorIndex:
         for hit in hits:  # (the hits are this lane's own until returned)
             hit.score = pairs[int(hit.score)][1]
         return hits
-
-
-class _Searched:
-    """A search already run (:meth:`VectorIndex.start`)."""
-
-    def __init__(self, hits: list[LaneHit] | None) -> None:
-        self._hits = hits
-
-    def result(self) -> list[LaneHit] | None:
-        return self._hits

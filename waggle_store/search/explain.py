@@ -64,17 +64,9 @@ def rank_results(*, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
 
 
 class Ranking:
-    """:func:`rank_results` in steps, for a search whose lanes' rows arrive one after the other:
-    :meth:`take` each lane's hits as they come (each frame's relevance without a graph distance
-    is computed then), then :meth:`results`. The same results as :func:`rank_results` (which is
-    these steps in a row): what was computed ahead is what it would have computed.
-
-    Why: on Postgres the two lanes run on the server at once and one ends first (at 10k frames
-    the vector lane's statement takes longer than the keyword lane's); the ranking work that
-    needs only the first lane's hits, done while the client waits for the other, is no longer
-    done after it (``benchmarks/README.md``). Only work every search needs is done ahead: the
-    match score of frames that may not make the page, computed ahead, cost CPU and gained nothing
-    measurable."""
+    """:func:`rank_results` in steps: :meth:`take` each lane's hits (each frame's relevance
+    without a graph distance is computed then), then :meth:`results`. The same results as
+    :func:`rank_results`, which is these steps in a row."""
 
     __slots__ = ("_folded", "_frames", "_periods", "_profile", "_relevance", "_relevance_of")
 

@@ -1,15 +1,14 @@
 """Confidence-weighted Reciprocal Rank Fusion of the search lanes, normalised to ``[0, 1]``.
 
-**Base: RRF, k = 60, 0-based ranks** (DESIGN §5). A frame at rank ``r`` of a lane gets
+**Base: RRF, k = 60, 0-based ranks**. A frame at rank ``r`` of a lane gets
 ``k / (k + r)`` from that lane (1.0 at rank 0); the score is the sum over the lanes that ran,
-normalised so that the top of every lane scores 1.0 (below). The seed summed ``1/(k + rank)``
-and used that raw number as the score; it tops out at about 0.033 for two lanes, which made
-every downstream threshold (0.1, 0.6, 0.7) unreachable (reference §23.8). The seed-style sum is
-kept as ``raw`` for ``explain``.
+normalised so that the top of every lane scores 1.0 (below). The plain sum of ``1/(k + rank)``
+tops out at about 0.033 for two lanes, which would make every downstream threshold (0.1, 0.6,
+0.7) unreachable; it is kept as ``raw`` for ``explain``.
 
 **Confidence weights.** With k = 60 a lane's ranks are almost flat (rank 10 still gets 0.86), so
 plain RRF ranks "in both lanes, anywhere in the top 40" above "the clear best match of one lane",
-and loses to BM25 alone at k = 10 on the LoCoMo development set (``benchmarks/README.md``). Each
+and loses to BM25 alone at k = 10 on conversation memories (the LoCoMo development set). Each
 hit's term is therefore multiplied by a confidence in ``[0, 1]`` computed from *that lane's own
 raw scores for this query* (no constant fitted to a data set, no comparison of one lane's scale
 with another's):
@@ -72,7 +71,7 @@ __all__ = [
     "vector_confidence",
 ]
 
-#: The RRF constant of the seed and of DESIGN §5; ranks are 0-based, so rank 0 adds 1/60.
+#: The RRF constant; ranks are 0-based, so rank 0 adds 1/60.
 RRF_K: Final = 60
 #: A hit's confidence is its lane strength raised to this power (see the module docstring).
 CONFIDENCE_POWER: Final = 2

@@ -6,8 +6,8 @@ Decisions that compare a score with a fixed threshold — the linker's 0.1
 ``rrf_score`` weighs each keyword hit by its raw lane score relative to the lane's best (an idf
 sum, the same formula on both dialects, but over each backend's tokenizer and stemmer) and by
 its rank in that lane's order; these differed per backend (FTS5 bm25 on SQLite then), so the
-same data gave different decisions (issue 12, finding 9: ``related_frames`` was
-``[1]`` on SQLite and ``[]`` on Postgres, fused 0.145 against 0.058 around the 0.1 threshold).
+same data gave different decisions (``related_frames`` of one memory differed between SQLite
+and Postgres around the 0.1 threshold).
 Ranking may differ per backend; a yes/no decision must not.
 
 So the match score uses nothing a backend computes about text:

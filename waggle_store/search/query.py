@@ -8,8 +8,8 @@ Both of those re-tokenise the term with the same tokenizer that indexed the
 frames (FTS5 ``porter unicode61``; Postgres ``to_tsvector('english', ...)``), so a term only has to
 be *the same text the user typed*, trimmed of sentence punctuation, for the frame to be found.
 
-Why the seed's tokenizer is not kept (reference §7.1, §23.7): it deleted every non-ASCII ``\\w``
-character, so "Zürich" became "Zrich" and "node.js" became "nodejs" — tokens that neither index
+Why not an ASCII-only tokenizer: one that deletes every non-ASCII ``\\w``
+character turns "Zürich" into "Zrich" and "node.js" into "nodejs" — tokens that neither index
 contains. Here:
 
 * A *word character* is a Unicode letter, digit, combining mark or underscore, so accents and
@@ -60,9 +60,8 @@ __all__ = [
     "text_terms",
 ]
 
-#: The seed's stop-word list, exactly (reference §7.1), compared case-insensitively. DESIGN §5
-#: and the reference call it "60 stop words"; the list they give, like the seed's search.ts, has
-#: 65 distinct entries, and the list is what is ported.
+#: The stop words of Waggle's original search, exactly (65 distinct entries), compared
+#: case-insensitively.
 # fmt: off
 STOP_WORDS: Final[frozenset[str]] = frozenset((
     "the", "a", "an", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had",
@@ -221,7 +220,7 @@ def like_patterns(query: str) -> list[str]:
     """``%term%`` patterns for the LIKE fallback, ``\\``, ``%`` and ``_`` escaped with ``\\``.
 
     The fallback only runs when the keyword index itself fails, so it favours finding something
-    over precision, as the seed's B1 did (reference §7.2): no stop-word or length filter, and if
+    over precision: no stop-word or length filter, and if
     no token has a word character the whole (cleaned) query is the single pattern, so a query of
     only "😀" still finds frames containing it. Tokens keep their internal punctuation ("node.js",
     "e-mail") because LIKE matches substrings of the raw content, where the seed's "nodejs" would

@@ -1,16 +1,15 @@
 """Relevance of a frame independent of the query: recency, popularity, graph proximity, importance.
 
-Constants and profile weights are the seed's (reference §7.5), so a ported agent ranks the same
-way. What differs on purpose:
+Constants and profile weights are those of Waggle's original engine, so a ported agent ranks the
+same way. What differs on purpose:
 
 * Time is real: :func:`temporal_score` takes timezone-aware datetimes and compares instants. The
-  seed parsed SQLite timestamps as *local* time (reference §23.14), so the score depended on the
-  server's timezone. A naive datetime is taken to be UTC, which is how the store writes them.
-* The temporal score keys on ``last_accessed`` as the seed's B0 did (B2 switched to
-  ``created_at``): a frame an agent keeps recalling stays "recent", which is the point of
-  ``recall()`` touching what it returns.
-* An unknown profile is an :class:`InvalidInputError` naming the valid ones; the seed crashed
-  on undefined weights (reference §23.16). An unknown importance is an error too, rather than
+  original parsed SQLite timestamps as *local* time, so the score depended on the server's
+  timezone. A naive datetime is taken to be UTC, which is how the store writes them.
+* The temporal score keys on ``last_accessed`` (not ``created_at``): a frame an agent keeps
+  recalling stays "recent", which is the point of ``recall()`` touching what it returns.
+* An unknown profile is an :class:`InvalidInputError` naming the valid ones; the original
+  crashed on undefined weights. An unknown importance is an error too, rather than
   a NaN score that silently sorts anywhere.
 """
 
@@ -69,7 +68,7 @@ class ScoringProfile:
     importance: float
 
 
-#: The seed's four profiles, weights exactly as in reference §7.5.
+#: The four profiles, weights exactly as in Waggle's original engine.
 PROFILES: Final[Mapping[str, ScoringProfile]] = MappingProxyType(
     {
         "balanced": ScoringProfile("balanced", 0.4, 0.2, 0.2, 0.2),
