@@ -71,7 +71,7 @@ def export_(
     if vectors and fmt is not ExportFormat.waggle_jsonl:
         raise typer.BadParameter("vectors are exported in waggle-jsonl only",
                                  param_hint="--vectors")
-    with opts(ctx).store(embed=False) as store, progress("export") as update:
+    with opts(ctx).store(embed=False, read=True) as store, progress("export") as update:
         if fmt is ExportFormat.openfang:
             report = store.export_openfang(name, file, progress=update)
         else:
@@ -247,21 +247,21 @@ def _show_sources(title: str, sources: Sequence[ws.HarvestSource], as_json: bool
 @harvest_app.command("list")
 def harvest_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The mind's sources, most recently synced first."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=True) as mind:
         _show_sources("harvest sources", mind.harvest.sources(), as_json)
 
 
 @harvest_app.command("stale")
 def harvest_stale(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Auto-synced sources due for a sync (never synced, or not within their interval)."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=True) as mind:
         _show_sources("stale sources", mind.harvest.stale(), as_json)
 
 
 @harvest_app.command("remove")
 def harvest_remove(ctx: typer.Context, name: str) -> None:
     """Forget a source; the memories it brought in stay."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=True) as mind:
         if not mind.harvest.remove_source(name):
             raise Failure(f"no harvest source '{name}' in mind '{mind.name}'")
     typer.echo(f"removed source '{name}'")
@@ -291,7 +291,7 @@ def consolidate(
 ) -> None:
     """Decay salience, merge near-duplicate memories, prune faded ones. Running it twice the
     same day changes nothing the second time."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=dry_run) as mind:
         report = mind.consolidate(decay_rate=decay_rate, prune_below=prune_below,
                                   merge_similarity=merge_similarity, dry_run=dry_run)
     if as_json:

@@ -82,6 +82,8 @@ def sqlite_wal_reset_affected(version: tuple[int, int, int]) -> bool:
 
 
 _warned = False
+#: The start of the WAL-reset warning (a ``warnings`` filter's ``message`` pattern).
+WAL_RESET_WARNING = r"SQLite [0-9.]+ is affected by the WAL-reset bug"
 
 
 def _sqlite_driver() -> tuple[ModuleType, str, str | None]:

@@ -30,6 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy import func, select
 
 from waggle_store.context import MindContext
+from waggle_store.errors import InvalidInputError
 from waggle_store.models import (
     AwarenessRow,
     EntityMentionRow,
@@ -62,6 +63,17 @@ Destination = str | os.PathLike[str] | IO[str] | IO[bytes]
 Progress = Callable[[int, int], None]
 
 
+def check_destination(path: Path) -> None:
+    """:class:`InvalidInputError` before anything is read when ``path`` cannot be written as a
+    file: a directory, or in a directory that does not exist (nor one named as a file)."""
+    if path.is_dir():
+        raise InvalidInputError(f"cannot export to {str(path)!r}: it is a directory; "
+                                "give a file name")
+    if not path.parent.is_dir():
+        raise InvalidInputError(f"cannot export to {str(path)!r}: the directory "
+                                f"{str(path.parent)!r} does not exist")
+
+
 @contextmanager
 def open_destination(dest: Destination) -> Iterator[tuple[Callable[[str], object], str | None]]:
     """A ``write(text)`` for ``dest`` and its path. A path is written to ``<path>.part`` and
@@ -69,6 +81,7 @@ def open_destination(dest: Destination) -> Iterator[tuple[Callable[[str], object
     the real name; a file object is written as it is (text, or UTF-8 bytes)."""
     if isinstance(dest, (str, os.PathLike)):
         path = Path(dest)
+        check_destination(path)
         part = path.with_name(path.name + ".part")
         try:
             with open(part, "w", encoding="utf-8", newline="\n") as handle:
