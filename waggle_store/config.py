@@ -27,6 +27,10 @@ class StoreConfig:
     #: Seconds a new server connection may take (PostgreSQL's ``connect_timeout``): a port that
     #: accepts and never answers must fail ``open_store``, not hang it.
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    #: Milliseconds a PostgreSQL statement of the store waits for a lock (``lock_timeout``)
+    #: before it fails with StorageBusyError: a write through the store while the same thread
+    #: holds a transaction on the rows would otherwise wait for itself forever.
+    lock_timeout_ms: int = 30_000
 
     @classmethod
     def from_env(cls, url: str | None = None, schema: str | None = None) -> StoreConfig:
@@ -41,4 +45,5 @@ class StoreConfig:
             connect_timeout=float(
                 os.environ.get("WAGGLE_CONNECT_TIMEOUT") or DEFAULT_CONNECT_TIMEOUT
             ),
+            lock_timeout_ms=int(os.environ.get("WAGGLE_LOCK_TIMEOUT_MS") or 30_000),
         )

@@ -366,6 +366,11 @@ def open_store(
         config = replace(config, connect_timeout=float(connect_timeout))
     owns_engine = not isinstance(url, sa.Engine)
     if isinstance(url, sa.Engine):
+        if connect_timeout is not None:  # the host's engine has made its connect arguments
+            raise InvalidInputError(
+                "connect_timeout applies to a store opened from a URL; a host's Engine "
+                "connects with its own arguments: give its create_engine() the timeout "
+                "(connect_args={'connect_timeout': N} for psycopg, {'timeout': N} for sqlite3)")
         engine = url
         spec_of(engine)  # an Engine of another backend: UnsupportedDialectError
     else:

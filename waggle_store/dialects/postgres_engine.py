@@ -88,7 +88,8 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
     # time read from a ZoneInfo zone cost a search ~0.15 ms).
     connect_args["options"] = (
         f"-c TimeZone=UTC {connect_args.get('options', '')} "
-        f"-c search_path={config.schema},public {HNSW_OPTIONS}"
+        f"-c search_path={config.schema},public -c lock_timeout={int(config.lock_timeout_ms)} "
+        f"{HNSW_OPTIONS}"
     )
     # libpq counts whole seconds and treats less than 2 as 2.
     connect_args.setdefault("connect_timeout", max(2, math.ceil(config.connect_timeout)))
@@ -114,6 +115,9 @@ def lock_schema(connection: Connection, schema: str) -> None:
     """Serialise migrations of one schema across processes until the transaction ends:
     ``CREATE SCHEMA IF NOT EXISTS`` and the first ``CREATE TABLE`` race otherwise (unique
     violations on ``pg_namespace``), and a second migrator must see the first one's version."""
+    if engine_info(connection.engine).configured:
+        # A migrator waits for another's migration as long as it takes, not lock_timeout.
+        connection.exec_driver_sql("SET LOCAL lock_timeout = 0")
     connection.execute(
         sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"waggle_store:{schema}"}
     )
