@@ -28,7 +28,13 @@ from waggle_store.embeddings.metered import MeteredEmbedder, QuotaMeter
 from waggle_store.embeddings.quota import quota_status
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.engine import connect, create_engine, engine_info, read_only
-from waggle_store.errors import InvalidInputError, MigrationError, NotFoundError
+from waggle_store.errors import (
+    InvalidInputError,
+    MigrationError,
+    NotFoundError,
+    WaggleStoreWarning,
+    warn_at_caller,
+)
 from waggle_store.facade.usage import UsageAPI
 from waggle_store.mind import Mind
 from waggle_store.models import MindRow
@@ -396,4 +402,22 @@ def open_store(
         owns_engine=owns_engine,
     )
     store.embedder = store.metered(resolved)
+    if resolved is not None:
+        _warn_without_vectors(store)
     return store
+
+
+_vector_warnings: set[str] = set()
+
+
+def _warn_without_vectors(store: Store) -> None:
+    """A store given an embedder on a database without a vector backend (PostgreSQL without
+    pgvector, SQLite without sqlite-vec) warns once per process and reason: its memories stay
+    ``pending`` and its searches keyword-only until the backend is there."""
+    with store.read() as session:
+        if store.adapter.vector_backend_available(session):
+            return
+        reason = store.adapter.vector_off_reason(session)
+    if reason not in _vector_warnings:
+        _vector_warnings.add(reason)
+        warn_at_caller(reason, WaggleStoreWarning)

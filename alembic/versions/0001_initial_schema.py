@@ -13,7 +13,12 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from alembic import op
-from waggle_store.errors import MigrationError
+from waggle_store.errors import (
+    PGVECTOR_NOT_INSTALLED,
+    MigrationError,
+    WaggleStoreWarning,
+    warn_at_caller,
+)
 
 revision: str = '0001'
 down_revision: str | Sequence[str] | None = None
@@ -331,8 +336,14 @@ def _create_tsvector_index() -> None:
     if available:
         installed = bind.exec_driver_sql("SELECT 1 FROM pg_extension WHERE extname = 'vector'").scalar()
         if not installed:
-            with bind.begin_nested():
-                bind.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
+            try:
+                with bind.begin_nested():
+                    bind.exec_driver_sql(
+                        "CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
+            except sa.exc.DBAPIError as exc:
+                if getattr(exc.orig, "sqlstate", None) != "42501":  # insufficient privilege
+                    raise
+                warn_at_caller(PGVECTOR_NOT_INSTALLED, WaggleStoreWarning)
     op.execute(
         "ALTER TABLE memory_frames ADD COLUMN content_tsv tsvector "
         "GENERATED ALWAYS AS (to_tsvector('english', content)) STORED"

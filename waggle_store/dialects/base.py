@@ -227,6 +227,10 @@ class SearchAdapter(Protocol):
         """Cheap (cached) check used on every search; ``capabilities`` says why not."""
         ...
 
+    def vector_off_reason(self, session: Executor) -> str:
+        """Why :meth:`vector_backend_available` is false, and how to fix it, in one line."""
+        ...
+
     def in_values(
         self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]
     ) -> ColumnElement[bool]:

@@ -164,6 +164,10 @@ class SQLiteAdapter:
             connection_of(session)  # no connection made yet: the probe runs on connect
         return bool(info.vector_extension)
 
+    def vector_off_reason(self, session: Executor) -> str:
+        info = engine_info(self.engine)
+        return f"vector search off: {info.vector_reason or 'sqlite-vec is not loaded'}"
+
     def in_values(self, column: ColumnElement[Any], name: str,
                   type_: TypeEngine[Any]) -> ColumnElement[bool]:
         return column.in_(bindparam(name, expanding=True, type_=type_))
