@@ -35,7 +35,8 @@ def test_postgres_without_pgvector_warns_and_says_why_vectors_stay_pending(
         assert any("pgvector" in s for s in said), said
         result = store.mind("m").cognify("a memory that cannot have a vector here")
         assert result.vector_status == "pending"
-        assert result.vector_error is not None and "pgvector" in result.vector_error
+        assert result.vector_error is not None
+        assert "pgvector" in result.vector_error
 
 
 @only_sqlite
@@ -48,7 +49,8 @@ def test_sqlite_without_sqlite_vec_warns_and_says_why(target: Target) -> None:
                 pytest.skip("this Python's sqlite3 loads sqlite-vec")
             assert any("sqlite-vec" in s for s in said), said
             result = store.mind("m").cognify("a memory without sqlite-vec")
-            assert result.vector_error is not None and "sqlite" in result.vector_error
+            assert result.vector_error is not None
+            assert "sqlite" in result.vector_error
     finally:
         plain.dispose()
 
@@ -79,7 +81,8 @@ def test_a_role_that_may_not_install_pgvector_opens_keyword_only(
     store, said = _opened_with_warnings(role_without_create_extension, embedder="hashing")
     with store:
         health = store.health()
-        assert health.keyword_search and not health.vector_search
+        assert health.keyword_search
+        assert not health.vector_search
         assert any("CREATE EXTENSION vector" in r for r in health.reasons), health.reasons
         assert any("CREATE EXTENSION vector" in s for s in said), said
         hit = store.mind("m").cognify("kept without a vector")
