@@ -291,7 +291,13 @@ def upgrade(bind: Bind, revision: str = "head", *, schema: str | None = None) ->
 def downgrade(bind: Bind, revision: str, *, schema: str | None = None) -> None:
     """Downgrade to ``revision`` (``"base"`` drops every waggle_store table: it must be asked
     for by name, there is no default)."""
-    _run("downgrade", bind, schema, lambda c: _migrate(c, schema, revision, up=False))
+    def _down(conn: sa.Connection) -> None:
+        _migrate(conn, schema, revision, up=False)
+        if revision == "base":  # nothing of the store is left, its version table included
+            sa.Table(VERSION_TABLE, sa.MetaData(), schema=store_schema(conn, schema)).drop(
+                conn, checkfirst=True)
+
+    _run("downgrade", bind, schema, _down)
 
 
 def _migration_context(conn: sa.Connection, schema: str | None) -> MigrationContext:

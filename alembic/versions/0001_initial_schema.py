@@ -367,6 +367,9 @@ def _drop_derived_indexes(dialect: str) -> None:
         ]
         for name in names:
             op.execute(f'DROP TABLE IF EXISTS "{name}"')
+        # The change log of the in-process vector index, made at runtime with the first vector
+        # write (its triggers go with the tables they are on).
+        op.execute("DROP TABLE IF EXISTS waggle_frame_vectors_log")
         for trigger in ("memory_frames_fts_ai", "memory_frames_fts_ad", "memory_frames_fts_au"):
             op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
         op.execute("DROP TABLE IF EXISTS memory_frames_fts")
