@@ -356,6 +356,7 @@ def check(bind: Bind, *, schema: str | None = None) -> list[Any]:
             if current(conn, schema=schema) is not None:  # an empty database has nothing derived
                 problems = get_adapter(conn.engine).verify_derived(conn)
                 diffs.extend(("broken_derived_object", p.name, str(p)) for p in problems)
+                diffs.extend(("orphan_rows", p) for p in get_adapter(conn.engine).orphan_rows(conn))
             return diffs
         finally:
             if ops is not None and previous is not None:

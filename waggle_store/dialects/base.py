@@ -344,6 +344,16 @@ class SearchAdapter(Protocol):
         """Delete keyword-index rows whose frame no longer exists; returns how many."""
         ...
 
+    def orphan_rows(self, session: Executor) -> list[str]:
+        """One sentence per store table with rows whose parent row is gone (a host's delete on
+        a SQLite connection with foreign keys off skips the cascades); PostgreSQL always
+        enforces them, so there are none."""
+        ...
+
+    def remove_orphan_rows(self, session: Session) -> int:
+        """Delete the rows :meth:`orphan_rows` counts (and what cascades from them)."""
+        ...
+
     # -- derived objects (waggle_store.dialects.derived) -------------------------------------
 
     def verify_derived(self, session: Executor) -> list[DerivedProblem]:

@@ -220,6 +220,12 @@ class PostgresAdapter:
             )
         return self._has_vector
 
+    def orphan_rows(self, session: Executor) -> list[str]:
+        return []  # foreign keys are always enforced: no delete skips its cascade
+
+    def remove_orphan_rows(self, session: Session) -> int:
+        return 0
+
     def vector_off_reason(self, session: Executor) -> str:
         available = session.execute(
             text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")

@@ -149,6 +149,7 @@ class SQLiteAdapter:
         problems = self.verify_derived(session)
         fts = not derived.keyword_broken(problems)
         reasons.extend(derived.derived_reasons(problems))
+        reasons.extend(sqlite_maint.orphan_rows(session))
         vec = bool(info.vector_extension)
         if vec:
             versions["sqlite_vec"] = str(session.execute(text("SELECT vec_version()")).scalar())
@@ -493,6 +494,12 @@ class SQLiteAdapter:
 
     def remove_keyword_orphans(self, session: Session) -> int:
         return sqlite_maint.remove_keyword_orphans(session)
+
+    def orphan_rows(self, session: Executor) -> list[str]:
+        return sqlite_maint.orphan_rows(session)
+
+    def remove_orphan_rows(self, session: Session) -> int:
+        return sqlite_maint.remove_orphan_rows(session)
 
     # -- derived objects ----------------------------------------------------------------------
 
