@@ -291,17 +291,34 @@ def consolidate(
 ) -> None:
     """Decay salience, merge near-duplicate memories, prune faded ones. Running it twice the
     same day changes nothing the second time."""
-    with opts(ctx).open_mind(embed=False, read=dry_run) as mind:
+    with opts(ctx).open_mind(embed=False, read=dry_run) as mind, \
+            progress("consolidate") as update:
         report = mind.consolidate(decay_rate=decay_rate, prune_below=prune_below,
-                                  merge_similarity=merge_similarity, dry_run=dry_run)
+                                  merge_similarity=merge_similarity, dry_run=dry_run,
+                                  progress=update)
+        # A dry run lists what a run would do to which memory; their text is still there.
+        rows: list[list[Any]] = []
+        if dry_run and not as_json:
+            rows += [["merge", m, into, _content(mind, m)] for m, into in report.merges]
+            rows += [["prune", p, "", _content(mind, p)] for p in report.pruned]
     if as_json:
         emit_json({**asdict(report), "dry_run": dry_run})
         return
+    if dry_run and rows:
+        table("what consolidate would do", ["action", "id", "into", "content"], rows)
     typer.echo(
         f"{'would process' if dry_run else 'processed'} {report.fragments_processed} memories: "
         f"{report.fragments_decayed} decayed, {report.fragments_merged} merged, "
         f"{report.fragments_deleted} deleted" + (" (dry run: nothing written)" if dry_run else "")
     )
+
+
+def _content(mind: ws.Mind, frame_id: int, width: int = 80) -> str:
+    frame = mind.frames.get(frame_id)
+    if frame is None:  # deleted meanwhile by another writer
+        return ""
+    text = " ".join(frame.content.split())
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def register(app: typer.Typer) -> None:

@@ -215,6 +215,15 @@ def test_consolidate_dry_run_reports_what_a_run_does(target: Any, tmp_path: Path
     assert dry["dry_run"] is True
     assert cli.json("stats")["frames"]["total"] == total, "a dry run writes nothing"
     assert cli.json("consolidate", "--dry-run") == dry
+    assert len(dry["merges"]) == 1
+    assert len(dry["pruned"]) == 2
+    listed = cli("consolidate", "--dry-run")
+    rows = [line.split("\t") for line in listed.stdout.splitlines()[1:] if "\t" in line]
+    assert sorted(r[0] for r in rows) == ["merge", "prune", "prune"]
+    assert all(r[3].startswith("Scratch:") for r in rows if r[0] == "prune")
+    assert [("Helios" in r[3], int(r[1]), int(r[2])) for r in rows if r[0] == "merge"] == [
+        (True, *dry["merges"][0])]
+    assert f"consolidate: {total}/{total}" in listed.stderr  # the progress's final count
     real = cli.json("consolidate")
     assert {k: v for k, v in real.items() if k != "dry_run"} == {
         k: v for k, v in dry.items() if k != "dry_run"}
