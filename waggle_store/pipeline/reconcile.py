@@ -154,8 +154,8 @@ def reconcile(
         # Rows whose mind (or other parent) a host deleted with foreign keys off: reported,
         # and removed with repair=True, like a broken derived object.
         stray = store.adapter.orphan_rows(session)
-        for problem in stray:
-            log.warning("reconcile: %s", problem)
+        for sentence in stray:
+            log.warning("reconcile: %s", sentence)
         orphans = store.adapter.remove_orphan_rows(session) if repair and stray else 0
         fts_fixed = store.adapter.repair_keyword_index(session, mind_id)
         orphans += store.adapter.remove_keyword_orphans(session)
