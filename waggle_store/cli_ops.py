@@ -203,9 +203,10 @@ def mcp(
 
     if http is not None:
         try:
-            parse_http(http)  # a bad address is a usage error, before any store is opened
+            host, port = parse_http(http)  # a bad address is a usage error, before any store
         except ws.InvalidInputError as exc:
             raise typer.BadParameter(str(exc), param_hint="--http") from exc
+        _check_free(host, port)
     if importlib.util.find_spec("mcp") is None:
         raise Failure("the MCP server needs the mcp extra: pip install 'waggle-store[mcp]'")
     from waggle_store.mcp import serve
@@ -214,13 +215,35 @@ def mcp(
     # the other commands leave out matters here.
     warnings.filterwarnings("default", message=WAL_RESET_WARNING)
     options = opts(ctx)
-    serve(
-        options.url,
-        schema=options.schema,
-        mind=options.mind_name,
-        http=http,
-        embedder=embedder_spec(options.embedder),
-    )
+    try:
+        serve(
+            options.url,
+            schema=options.schema,
+            mind=options.mind_name,
+            http=http,
+            embedder=embedder_spec(options.embedder),
+        )
+    except SystemExit as exc:  # the HTTP server's own exit (uvicorn: 3 when it cannot start)
+        if exc.code not in (None, 0):
+            raise Failure(f"the MCP server on {http} stopped (exit status {exc.code})") from exc
+
+
+def _check_free(host: str, port: int) -> None:
+    """:class:`Failure` (exit 1) when HOST:PORT cannot be bound, before a store is opened: the
+    port taken by another server, or an address not of this machine."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise Failure(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from exc
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise Failure(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from exc
 
 
 @ops_app.command()

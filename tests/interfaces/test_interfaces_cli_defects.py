@@ -4,6 +4,7 @@ exit code, and the output names no unknown value as ``None``."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +121,17 @@ def test_health_prints_no_none_embedder(target: Any, tmp_path: Path) -> None:
     cli.env.update(WAGGLE_EMBEDDER="auto", OLLAMA_HOST="http://127.0.0.1:9")
     cli.env.pop("OPENAI_API_KEY", None)
     assert "None" not in cli("health").stdout
+
+
+@pytest.mark.sqlite
+def test_a_busy_http_port_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    cli = cli_for(type("T", (), {"url": f"sqlite:///{tmp_path}/s.db", "schema": None})(),
+                  tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        failed = cli("mcp", "--http", f"127.0.0.1:{port}", code=1)
+    assert f"cannot serve on 127.0.0.1:{port}" in failed.stderr
+    assert len(failed.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "s.db").exists()  # refused before a store is opened
