@@ -5,7 +5,7 @@ Works on a URL, an Engine, or a caller's Connection. The scripts are found insid
 package (``waggle_store/_alembic``, copied there when the wheel is built) or, in a source
 checkout, in the repo's ``alembic/`` folder.
 
-Host safety (issue 11):
+Host safety:
 
 * :func:`upgrade` never runs ``env.py`` and never leaves Alembic's module proxies
   (``alembic.context``, ``alembic.op``) changed: it drives an

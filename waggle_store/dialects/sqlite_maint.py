@@ -33,7 +33,7 @@ from waggle_store.models.idioms import rowcount
 
 def vec_blob(vector: Sequence[float]) -> bytes:
     """vec0's native input, little-endian float32: what it would parse the JSON text into, at a
-    fraction of the cost of formatting and parsing 384 decimal numbers per vector (issue 15)."""
+    fraction of the cost of formatting and parsing 384 decimal numbers per vector."""
     floats = array("f", vector)
     if sys.byteorder == "big":
         floats.byteswap()
