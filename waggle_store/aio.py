@@ -237,18 +237,22 @@ class AsyncLayer:
 
     def __init__(self, store: AsyncStore, layer: object) -> None:
         self._store = store
-        self.sync = layer
+        self._layer = layer
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or name == "sync":  # not set yet (copy, pickle): no recursion
+        """The layer's method ``name``, awaited. ``sync`` is the layer's own ``sync`` method
+        where it has one (``await mind.harvest.sync("notes")``), else the sync layer itself."""
+        if name.startswith("_"):  # not set yet (copy, pickle): no recursion
             raise AttributeError(name)
-        return _wrap(self._store, self.sync, name, layers=False)
+        if name == "sync" and not callable(getattr(self._layer, "sync", None)):
+            return self._layer
+        return _wrap(self._store, self._layer, name, layers=False)
 
     def __dir__(self) -> list[str]:
-        return sorted(n for n in dir(self.sync) if not n.startswith("_"))
+        return sorted(n for n in dir(self._layer) if not n.startswith("_"))
 
     def __repr__(self) -> str:
-        return f"<AsyncLayer {type(self.sync).__name__}>"
+        return f"<AsyncLayer {type(self._layer).__name__}>"
 
 
 _PLAIN = (str, int, float, bool, bytes, type(None))

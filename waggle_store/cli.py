@@ -22,14 +22,17 @@ import waggle_store as ws
 from waggle_store import cli_lifecycle, cli_ops, cli_usage
 from waggle_store.cli_output import (
     Failure,
+    Importance,
     JsonOpt,
     Options,
+    Profile,
     emit_json,
     err,
     opts,
     progress,
     table,
 )
+from waggle_store.dialects.sqlite_engine import WAL_RESET_WARNING
 
 DEFAULT_URL = "sqlite:///./waggle.db"
 HELP = ("Durable memory for AI agents, on SQLite or PostgreSQL: save, search and manage an agent's "
@@ -100,13 +103,13 @@ def save(
     ctx: typer.Context,
     text: Annotated[str, typer.Argument(help="The memory to store.")],
     importance: Annotated[
-        str, typer.Option(help="critical, important, normal, temporary or deprecated.")
-    ] = "normal",
+        Importance, typer.Option(help="critical, important, normal, temporary or deprecated.")
+    ] = Importance.normal,
     as_json: JsonOpt = False,
 ) -> None:
     """Save a memory (cognify: stored, indexed, its entities linked)."""
     with opts(ctx).open_mind() as mind:
-        result = mind.cognify(text, importance=importance)
+        result = mind.cognify(text, importance=importance.value)
     if as_json:
         emit_json(result)
     else:
@@ -122,13 +125,13 @@ def search(
     query: str,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most N results.")] = 10,
     profile: Annotated[
-        str, typer.Option(help="balanced, recent, important or connected.")
-    ] = "balanced",
+        Profile, typer.Option(help="balanced, recent, important or connected.")
+    ] = Profile.balanced,
     as_json: JsonOpt = False,
 ) -> None:
     """Search memories (keyword + vector), best first."""
-    with opts(ctx).open_mind() as mind:
-        hits = mind.search(query, limit=limit, profile=profile)
+    with opts(ctx).open_mind(read=True) as mind:
+        hits = mind.search(query, limit=limit, profile=profile.value)
     if as_json:
         emit_json(
             [
@@ -157,7 +160,7 @@ def recent(
     as_json: JsonOpt = False,
 ) -> None:
     """The latest memories, newest first."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=True) as mind:
         frames = mind.frames.recent(limit)
     if as_json:
         emit_json(frames)
@@ -176,7 +179,7 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """One memory, with its metadata."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=True) as mind:
         frame = mind.frames.get(frame_id)
     if frame is None:
         raise Failure(f"no memory #{frame_id} in mind '{opts(ctx).mind_name}'")
@@ -189,7 +192,7 @@ def show(
 @app.command()
 def forget(ctx: typer.Context, frame_id: Annotated[int, typer.Argument(metavar="ID")]) -> None:
     """Delete one memory (its index rows and mentions go with it)."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=True) as mind:
         if mind.frames.get(frame_id) is None:
             raise Failure(f"no memory #{frame_id} in mind '{mind.name}'")
         mind.frames.delete(frame_id)
@@ -223,7 +226,7 @@ def identity(
         }.items()
         if v is not None
     }
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=not given) as mind:
         current = mind.identity.get()
         if given and current is not None:
             current = mind.identity.update(**given)
@@ -249,7 +252,7 @@ def awareness(
     as_json: JsonOpt = False,
 ) -> None:
     """Show the mind's active awareness items; --add or --clear change them."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=not (clear or add is not None)) as mind:
         if clear:
             err.print(f"removed {mind.awareness.clear()} item(s)")
         if add is not None:
@@ -273,7 +276,7 @@ def entities(
     as_json: JsonOpt = False,
 ) -> None:
     """Active entities of the knowledge graph whose name contains QUERY."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=True) as mind:
         found = mind.knowledge.search_entities(query, limit=limit)
     if as_json:
         emit_json(found)
@@ -284,7 +287,7 @@ def entities(
 @app.command()
 def stats(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Counts for the mind: memories by type and importance, entities by type."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=True) as mind:
         frames = mind.frames.stats()
         counts = mind.knowledge.entity_type_counts()
     data = {"mind": mind.name, "frames": frames, "entities": counts}
@@ -326,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
+        # One CLI command is one short process: the WAL-reset bug needs several processes
+        # writing one store at once, which `mcp` (a long-running server) is, and it says so.
+        warnings.filterwarnings("ignore", message=WAL_RESET_WARNING)
         warnings.showwarning = _show_warning
         try:
             result = command.main(args=argv, prog_name="waggle-store", standalone_mode=False)
@@ -343,6 +349,10 @@ def main(argv: list[str] | None = None) -> int:
             return exc.exit_code
         except (Failure, ws.WaggleStoreError) as exc:
             err.print(f"waggle-store: {exc}", markup=False)
+            return 1
+        except OSError as exc:  # a file the command reads or writes: one line, not a traceback
+            where = f": {exc.filename}" if exc.filename else ""
+            err.print(f"waggle-store: {exc.strerror or exc}{where}", markup=False)
             return 1
     return result if isinstance(result, int) else 0
 

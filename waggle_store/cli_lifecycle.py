@@ -71,7 +71,7 @@ def export_(
     if vectors and fmt is not ExportFormat.waggle_jsonl:
         raise typer.BadParameter("vectors are exported in waggle-jsonl only",
                                  param_hint="--vectors")
-    with opts(ctx).store(embed=False) as store, progress("export") as update:
+    with opts(ctx).store(embed=False, read=True) as store, progress("export") as update:
         if fmt is ExportFormat.openfang:
             report = store.export_openfang(name, file, progress=update)
         else:
@@ -254,21 +254,21 @@ def _show_sources(title: str, sources: Sequence[ws.HarvestSource], as_json: bool
 @harvest_app.command("list")
 def harvest_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The mind's sources, most recently synced first."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=True) as mind:
         _show_sources("harvest sources", mind.harvest.sources(), as_json)
 
 
 @harvest_app.command("stale")
 def harvest_stale(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Auto-synced sources due for a sync (never synced, or not within their interval)."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=True) as mind:
         _show_sources("stale sources", mind.harvest.stale(), as_json)
 
 
 @harvest_app.command("remove")
 def harvest_remove(ctx: typer.Context, name: str) -> None:
     """Forget a source; the memories it brought in stay."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=True) as mind:
         if not mind.harvest.remove_source(name):
             raise Failure(f"no harvest source '{name}' in mind '{mind.name}'")
     typer.echo(f"removed source '{name}'")
@@ -298,12 +298,21 @@ def consolidate(
 ) -> None:
     """Decay salience, merge near-duplicate memories, prune faded ones. Running it twice the
     same day changes nothing the second time."""
-    with opts(ctx).open_mind(embed=False) as mind:
+    with opts(ctx).open_mind(embed=False, read=dry_run) as mind, \
+            progress("consolidate") as update:
         report = mind.consolidate(decay_rate=decay_rate, prune_below=prune_below,
-                                  merge_similarity=merge_similarity, dry_run=dry_run)
+                                  merge_similarity=merge_similarity, dry_run=dry_run,
+                                  progress=update)
+        # A dry run lists what a run would do to which memory; their text is still there.
+        rows: list[list[Any]] = []
+        if dry_run and not as_json:
+            rows += [["merge", m, into, _content(mind, m)] for m, into in report.merges]
+            rows += [["prune", p, "", _content(mind, p)] for p in report.pruned]
     if as_json:
         emit_json({**asdict(report), "dry_run": dry_run})
         return
+    if dry_run and rows:
+        table("what consolidate would do", ["action", "id", "into", "content"], rows)
     typer.echo(
         f"{'would process' if dry_run else 'processed'} {report.fragments_processed} memories: "
         f"{report.fragments_decayed} decayed, {report.fragments_merged} merged, "
@@ -322,6 +331,14 @@ def purge(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         emit_json(asdict(report))
         return
     typer.echo(f"purged: {report.bytes_before} bytes before, {report.bytes_after} after")
+
+
+def _content(mind: ws.Mind, frame_id: int, width: int = 80) -> str:
+    frame = mind.frames.get(frame_id)
+    if frame is None:  # deleted meanwhile by another writer
+        return ""
+    text = " ".join(frame.content.split())
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def register(app: typer.Typer) -> None:

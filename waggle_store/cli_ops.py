@@ -8,6 +8,8 @@ main app.
 from __future__ import annotations
 
 import importlib.util
+import re
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,13 +20,16 @@ from waggle_store.cli_output import (
     Failure,
     JsonOpt,
     YesOpt,
+    embedder_line,
     embedder_spec,
     emit_json,
     err,
     opts,
     progress,
+    require_existing,
     table,
 )
+from waggle_store.dialects.sqlite_engine import WAL_RESET_WARNING
 
 ops_app = typer.Typer()
 minds_app = typer.Typer(help="List, create and drop minds (workspaces).", no_args_is_help=True)
@@ -37,7 +42,7 @@ migrate_app = typer.Typer(help="Run and inspect the schema migrations.", no_args
 def health(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """The store's health. Never creates a store: a missing one is a failure."""
     options = opts(ctx)
-    _require_existing(options.url)
+    require_existing(options.url)
     try:
         with options.store(upgrade=False) as store:
             report = store.health()
@@ -50,22 +55,11 @@ def health(ctx: typer.Context, as_json: JsonOpt = False) -> None:
                              ["keyword search", report.keyword_search],
                              ["vector search", report.vector_search]]
     rows += [[k, v] for k, v in sorted(report.versions.items())]
-    if report.embedder is not None:
-        rows.append(["embedder", f"{report.embedder.active_provider} / {report.embedder.model}"])
-        if report.embedder.reason:
-            rows.append(["embedder chosen", report.embedder.reason])
+    rows.append(["embedder", embedder_line(report.embedder)])
+    if report.embedder is not None and report.embedder.reason:
+        rows.append(["embedder chosen", report.embedder.reason])
     rows += [["note", reason] for reason in report.reasons]
     table("health", ["check", "value"], rows)
-
-
-def _require_existing(url: str) -> None:
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        database = parsed.database or ""
-        if database in ("", ":memory:") or not Path(database).exists():
-            raise Failure(f"no store at {url}")
 
 
 def _safe(url: str) -> str:
@@ -80,7 +74,7 @@ def _safe(url: str) -> str:
 @minds_app.command("list")
 def minds_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Every mind of the store."""
-    with opts(ctx).store(embed=False) as store:
+    with opts(ctx).store(embed=False, read=True) as store:
         infos = store.list_minds()
     if as_json:
         emit_json(infos)
@@ -119,13 +113,20 @@ def minds_drop(ctx: typer.Context, name: str, yes: YesOpt = False) -> None:
 
 
 @migrate_app.command("upgrade")
-def migrate_upgrade(ctx: typer.Context, revision: str = "head") -> None:
-    """Upgrade the schema (to head by default)."""
+def migrate_upgrade(
+    ctx: typer.Context,
+    rev: Annotated[str | None, typer.Argument(metavar="REV",
+                                              help="Target revision (default: head).")] = None,
+    revision: Annotated[str | None, typer.Option(hidden=True)] = None,
+) -> None:
+    """Upgrade the schema to REV (head by default)."""
     from waggle_store import migrate
 
+    if rev is not None and revision is not None and rev != revision:
+        raise typer.BadParameter("give the revision once", param_hint="REV")
     options = opts(ctx)
-    migrate.upgrade(options.url, revision, schema=options.schema)
-    typer.echo(f"at revision {migrate.current(options.url, schema=options.schema)}")
+    migrate.upgrade(options.url, rev or revision or "head", schema=options.schema)
+    typer.echo(_revision_line(migrate.current(options.url, schema=options.schema)))
 
 
 @migrate_app.command("vector-table")
@@ -158,6 +159,7 @@ def migrate_current(ctx: typer.Context) -> None:
     from waggle_store import migrate
 
     options = opts(ctx)
+    require_existing(options.url)
     typer.echo(str(migrate.current(options.url, schema=options.schema)))
 
 
@@ -167,12 +169,37 @@ def migrate_check(ctx: typer.Context) -> None:
     from waggle_store import migrate
 
     options = opts(ctx)
+    require_existing(options.url)
+    if migrate.current(options.url, schema=options.schema) is None:
+        raise Failure("the database has no waggle_store schema yet: "
+                      "run `waggle-store migrate upgrade`")
     diffs = migrate.check(options.url, schema=options.schema)
     for diff in diffs:
-        typer.echo(str(diff))
+        typer.echo(_diff_line(diff))
     if diffs:
         raise Failure(f"{len(diffs)} difference(s) between the models and the schema")
     typer.echo("schema matches the models")
+
+
+def _diff_line(diff: Any) -> str:
+    """One difference as words (``add_table waggle_minds``), not the objects' reprs."""
+    if isinstance(diff, list):
+        return "; ".join(_diff_line(d) for d in diff)
+    if isinstance(diff, tuple):
+        return " ".join(_object_name(part) for part in diff if part is not None)
+    return _object_name(diff)
+
+
+def _object_name(part: Any) -> str:
+    name = getattr(part, "name", None)
+    if isinstance(name, str):
+        table = getattr(getattr(part, "table", None), "name", None)
+        return f"{table}.{name}" if isinstance(table, str) else name
+    return str(part)
+
+
+def _revision_line(revision: str | None) -> str:
+    return f"at revision {revision}" if revision else "at base: no waggle_store tables are left"
 
 
 @migrate_app.command("downgrade")
@@ -186,7 +213,7 @@ def migrate_downgrade(ctx: typer.Context,
         raise typer.BadParameter("downgrading can delete data: add --yes", param_hint="--yes")
     options = opts(ctx)
     migrate.downgrade(options.url, revision, schema=options.schema)
-    typer.echo(f"at revision {migrate.current(options.url, schema=options.schema)}")
+    typer.echo(_revision_line(migrate.current(options.url, schema=options.schema)))
 
 
 @ops_app.command()
@@ -254,16 +281,43 @@ def mcp(
             allowed_origins=allowed_origin or (), harvest_roots=harvest_root or ())
     except ws.InvalidInputError as exc:  # a setting that cannot be served safely: usage error
         raise typer.BadParameter(str(exc)) from exc
+    if settings.http is not None:
+        _check_free(settings.http.host, settings.http.port)  # before any store is opened
     if importlib.util.find_spec("mcp") is None:
         raise Failure("the MCP server needs the mcp extra: pip install 'waggle-store[mcp]'")
     from waggle_store.mcp import serve
 
-    serve(
-        url or options.url,
-        schema=schema or options.schema,
-        embedder=embedder_spec(embedder or options.embedder),
-        settings=settings,
-    )
+    # Several servers (and CLI commands) may write one store at once: the WAL-reset warning
+    # the other commands leave out matters here.
+    warnings.filterwarnings("default", message=WAL_RESET_WARNING)
+    try:
+        serve(
+            url or options.url,
+            schema=schema or options.schema,
+            embedder=embedder_spec(embedder or options.embedder),
+            settings=settings,
+        )
+    except SystemExit as exc:  # the HTTP server's own exit (uvicorn: 3 when it cannot start)
+        if exc.code not in (None, 0):
+            raise Failure(f"the MCP server on {http} stopped (exit status {exc.code})") from exc
+
+
+def _check_free(host: str, port: int) -> None:
+    """:class:`Failure` (exit 1) when HOST:PORT cannot be bound, before a store is opened: the
+    port taken by another server, or an address not of this machine."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise Failure(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from exc
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise Failure(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from exc
 
 
 @ops_app.command()
@@ -288,19 +342,16 @@ def demo(
             f"{'on' if report.keyword_search else 'off'}, vector search "
             f"{'on' if report.vector_search else 'off'}"
         )
-        status = report.embedder
-        if status is not None:
-            typer.echo(
-                f"embedder: {status.active_provider} / {status.model} "
-                f"({status.dimensions} dims)"
-                + (f" — {status.last_error}" if status.last_error else "")
-            )
         for reason in report.reasons:
-            typer.echo(f"  note: {reason}")
+            if not re.match(WAL_RESET_WARNING, reason):  # one process: see main() in cli.py
+                typer.echo(f"  note: {reason}")
         mind = store.mind("demo")
         with progress("cognify") as update:
             result = mind.cognify_batch(list(SAMPLE_CONVERSATION), progress=update)
         stored = sum(1 for f in result.frame_ids if f is not None)
+        # "auto" chooses its provider at the first embedding: the line comes once it has.
+        typer.echo("embedder: " + embedder_line(
+            store.embedding_status() if store.embedder is not None else None))
         typer.echo(
             f"\ncognified {stored}/{len(SAMPLE_CONVERSATION)} turns"
             + (f", {len(result.failures)} failed: {result.failures}" if result.failures else "")

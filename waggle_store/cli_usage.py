@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 import waggle_store as ws
-from waggle_store.cli_output import Failure, JsonOpt, emit_json, opts, table
+from waggle_store.cli_output import Failure, JsonOpt, emit_json, existing_mind, opts, table
 
 usage_app = typer.Typer(help="Model usage (tokens, cost) per mind, and monthly budgets.",
                         no_args_is_help=True)
@@ -65,8 +65,8 @@ def usage_show(
 ) -> None:
     """Totals and totals by model, of the mind (or every mind), with the mind's budget."""
     options = opts(ctx)
-    with options.store(embed=False) as store:
-        mind = None if all_minds else store.mind(options.mind_name).name
+    with options.store(embed=False, read=True) as store:
+        mind = None if all_minds else existing_mind(store, options.mind_name).name
         totals = store.usage.totals(mind, since=since)
         models = store.usage.by_model(mind, since=since)
         budget = None if mind is None else store.usage.budget_status(mind)
@@ -84,7 +84,7 @@ def usage_show(
 @usage_app.command("ranking")
 def usage_ranking(ctx: typer.Context, since: SinceOpt = None, as_json: JsonOpt = False) -> None:
     """The minds by cost, highest first (minds without usage left out)."""
-    with opts(ctx).store(embed=False) as store:
+    with opts(ctx).store(embed=False, read=True) as store:
         ranking = store.usage.ranking(since=since)
     if as_json:
         emit_json(ranking)
@@ -101,8 +101,8 @@ def usage_daily(
 ) -> None:
     """Usage per UTC day with usage, oldest first."""
     options = opts(ctx)
-    with options.store(embed=False) as store:
-        mind = None if all_minds else store.mind(options.mind_name).name
+    with options.store(embed=False, read=True) as store:
+        mind = None if all_minds else existing_mind(store, options.mind_name).name
         found = store.usage.daily(mind, days=days)
     if as_json:
         emit_json(found)
@@ -125,8 +125,10 @@ def usage_budget(
     if set_usd is not None and remove:
         raise typer.BadParameter("give --set or --remove, not both", param_hint="--remove")
     options = opts(ctx)
-    with options.store(embed=False) as store:
-        mind = store.mind(options.mind_name)
+    changes = set_usd is not None or remove
+    with options.store(embed=False, read=not changes) as store:
+        mind = (store.mind(options.mind_name) if changes
+                else existing_mind(store, options.mind_name))
         if set_usd is not None or remove:
             store.usage.set_budget(mind, set_usd)
         status = store.usage.budget_status(mind)

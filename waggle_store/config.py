@@ -32,6 +32,10 @@ class StoreConfig:
     #: next transaction's server connection; the connections then also carry no startup
     #: ``options`` (which PgBouncer refuses) and each transaction sets the schema itself.
     prepared_statements: bool = True
+    #: Milliseconds a PostgreSQL statement of the store waits for a lock (``lock_timeout``)
+    #: before it fails with StorageBusyError: a write through the store while the same thread
+    #: holds a transaction on the rows would otherwise wait for itself forever.
+    lock_timeout_ms: int = 30_000
 
     @classmethod
     def from_env(cls, url: str | None = None, schema: str | None = None) -> StoreConfig:
@@ -46,4 +50,5 @@ class StoreConfig:
             connect_timeout=float(
                 os.environ.get("WAGGLE_CONNECT_TIMEOUT") or DEFAULT_CONNECT_TIMEOUT
             ),
+            lock_timeout_ms=int(os.environ.get("WAGGLE_LOCK_TIMEOUT_MS") or 30_000),
         )

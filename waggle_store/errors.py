@@ -57,6 +57,15 @@ class WaggleStoreWarning(UserWarning):
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+#: Why a PostgreSQL store runs keyword-only when its role may not install pgvector, and the fix.
+PGVECTOR_NOT_INSTALLED = (
+    "vector search off: the pgvector extension is available on this server but not installed "
+    "in this database, and this role may not install it: a superuser (or the database owner, "
+    "where pgvector is trusted) runs `CREATE EXTENSION vector;` in this database, then "
+    "store.reconcile() embeds the pending memories"
+)
+
+
 def warn_at_caller(message: str, category: type[Warning] = WaggleStoreWarning) -> None:
     """``warnings.warn`` attributed to the first frame outside waggle_store (the application's
     ``open_store`` call), whatever depth of the package it is raised from."""

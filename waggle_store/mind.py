@@ -153,9 +153,13 @@ class Mind:
 
     def consolidate(self, *, decay_rate: float = 0.95, prune_below: float = 0.1,
                     merge_similarity: float = 0.9, dry_run: bool = False,
-                    now: datetime | str | None = None) -> ConsolidationReport:
+                    now: datetime | str | None = None,
+                    progress: Callable[[int, int], None] | None = None) -> ConsolidationReport:
         """Decay salience, merge near-duplicates, prune what fell below ``prune_below`` (never
-        critical or important frames); idempotent; ``dry_run`` reports without writing. See
+        critical or important frames); idempotent; ``dry_run`` reports without writing, and
+        the report lists which frames would be merged into which and which pruned.
+        ``progress(done, total)`` follows the comparison of the frames. See
         :mod:`waggle_store.pipeline.consolidate`."""
         return consolidate(self.context, decay_rate=decay_rate, prune_below=prune_below,
-                           merge_similarity=merge_similarity, dry_run=dry_run, now=now)
+                           merge_similarity=merge_similarity, dry_run=dry_run, now=now,
+                           progress=progress)

@@ -28,7 +28,12 @@ from waggle_store.embeddings.metered import MeteredEmbedder, QuotaMeter
 from waggle_store.embeddings.quota import quota_status
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.engine import connect, create_engine, engine_info, read_only
-from waggle_store.errors import InvalidInputError, NotFoundError
+from waggle_store.errors import (
+    InvalidInputError,
+    NotFoundError,
+    WaggleStoreWarning,
+    warn_at_caller,
+)
 from waggle_store.facade.usage import UsageAPI
 from waggle_store.mind import Mind
 from waggle_store.models.base import schema_translate_map
@@ -360,6 +365,11 @@ def open_store(
         config = replace(config, prepared_statements=False)
     owns_engine = not isinstance(url, sa.Engine)
     if isinstance(url, sa.Engine):
+        if connect_timeout is not None:  # the host's engine has made its connect arguments
+            raise InvalidInputError(
+                "connect_timeout applies to a store opened from a URL; a host's Engine "
+                "connects with its own arguments: give its create_engine() the timeout "
+                "(connect_args={'connect_timeout': N} for psycopg, {'timeout': N} for sqlite3)")
         engine = url
         check_schema(engine, config.schema)  # UnsupportedDialectError first, then the name
     else:
@@ -378,6 +388,8 @@ def open_store(
     store = Store(engine, embedder=resolved, owns_engine=owns_engine, bound_mind=bound,
                   **settings)
     store.embedder = store.metered(resolved)
+    if resolved is not None:
+        _warn_without_vectors(store)
     return store
 
 
@@ -390,3 +402,19 @@ def _bound_mind(engine: sa.Engine, name: str, settings: dict[str, Any]) -> tuple
         return mind.id, mind.name
     finally:
         finder.close()
+
+
+_vector_warnings: set[str] = set()
+
+
+def _warn_without_vectors(store: Store) -> None:
+    """A store given an embedder on a database without a vector backend (PostgreSQL without
+    pgvector, SQLite without sqlite-vec) warns once per process and reason: its memories stay
+    ``pending`` and its searches keyword-only until the backend is there."""
+    with store.read() as session:
+        if store.adapter.vector_backend_available(session):
+            return
+        reason = store.adapter.vector_off_reason(session)
+    if reason not in _vector_warnings:
+        _vector_warnings.add(reason)
+        warn_at_caller(reason, WaggleStoreWarning)

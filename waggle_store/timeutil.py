@@ -7,7 +7,7 @@ is parsed once, at the API boundary, and compared as a time everywhere after.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from waggle_store.errors import InvalidInputError
 
@@ -62,3 +62,21 @@ def ensure_utc(value: datetime | str, *, name: str = "time") -> datetime:
 
 def optional_utc(value: datetime | str | None, *, name: str = "time") -> datetime | None:
     return None if value is None else ensure_utc(value, name=name)
+
+
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def optional_bound(value: datetime | date | str | None, *, name: str = "time") -> datetime | None:
+    """A query bound (``since``, ``until``) a person types: an ISO-8601 timestamp with a zone,
+    or a plain date (``2026-11-01``, or a :class:`~datetime.date`), which means 00:00 UTC of
+    that day. Times stored in memories stay strict (:func:`ensure_utc`): there a missing zone
+    is a bug in the caller's data, while a bound is a day as often as it is a moment."""
+    if isinstance(value, str) and _DATE_RE.match(value):
+        try:
+            value = date.fromisoformat(value)
+        except ValueError as exc:
+            raise InvalidInputError(f"{name} is not a real calendar date: {value!r}") from exc
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    return optional_utc(value, name=name)

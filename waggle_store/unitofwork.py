@@ -24,6 +24,7 @@ from waggle_store.errors import (
     ConflictError,
     DatabaseUnavailableError,
     InvalidInputError,
+    MissingExtensionError,
     ReadOnlyStorageError,
     StorageBusyError,
     StorageError,
@@ -228,6 +229,15 @@ def translate_error(exc: BaseException) -> BaseException:
         exc, sa_exc.DBAPIError
     ):
         return InvalidInputError(str(orig))
+    if "no such module: vec0" in str(orig):
+        # A connection whose driver cannot load sqlite-vec (a host's stdlib sqlite3) touched a
+        # frame with vectors: the vector tables and their delete trigger need the extension.
+        return MissingExtensionError(
+            "this SQLite connection cannot load sqlite-vec, which the store's vector tables "
+            "need (deleting or changing a memory deletes its vectors): open the store from a "
+            "URL, or create the engine with a driver that loads extensions, e.g. "
+            "sqlalchemy.create_engine(url, module=sqlean.dbapi2) (pip install "
+            "'waggle-store[sqlite]')")
     if isinstance(exc, sa_exc.IntegrityError):
         return ConflictError(f"the database refused the write: {orig or exc}")
     found = storage_cause(exc)
@@ -240,7 +250,10 @@ def translate_error(exc: BaseException) -> BaseException:
 _WHAT: Final[dict[type[StorageError], str]] = {
     StorageFullError: "the database or its disk is full; nothing of this call was stored",
     ReadOnlyStorageError: "the database refuses writes (read-only)",
-    StorageBusyError: "the database stayed locked by another writer past the busy timeout",
+    StorageBusyError: (
+        "the database stayed locked by another transaction past the busy timeout (if this "
+        "thread holds that transaction, a host's own, run the call inside it through "
+        "store.within(connection_or_session))"),
     DatabaseUnavailableError: "the connection to the database was lost",
 }
 

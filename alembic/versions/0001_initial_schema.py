@@ -13,7 +13,12 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from alembic import op
-from waggle_store.errors import MigrationError
+from waggle_store.errors import (
+    PGVECTOR_NOT_INSTALLED,
+    MigrationError,
+    WaggleStoreWarning,
+    warn_at_caller,
+)
 
 revision: str = '0001'
 down_revision: str | Sequence[str] | None = None
@@ -331,8 +336,14 @@ def _create_tsvector_index() -> None:
     if available:
         installed = bind.exec_driver_sql("SELECT 1 FROM pg_extension WHERE extname = 'vector'").scalar()
         if not installed:
-            with bind.begin_nested():
-                bind.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
+            try:
+                with bind.begin_nested():
+                    bind.exec_driver_sql(
+                        "CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
+            except sa.exc.DBAPIError as exc:
+                if getattr(exc.orig, "sqlstate", None) != "42501":  # insufficient privilege
+                    raise
+                warn_at_caller(PGVECTOR_NOT_INSTALLED, WaggleStoreWarning)
     op.execute(
         "ALTER TABLE memory_frames ADD COLUMN content_tsv tsvector "
         "GENERATED ALWAYS AS (to_tsvector('english', content)) STORED"
@@ -356,6 +367,9 @@ def _drop_derived_indexes(dialect: str) -> None:
         ]
         for name in names:
             op.execute(f'DROP TABLE IF EXISTS "{name}"')
+        # The change log of the in-process vector index, made at runtime with the first vector
+        # write (its triggers go with the tables they are on).
+        op.execute("DROP TABLE IF EXISTS waggle_frame_vectors_log")
         for trigger in ("memory_frames_fts_ai", "memory_frames_fts_ad", "memory_frames_fts_au"):
             op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
         op.execute("DROP TABLE IF EXISTS memory_frames_fts")

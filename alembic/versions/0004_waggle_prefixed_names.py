@@ -23,6 +23,7 @@ revision that adds tables (add their short names to ``_TABLES``).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
@@ -65,10 +66,40 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    if _dialect() == "sqlite":
+    dialect = _dialect()
+    _refuse_taken_names(dialect)
+    if dialect == "sqlite":
         _sqlite(old=PREFIX, new="")
     else:
         _postgres(old=PREFIX, new="")
+
+
+def _refuse_taken_names(dialect: str) -> None:
+    """Below this revision the store's tables have their short names again; in a file (or
+    schema) shared with a host application whose own tables have one of those names, the
+    downgrade stops before it changes anything and says which names are taken. The host's
+    tables are never renamed or touched."""
+    shorts = [*_TABLES, "memory_frames_fts"]
+    if dialect == "sqlite":
+        taken = [str(r[0]) for r in _rows(
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND name IN (SELECT value FROM json_each(:names))", names=_json(shorts))]
+    else:
+        taken = [str(r[0]) for r in _rows(
+            "SELECT c.relname FROM pg_class c WHERE c.relnamespace = "
+            "(SELECT oid FROM pg_namespace WHERE nspname = current_schema()) "
+            "AND c.relname = ANY(CAST(:names AS text[]))", names=shorts)]
+    if taken:
+        raise MigrationError(
+            "cannot downgrade below revision 0004: the store's tables would take back their "
+            f"unprefixed names, and other tables here already have them ({', '.join(sorted(taken))}). "
+            "Export the minds (waggle-store export) and downgrade a store of their own, or "
+            "stay at 0004 or later"
+        )
+
+
+def _json(names: Sequence[str]) -> str:
+    return json.dumps(list(names))
 
 
 def _rows(sql: str, **params: object) -> list[sa.Row[tuple[object, ...]]]:
@@ -143,7 +174,7 @@ def _sqlite_recreate_vec0(bind: sa.Connection, name: str, target: str, sql: str,
         columns = [str(r[1]) for r in bind.exec_driver_sql(f'PRAGMA table_info("{name}")')]
     except sa.exc.OperationalError as exc:
         raise MigrationError(
-            f"migration 0003 must copy the vector table {name}, which needs sqlite-vec on the "
+            f"migration 0004 must copy the vector table {name}, which needs sqlite-vec on the "
             "migrating connection: run it through waggle_store (open_store, migrate.upgrade with a "
             "URL, or an engine from waggle_store.create_engine)"
         ) from exc

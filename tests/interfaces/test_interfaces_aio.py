@@ -219,3 +219,21 @@ def test_a_closed_store_refuses_calls(tmp_path: Any) -> None:
             await amind.search("anything")
 
     run(main())
+
+
+def test_a_harvest_source_syncs_through_aio(target: Any, tmp_path: Any) -> None:
+    """``mind.harvest.sync(name)`` is the layer's method, awaited (not the proxy's target)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "plan.md").write_text("The Atlas launch moved to Thursday.\n")
+
+    async def main() -> None:
+        async with aio.open_store(target.url, schema=target.schema, embedder="hashing") as store:
+            amind = await store.mind("harvested")
+            await amind.harvest.add_source("markdown", notes, name="notes")
+            report = await amind.harvest.sync("notes")
+            assert report.frames_created >= 1
+            hits = await amind.search("Atlas launch")
+            assert "Thursday" in hits[0].frame.content
+
+    run(main())

@@ -109,7 +109,8 @@ def test_a_bad_file_imports_nothing(target: Any, tmp_path: Path) -> None:
 
     failed = cli("import", str(broken), "--into", "target", code=1)
     assert f"line {len(lines)}" in failed.stderr
-    assert cli.json("--mind", "target", "stats")["frames"]["total"] == 0, "nothing imported"
+    assert "no mind 'target'" in cli("--mind", "target", "stats", code=1).stderr, \
+        "nothing imported, not even the mind"
 
     wrong = json.loads(lines[frame_line])
     wrong["importance"] = "urgent"
@@ -118,7 +119,8 @@ def test_a_bad_file_imports_nothing(target: Any, tmp_path: Path) -> None:
     bad_value.write_text("\n".join(lines) + "\n", encoding="utf-8")
     refused = cli("import", str(bad_value), "--into", "target", code=1)
     assert f"line {frame_line + 1}" in refused.stderr
-    assert cli.json("--mind", "target", "stats")["frames"]["total"] == 0, "nothing imported"
+    assert "no mind 'target'" in cli("--mind", "target", "stats", code=1).stderr, \
+        "nothing imported, not even the mind"
 
     prose = tmp_path / "notes.txt"
     prose.write_text("just some prose\n", encoding="utf-8")
@@ -215,6 +217,15 @@ def test_consolidate_dry_run_reports_what_a_run_does(target: Any, tmp_path: Path
     assert dry["dry_run"] is True
     assert cli.json("stats")["frames"]["total"] == total, "a dry run writes nothing"
     assert cli.json("consolidate", "--dry-run") == dry
+    assert len(dry["merges"]) == 1
+    assert len(dry["pruned"]) == 2
+    listed = cli("consolidate", "--dry-run")
+    rows = [line.split("\t") for line in listed.stdout.splitlines()[1:] if "\t" in line]
+    assert sorted(r[0] for r in rows) == ["merge", "prune", "prune"]
+    assert all(r[3].startswith("Scratch:") for r in rows if r[0] == "prune")
+    assert [("Helios" in r[3], int(r[1]), int(r[2])) for r in rows if r[0] == "merge"] == [
+        (True, *dry["merges"][0])]
+    assert f"consolidate: {total}/{total}" in listed.stderr  # the progress's final count
     real = cli.json("consolidate")
     assert {k: v for k, v in real.items() if k != "dry_run"} == {
         k: v for k, v in dry.items() if k != "dry_run"}

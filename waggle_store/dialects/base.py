@@ -159,6 +159,10 @@ class SearchAdapter(Protocol):
         """Cheap (cached) check used on every search; ``capabilities`` says why not."""
         ...
 
+    def vector_off_reason(self, session: Executor) -> str:
+        """Why :meth:`vector_backend_available` is false, and how to fix it, in one line."""
+        ...
+
     def in_values(
         self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]
     ) -> ColumnElement[bool]:
@@ -251,6 +255,16 @@ class SearchAdapter(Protocol):
 
     def remove_keyword_orphans(self, session: Session) -> int:
         """Delete keyword-index rows whose frame no longer exists; returns how many."""
+        ...
+
+    def orphan_rows(self, session: Executor) -> list[str]:
+        """One sentence per store table with rows whose parent row is gone (a host's delete on
+        a SQLite connection with foreign keys off skips the cascades); PostgreSQL always
+        enforces them, so there are none."""
+        ...
+
+    def remove_orphan_rows(self, session: Session) -> int:
+        """Delete the rows :meth:`orphan_rows` counts (and what cascades from them)."""
         ...
 
     # -- derived objects (waggle_store.dialects.derived) -------------------------------------

@@ -26,6 +26,7 @@ from functools import partial
 from sqlalchemy import Connection, event
 from sqlalchemy.engine import Engine
 
+from waggle_store.config import StoreConfig
 from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.registry import spec_of
 from waggle_store.models.base import schema_translate_map
@@ -63,18 +64,24 @@ def waggle_engine(engine: Engine, schema: str | None) -> Engine:
     """The engine waggle_store runs on over ``engine`` (see the module docstring)."""
     options = engine.execution_options(schema_translate_map=schema_translate_map(schema))
     if not engine_info(engine).configured:
-        event.listen(options, "begin", partial(begin_host_transaction, schema=schema))
+        lock_timeout_ms = StoreConfig.from_env().lock_timeout_ms
+        event.listen(options, "begin", partial(begin_host_transaction, schema=schema,
+                                               lock_timeout_ms=lock_timeout_ms))
     return options
 
 
-def begin_host_transaction(conn: Connection, *, schema: str | None) -> None:
+def begin_host_transaction(conn: Connection, *, schema: str | None,
+                           lock_timeout_ms: int = 30_000) -> None:
     """Prepare one waggle_store transaction on a connection of a host's engine."""
     if conn.dialect.name == "sqlite":
         _prepare_sqlite(conn)
         if not _sqlite_in_transaction(conn):
             mode = conn.get_execution_options().get("waggle_txn", "write")
             conn.exec_driver_sql("BEGIN DEFERRED" if mode == "read" else "BEGIN IMMEDIATE")
-    elif schema is not None:
+        return
+    # waggle_store's own engines set lock_timeout at connect; a host's engine per transaction
+    conn.exec_driver_sql(f"SET LOCAL lock_timeout = {int(lock_timeout_ms)}")
+    if schema is not None:
         ops = spec_of(conn).schemas
         if ops is not None:
             ops.enter(conn, schema)

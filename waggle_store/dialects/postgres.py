@@ -65,6 +65,7 @@ from waggle_store.dialects.keyword_rank import (
 from waggle_store.dialects.postgres_keyword import tsquery_terms as tsquery_terms
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS as HNSW_MAX_VECTOR_DIMS
 from waggle_store.dialects.postgres_maint import vector_param
+from waggle_store.errors import PGVECTOR_NOT_INSTALLED
 from waggle_store.models.idioms import rowcount
 
 #: Widest KNN page asked of the HNSW index before an exact scan takes over.
@@ -129,13 +130,10 @@ class PostgresAdapter:
                 text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
             ).scalar()
             reasons.append(
-                "vector search off: the pgvector extension is "
-                + (
-                    "available but not installed (run the migrations as a role allowed to CREATE "
-                    "EXTENSION)"
-                    if available
-                    else "not installed on this PostgreSQL server"
-                )
+                PGVECTOR_NOT_INSTALLED if available
+                else "vector search off: the pgvector extension is not installed on this "
+                     "PostgreSQL server (install pgvector, then a superuser runs "
+                     "`CREATE EXTENSION vector;`)"
             )
         self._has_vector = bool(vec_version)
         problems = self.verify_derived(session)
@@ -158,6 +156,20 @@ class PostgresAdapter:
                 is not None
             )
         return self._has_vector
+
+    def orphan_rows(self, session: Executor) -> list[str]:
+        return []  # foreign keys are always enforced: no delete skips its cascade
+
+    def remove_orphan_rows(self, session: Session) -> int:
+        return 0
+
+    def vector_off_reason(self, session: Executor) -> str:
+        available = session.execute(
+            text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+        ).scalar()
+        return (PGVECTOR_NOT_INSTALLED if available else
+                "vector search off: the pgvector extension is not installed on this PostgreSQL "
+                "server (install pgvector, then a superuser runs `CREATE EXTENSION vector;`)")
 
     def in_values(
         self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]

@@ -96,7 +96,8 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
     if config.prepared_statements:
         connect_args["options"] = (
             f"-c TimeZone=UTC {connect_args.get('options', '')} "
-            f"-c search_path={config.schema},public"
+            f"-c search_path={config.schema},public "
+            f"-c lock_timeout={int(config.lock_timeout_ms)}"
         )
     else:
         # Behind a transaction-pooling PgBouncer: no server-side prepared statements, and no
@@ -111,7 +112,8 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
                               **kwargs)
     _ping_when_idle(engine)
     if not config.prepared_statements:
-        sa.event.listen(engine, "begin", partial(_set_per_transaction, schema=config.schema))
+        sa.event.listen(engine, "begin", partial(_set_per_transaction, schema=config.schema,
+                                                      lock_timeout_ms=config.lock_timeout_ms))
     info = engine_info(engine)
     info.driver = engine.dialect.driver
     info.schema = config.schema
@@ -119,13 +121,13 @@ def create_postgres_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -
     return engine
 
 
-def _set_per_transaction(conn: Connection, *, schema: str) -> None:
+def _set_per_transaction(conn: Connection, *, schema: str, lock_timeout_ms: int) -> None:
     """What the startup options set on a connection of its own, for this transaction only:
     behind a transaction pooler the next transaction may run on another server connection."""
     conn.exec_driver_sql(
         "SELECT set_config('search_path', %(path)s, true), "
-        "set_config('TimeZone', 'UTC', true)",
-        {"path": f'"{schema}", public'},
+        "set_config('TimeZone', 'UTC', true), set_config('lock_timeout', %(lock)s, true)",
+        {"path": f'"{schema}", public', "lock": f"{int(lock_timeout_ms)}ms"},
     )
 
 
@@ -137,6 +139,9 @@ def lock_schema(connection: Connection, schema: str) -> None:
     """Serialise migrations of one schema across processes until the transaction ends:
     ``CREATE SCHEMA IF NOT EXISTS`` and the first ``CREATE TABLE`` race otherwise (unique
     violations on ``pg_namespace``), and a second migrator must see the first one's version."""
+    if engine_info(connection.engine).configured:
+        # A migrator waits for another's migration as long as it takes, not lock_timeout.
+        connection.exec_driver_sql("SET LOCAL lock_timeout = 0")
     connection.execute(
         sa.text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"waggle_store:{schema}"}
     )

@@ -97,6 +97,7 @@ class SQLiteAdapter:
         problems = self.verify_derived(session)
         fts = not derived.keyword_broken(problems)
         reasons.extend(derived.derived_reasons(problems))
+        reasons.extend(sqlite_maint.orphan_rows(session))
         vec = bool(info.vector_extension)
         if vec:
             versions["sqlite_vec"] = str(session.execute(text("SELECT vec_version()")).scalar())
@@ -111,6 +112,10 @@ class SQLiteAdapter:
         if info.vector_extension is None:
             connection_of(session)  # no connection made yet: the probe runs on connect
         return bool(info.vector_extension)
+
+    def vector_off_reason(self, session: Executor) -> str:
+        info = engine_info(self.engine)
+        return f"vector search off: {info.vector_reason or 'sqlite-vec is not loaded'}"
 
     def in_values(self, column: ColumnElement[Any], name: str,
                   type_: TypeEngine[Any]) -> ColumnElement[bool]:
@@ -314,6 +319,12 @@ class SQLiteAdapter:
 
     def remove_keyword_orphans(self, session: Session) -> int:
         return sqlite_maint.remove_keyword_orphans(session)
+
+    def orphan_rows(self, session: Executor) -> list[str]:
+        return sqlite_maint.orphan_rows(session)
+
+    def remove_orphan_rows(self, session: Session) -> int:
+        return sqlite_maint.remove_orphan_rows(session)
 
     # -- derived objects ----------------------------------------------------------------------
 

@@ -82,6 +82,8 @@ def sqlite_wal_reset_affected(version: tuple[int, int, int]) -> bool:
 
 
 _warned = False
+#: The start of the WAL-reset warning (a ``warnings`` filter's ``message`` pattern).
+WAL_RESET_WARNING = r"SQLite [0-9.]+ is affected by the WAL-reset bug"
 
 
 def _sqlite_driver() -> tuple[ModuleType, str, str | None]:
@@ -143,8 +145,14 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
         "schema_translate_map": schema_translate_map(None),
         **kwargs.pop("execution_options", {}),
     }
-    engine = sa.create_engine(url, module=module, execution_options=options, **kwargs)
+    read_only_url = _read_only_url(url)
+    engine = sa.create_engine(read_only_url or url, module=module, execution_options=options,
+                              **kwargs)
     info = engine_info(engine)
+    if read_only_url is not None:
+        info.warnings.append(
+            "opened read-only: the file (or its directory) is not writable; reads work, "
+            "writes fail with ReadOnlyStorageError")
     info.driver = label
     info.configured = True
     info.sqlite_version = module.sqlite_version
@@ -161,7 +169,7 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout = {int(config.sqlite_busy_timeout_ms)}")
         cur.execute("PRAGMA foreign_keys = ON")
-        if url.database not in (None, "", ":memory:"):
+        if url.database not in (None, "", ":memory:") and read_only_url is None:
             _switch_to_wal(cur, config.sqlite_busy_timeout_ms / 1000)
         cur.execute(f"PRAGMA synchronous = {config.sqlite_synchronous}")
         cur.execute(f"PRAGMA mmap_size = {int(config.sqlite_mmap_bytes)}")
@@ -183,6 +191,24 @@ def create_sqlite_engine(url: sa.URL, config: StoreConfig, /, **kwargs: Any) -> 
                                              dialect=conn.dialect) from exc
 
     return engine
+
+
+def _read_only_url(url: sa.URL) -> sa.URL | None:
+    """For an existing file this process cannot write (read-only media, another user's file):
+    the URI that opens it read-only (``mode=ro``; ``immutable=1`` too when its directory is
+    not writable either, where SQLite could create no ``-shm`` file for the WAL). None for a
+    writable or new file, or a URI the caller wrote (its own mode applies)."""
+    database = url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:") or url.query:
+        return None
+    path = os.path.abspath(database)
+    writable_dir = os.access(os.path.dirname(path), os.W_OK)
+    if not os.path.isfile(path) or (os.access(path, os.W_OK) and writable_dir):
+        return None
+    query = {"mode": "ro", "uri": "true"}
+    if not writable_dir:
+        query["immutable"] = "1"
+    return url.set(database=f"file:{path}", query=query)
 
 
 def _locked(exc: BaseException) -> bool:

@@ -29,6 +29,7 @@ from waggle_store.dialects.common import connection_of
 from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.sqlite_vecindex import ensure_log, log_changes
 from waggle_store.errors import StorageBusyError
+from waggle_store.models.base import TABLE_PREFIX
 from waggle_store.models.idioms import rowcount
 
 
@@ -260,3 +261,31 @@ def purge(engine: Engine) -> tuple[int, int]:
             "purge: the WAL could not be checkpointed (another connection is reading); the "
             "deleted text may remain in the -wal file until the next checkpoint")
     return before, _file_bytes(path)
+
+
+def orphan_rows(session: Executor) -> list[str]:
+    """``PRAGMA foreign_key_check`` over the store's tables, as one sentence per table."""
+    counts: dict[str, int] = {}
+    for row in connection_of(session).execute(text("PRAGMA foreign_key_check")):
+        table = str(row[0])
+        if table.startswith(TABLE_PREFIX):
+            counts[table] = counts.get(table, 0) + 1
+    return [f"{n} row(s) of {table} belong to a deleted parent row (deleted with foreign keys "
+            "off, so nothing cascaded): store.reconcile(repair=True) removes them"
+            for table, n in sorted(counts.items())]
+
+
+def remove_orphan_rows(session: Session) -> int:
+    """Delete every store row ``PRAGMA foreign_key_check`` reports, by rowid; the deletes
+    cascade (the store's connections have foreign keys on), and what a cascade cannot reach
+    is found on the next pass."""
+    removed = 0
+    for _ in range(16):  # one pass per level of the deepest parent chain is enough
+        found = {(str(r[0]), int(r[1])) for r in session.execute(text("PRAGMA foreign_key_check"))
+                 if str(r[0]).startswith(TABLE_PREFIX) and r[1] is not None}
+        if not found:
+            break
+        for table, rowid in sorted(found):
+            removed += rowcount(session.execute(text(f'DELETE FROM "{table}" WHERE rowid = :r'),
+                                                {"r": rowid}))
+    return removed

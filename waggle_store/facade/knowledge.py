@@ -20,7 +20,7 @@ from waggle_store.records import Entity, Relation, ValidationSchema
 from waggle_store.repositories.knowledge import MAX_NODES, KnowledgeRepository
 from waggle_store.repositories.knowledge_common import to_entity, to_relation
 from waggle_store.textinput import check_id
-from waggle_store.timeutil import ensure_utc, optional_utc
+from waggle_store.timeutil import ensure_utc, optional_bound
 
 
 def _check_id(value: object, what: str) -> int:
@@ -47,8 +47,8 @@ class KnowledgeAPI:
         ``valid_from`` (default now) is when it became true in the world; ``valid_to`` (default
         open) lets a caller record a fact that is already over, e.g. a past employer.
         """
-        start = optional_utc(valid_from, name="valid_from")
-        end = optional_utc(valid_to, name="valid_to")
+        start = optional_bound(valid_from, name="valid_from")
+        end = optional_bound(valid_to, name="valid_to")
         with self._store.write() as session:
             kg = self._repo(session)
             row = kg.entities.create(entity_type, name, properties, valid_from=start, valid_to=end,

@@ -19,7 +19,7 @@ from waggle_store.errors import BudgetExceededError, InvalidInputError
 from waggle_store.records import UsageBudget, UsageDay, UsageMonth, UsageTotals
 from waggle_store.repositories.common import check_int, check_name
 from waggle_store.repositories.usage import Sums, UsageRepository, check_usage_numbers
-from waggle_store.timeutil import ensure_utc, optional_utc, utcnow
+from waggle_store.timeutil import ensure_utc, optional_bound, optional_utc, utcnow
 
 __all__ = ["MindRef", "UsageAPI", "month_start"]
 
@@ -101,7 +101,7 @@ class UsageAPI:
     def totals(self, mind: MindRef | None = None, *, since: datetime | str | None = None,
                until: datetime | str | None = None) -> UsageTotals:
         """Everything summed (``since`` inclusive, ``until`` exclusive)."""
-        start, end = optional_utc(since, name="since"), optional_utc(until, name="until")
+        start, end = optional_bound(since, name="since"), optional_bound(until, name="until")
         with self.store.read() as s:
             repo = UsageRepository(s)
             sums = repo.totals(self._mind_id(repo, mind), start, end)
@@ -118,7 +118,7 @@ class UsageAPI:
     def by_model(self, mind: MindRef | None = None, *,
                  since: datetime | str | None = None) -> dict[str, UsageTotals]:
         """Per model, most expensive first (dicts keep that order)."""
-        start = optional_utc(since, name="since")
+        start = optional_bound(since, name="since")
         with self.store.read() as s:
             repo = UsageRepository(s)
             found = repo.by_model(self._mind_id(repo, mind), start)
@@ -127,7 +127,7 @@ class UsageAPI:
 
     def ranking(self, *, since: datetime | str | None = None) -> list[UsageTotals]:
         """Minds by cost, highest first (ties by name); minds without usage are left out."""
-        start = optional_utc(since, name="since")
+        start = optional_bound(since, name="since")
         with self.store.read() as s:
             found = UsageRepository(s).by_mind(start)
         return [_totals(name, None, sums) for name, sums in found]

@@ -88,7 +88,7 @@ def vector_plan(mind: MindContext) -> tuple[bool, str | None]:
         return False, None
     with mind.read() as session:
         if not mind.adapter.vector_backend_available(session):
-            return False, None
+            return False, mind.adapter.vector_off_reason(session)
         active = MindModelRepository(session, mind.id).active()
         active_key = model_key_of(session, active) if active is not None else None
     key = model_key(embedder)

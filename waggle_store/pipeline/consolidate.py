@@ -40,6 +40,7 @@ from the same state, and writes nothing.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -105,8 +106,9 @@ class _Plan:
     keepers: dict[int, tuple[int, datetime]] = field(default_factory=dict)  # access, last access
 
     def report(self) -> ConsolidationReport:
-        merged = sum(len(v) for v in self.merged.values())
-        return ConsolidationReport(self.processed, self.decayed, merged, len(self.pruned))
+        merges = sorted((m.id, keeper) for keeper, group in self.merged.items() for m, _ in group)
+        return ConsolidationReport(self.processed, self.decayed, len(merges), len(self.pruned),
+                                   merges=merges, pruned=sorted(self.pruned))
 
 
 def _check(name: str, value: object, low: float, high: float, *, open_low: bool) -> float:
@@ -200,9 +202,11 @@ def _apply(session: Session, mind: MindContext, plan: _Plan, now: datetime) -> N
 
 def consolidate(mind: MindContext, *, decay_rate: float = 0.95, prune_below: float = 0.1,
                 merge_similarity: float = 0.9, dry_run: bool = False,
-                now: datetime | str | None = None) -> ConsolidationReport:
+                now: datetime | str | None = None,
+                progress: Callable[[int, int], None] | None = None) -> ConsolidationReport:
     """Decay, merge and prune one mind (see the module docstring); ``now`` defaults to the
-    current time (tests pass one to be deterministic)."""
+    current time (tests pass one to be deterministic). ``progress(done, total)`` follows the
+    search for near-duplicates, the slow part (frames compared of the mind's frames)."""
     rate = _check("decay_rate", decay_rate, 0.0, 1.0, open_low=True)
     floor = _check("prune_below", prune_below, 0.0, 1.0, open_low=False)
     similarity = _check("merge_similarity", merge_similarity, 0.0, 1.0, open_low=True)
@@ -212,7 +216,8 @@ def consolidate(mind: MindContext, *, decay_rate: float = 0.95, prune_below: flo
         frames, model_id = _load(session, mind)
         candidates = [Candidate(f.id, f.source, f.text, f.has_vector and model_id is not None)
                       for f in frames]
-        edges = near_duplicates(session, mind.adapter, mind.id, model_id, candidates, similarity)
+        edges = near_duplicates(session, mind.adapter, mind.id, model_id, candidates, similarity,
+                                progress)
         return _state(frames, model_id), _plan(frames, edges, moment, rate, floor)
 
     with mind.read() as session:

@@ -23,7 +23,7 @@ import bisect
 import math
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -151,7 +151,8 @@ def _text_similarity(a: Candidate, b: Candidate, max_ratio: float,
 
 def _vector_edges(session: Session, adapter: SearchAdapter, mind_id: int, model_id: int,
                   candidates: Mapping[int, Candidate], min_similarity: float,
-                  edges: Edges) -> set[int] | None:
+                  edges: Edges, progress: Callable[[int, int], None] | None = None
+                  ) -> set[int] | None:
     """Neighbours by cosine via the vector lane. Returns the frames whose manifest says ready but
     whose vector row is missing (they are compared by text instead), or None when the model
     stopped being active."""
@@ -183,21 +184,27 @@ def _vector_edges(session: Session, adapter: SearchAdapter, mind_id: int, model_
                     continue
                 edges.setdefault(frame_id, {})[other_id] = similarity
                 edges.setdefault(other_id, {})[frame_id] = similarity
+        if progress is not None:
+            progress(start + len(chunk), len(candidates))
     return missing
 
 
 def near_duplicates(session: Session, adapter: SearchAdapter, mind_id: int,
                     model_id: int | None, candidates: Sequence[Candidate],
-                    merge_similarity: float) -> Edges:
-    """The near-duplicate graph of these frames (see the module docstring)."""
+                    merge_similarity: float,
+                    progress: Callable[[int, int], None] | None = None) -> Edges:
+    """The near-duplicate graph of these frames (see the module docstring). ``progress(done,
+    total)`` is called as the frames with vectors are compared, and once at the end."""
     edges: Edges = {}
     by_id = {c.id: c for c in candidates}
     if model_id is not None and any(c.has_vector for c in candidates):
         missing = _vector_edges(session, adapter, mind_id, model_id, by_id, merge_similarity,
-                                edges)
+                                edges, progress)
         if missing is None:
             edges.clear()  # the model changed under us: compare every frame by text
         candidates = [c if missing is not None and c.id not in missing
                       else Candidate(c.id, c.source, c.text, False) for c in candidates]
     _text_edges(candidates, 1.0 - merge_similarity, edges)
+    if progress is not None:
+        progress(len(candidates), len(candidates))
     return edges

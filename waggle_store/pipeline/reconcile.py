@@ -117,12 +117,19 @@ def reconcile(
         remaining = store.adapter.repair_derived(session, found) if repair and found else found
         for problem in remaining:
             log.warning("reconcile: %s%s", problem, "" if repair else " (repair=True recreates it)")
+        # Rows whose mind (or other parent) a host deleted with foreign keys off: reported,
+        # and removed with repair=True, like a broken derived object.
+        stray = store.adapter.orphan_rows(session)
+        for sentence in stray:
+            log.warning("reconcile: %s", sentence)
+        orphans = store.adapter.remove_orphan_rows(session) if repair and stray else 0
         fts_fixed = store.adapter.repair_keyword_index(session, mind_id)
-        orphans = store.adapter.remove_keyword_orphans(session)
+        orphans += store.adapter.remove_keyword_orphans(session)
         vector_backend = store.adapter.vector_backend_available(session)
         still = set(map(str, remaining))
         # ReconcileReport's problems and repaired, in that order.
-        problems = ([str(p) for p in found], [str(p) for p in found if str(p) not in still])
+        problems = ([*map(str, found), *stray],
+                    [str(p) for p in found if str(p) not in still] + (stray if repair else []))
         if vector_backend:
             for model_id in model_ids(session):
                 if store.adapter.vector_table_exists(session, model_id):

@@ -56,6 +56,11 @@ class ConsolidationReport:
     fragments_decayed: int
     fragments_merged: int
     fragments_deleted: int
+    #: (frame id merged away, id of the frame it was merged into), one pair per merged frame;
+    #: like ``pruned``, left out of ``==``, which compares the counts.
+    merges: list[tuple[int, int]] = field(default_factory=list, compare=False)
+    #: The ids of the frames pruned (salience below ``prune_below``).
+    pruned: list[int] = field(default_factory=list, compare=False)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from waggle_store.search.periods import Period, named_periods
 from waggle_store.search.query import keyword_terms
 from waggle_store.search.scoring import get_profile
 from waggle_store.textinput import check_identifier
-from waggle_store.timeutil import optional_utc, utcnow
+from waggle_store.timeutil import optional_bound, utcnow
 
 __all__ = ["LANES", "MAX_LIMIT", "SearchPlan", "plan_search", "query_names"]
 
@@ -52,8 +52,8 @@ def plan_search(mind_id: int, query: Any, limit: Any, gop_id: Any, profile: Any,
     if gop_id is not None:  # compared for equality: refused if no session id could hold it
         check_identifier(gop_id, name="gop_id", max_length=_MAX_GOP_ID)
     chosen = get_profile(profile).name
-    since_utc = optional_utc(since, name="since")
-    until_utc = optional_utc(until, name="until")
+    since_utc = optional_bound(since, name="since")
+    until_utc = optional_bound(until, name="until")
     if since_utc is not None and until_utc is not None and since_utc > until_utc:
         raise InvalidInputError(
             f"since ({since_utc.isoformat()}) is after until ({until_utc.isoformat()})")

@@ -30,7 +30,12 @@ def make_engine(url: str | None = None) -> sa.Engine:
     if sa.make_url(url).get_backend_name() == "sqlite":
         return create_engine(url)
     options = {"schema_translate_map": schema_translate_map(waggle_schema() or "waggle")}
-    return sa.create_engine(url, execution_options=options)
+    try:
+        return sa.create_engine(url, execution_options=options)
+    except ModuleNotFoundError as exc:  # the database's driver, not installed
+        raise ws.MissingExtensionError(
+            f"the driver for {sa.make_url(url).get_backend_name()} URLs is not installed "
+            f"({exc.name}): pip install 'waggle-store[postgres]'") from exc
 
 
 def open_memory(engine: sa.Engine) -> ws.Store:

@@ -31,6 +31,7 @@ import sqlalchemy as sa
 from sqlalchemy import func, select
 
 from waggle_store.context import MindContext
+from waggle_store.errors import InvalidInputError
 from waggle_store.models import (
     AwarenessRow,
     EntityMentionRow,
@@ -63,6 +64,17 @@ Destination = str | os.PathLike[str] | IO[str] | IO[bytes]
 Progress = Callable[[int, int], None]
 
 
+def check_destination(path: Path) -> None:
+    """:class:`InvalidInputError` before anything is read when ``path`` cannot be written as a
+    file: a directory, or in a directory that does not exist (nor one named as a file)."""
+    if path.is_dir():
+        raise InvalidInputError(f"cannot export to {str(path)!r}: it is a directory; "
+                                "give a file name")
+    if not path.parent.is_dir():
+        raise InvalidInputError(f"cannot export to {str(path)!r}: the directory "
+                                f"{str(path.parent)!r} does not exist")
+
+
 @contextmanager
 def open_destination(dest: Destination) -> Iterator[tuple[Callable[[str], object], str | None]]:
     """A ``write(text)`` for ``dest`` and its path; a file object is written as it is (text, or
@@ -76,6 +88,7 @@ def open_destination(dest: Destination) -> Iterator[tuple[Callable[[str], object
     private; ``chmod`` widens it."""
     if isinstance(dest, (str, os.PathLike)):
         path = Path(dest)
+        check_destination(path)
         fd, part = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
         try:
             with open(fd, "w", encoding="utf-8", newline="\n") as handle:
