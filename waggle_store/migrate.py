@@ -48,12 +48,8 @@ from waggle_store.dialects import check_schema, get_adapter, spec_of
 from waggle_store.embeddings.base import Embedder
 from waggle_store.embeddings.chain import resolve_embedder
 from waggle_store.engine import parse_url, unavailable_error
-from waggle_store.errors import (
-    DatabaseUnavailableError,
-    InvalidInputError,
-    MigrationError,
-    MissingExtensionError,
-)
+from waggle_store.errors import DatabaseUnavailableError, InvalidInputError, MigrationError
+from waggle_store.errors import MissingExtensionError
 from waggle_store.migrate_filters import include_name as include_name
 from waggle_store.migrate_filters import include_object as include_object
 from waggle_store.models.base import TABLE_PREFIX, schema_translate_map

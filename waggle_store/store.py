@@ -28,12 +28,7 @@ from waggle_store.embeddings.metered import MeteredEmbedder, QuotaMeter
 from waggle_store.embeddings.quota import quota_status
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.engine import connect, create_engine, engine_info, read_only
-from waggle_store.errors import (
-    InvalidInputError,
-    NotFoundError,
-    WaggleStoreWarning,
-    warn_at_caller,
-)
+from waggle_store.errors import InvalidInputError, NotFoundError
 from waggle_store.facade.usage import UsageAPI
 from waggle_store.mind import Mind
 from waggle_store.models.base import schema_translate_map
@@ -49,7 +44,7 @@ from waggle_store.records import (
 from waggle_store.repositories.minds import MindRepository, check_mind_kind, check_mind_name
 from waggle_store.search.engine import HybridSearch
 from waggle_store.store_bound import BoundMixin
-from waggle_store.store_support import migrate_on_open, model_mismatches
+from waggle_store.store_support import migrate_on_open, model_mismatches, warn_without_vectors
 from waggle_store.unitofwork import Database, JoinedDatabase
 
 
@@ -389,7 +384,8 @@ def open_store(
                   **settings)
     store.embedder = store.metered(resolved)
     if resolved is not None:
-        _warn_without_vectors(store)
+        with store.read() as session:
+            warn_without_vectors(store.adapter, session)
     return store
 
 
@@ -402,19 +398,3 @@ def _bound_mind(engine: sa.Engine, name: str, settings: dict[str, Any]) -> tuple
         return mind.id, mind.name
     finally:
         finder.close()
-
-
-_vector_warnings: set[str] = set()
-
-
-def _warn_without_vectors(store: Store) -> None:
-    """A store given an embedder on a database without a vector backend (PostgreSQL without
-    pgvector, SQLite without sqlite-vec) warns once per process and reason: its memories stay
-    ``pending`` and its searches keyword-only until the backend is there."""
-    with store.read() as session:
-        if store.adapter.vector_backend_available(session):
-            return
-        reason = store.adapter.vector_off_reason(session)
-    if reason not in _vector_warnings:
-        _vector_warnings.add(reason)
-        warn_at_caller(reason, WaggleStoreWarning)

@@ -11,9 +11,10 @@ from sqlalchemy.orm import Session
 
 from waggle_store import schema_version
 from waggle_store.dialects import spec_of
+from waggle_store.dialects.base import SearchAdapter
 from waggle_store.embeddings.base import Embedder
 from waggle_store.engine import connect, read_only
-from waggle_store.errors import MigrationError
+from waggle_store.errors import MigrationError, WaggleStoreWarning, warn_at_caller
 from waggle_store.models import MindRow
 from waggle_store.repositories.mind_models import mismatch_reason, models_in_use, registered
 from waggle_store.repositories.vectors import model_key
@@ -61,3 +62,18 @@ def model_mismatches(session: Session, embedder: Embedder | None,
 
 
 __all__ = ["migrate_on_open", "model_mismatches"]
+
+
+_vector_warnings: set[str] = set()
+
+
+def warn_without_vectors(adapter: SearchAdapter, session: Session) -> None:
+    """A store given an embedder on a database without a vector backend (PostgreSQL without
+    pgvector, SQLite without sqlite-vec) warns once per process and reason: its memories stay
+    ``pending`` and its searches keyword-only until the backend is there."""
+    if adapter.vector_backend_available(session):
+        return
+    reason = adapter.vector_off_reason(session)
+    if reason not in _vector_warnings:
+        _vector_warnings.add(reason)
+        warn_at_caller(reason, WaggleStoreWarning)
