@@ -1,9 +1,8 @@
 """Run, inspect and check waggle_store's Alembic migrations from code, including from a host
 application's own Alembic ``env.py``.
 
-Works on a URL, an Engine, or a caller's Connection. The scripts are found inside the installed
-package (``waggle_store/_alembic``, copied there when the wheel is built) or, in a source
-checkout, in the repo's ``alembic/`` folder.
+Works on a URL, an Engine, or a caller's Connection. The scripts are in the installed package
+(``waggle_store/_alembic``) or, in a source checkout, in the repo's ``alembic/`` folder.
 
 Host safety:
 
@@ -48,8 +47,12 @@ from waggle_store.dialects import check_schema, get_adapter, spec_of
 from waggle_store.embeddings.base import Embedder
 from waggle_store.embeddings.chain import resolve_embedder
 from waggle_store.engine import parse_url, unavailable_error
-from waggle_store.errors import DatabaseUnavailableError, InvalidInputError, MigrationError
-from waggle_store.errors import MissingExtensionError
+from waggle_store.errors import (
+    DatabaseUnavailableError,
+    InvalidInputError,
+    MigrationError,
+    MissingExtensionError,
+)
 from waggle_store.migrate_filters import include_name as include_name
 from waggle_store.migrate_filters import include_object as include_object
 from waggle_store.models.base import TABLE_PREFIX, schema_translate_map
@@ -72,7 +75,6 @@ _ROLE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$-]{0,62}$")
 
 
 # -- filters for waggle_store's own autogenerate / check -----------------------------------------
-
 def _own_tables() -> set[str]:
     from waggle_store.models import Base
 
