@@ -9,6 +9,13 @@ from waggle_store.models.base import (
     schema_translate_map,
     table_name,
 )
+from waggle_store.models.conversations import (
+    CONVERSATION_KINDS,
+    MESSAGE_ROLES,
+    AgentRow,
+    ConversationRow,
+    MessageRow,
+)
 from waggle_store.models.embeddings import (
     EmbeddingModelRow,
     EmbeddingStagingRow,
@@ -25,14 +32,18 @@ from waggle_store.models.substrate import HarvestSourceRow, KVRow, UsageLogRow
 
 __all__ = [
     "AWARENESS_CATEGORIES",
+    "CONVERSATION_KINDS",
     "FRAME_SOURCES",
     "FRAME_TYPES",
     "IMPORTANCE_LEVELS",
+    "MESSAGE_ROLES",
     "MIND_KINDS",
     "SCHEMA",
     "SESSION_STATUSES",
     "TABLE_PREFIX",
+    "AgentRow",
     "AwarenessRow",
+    "ConversationRow",
     "Base",
     "EmbeddingModelRow",
     "EmbeddingStagingRow",
@@ -44,6 +55,7 @@ __all__ = [
     "HarvestSourceRow",
     "IdentityRow",
     "KVRow",
+    "MessageRow",
     "MindEmbeddingModelRow",
     "MindRow",
     "RelationRow",
