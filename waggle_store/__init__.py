@@ -33,13 +33,17 @@ from waggle_store.errors import (
 )
 from waggle_store.mind import Mind
 from waggle_store.records import (
+    AgentRecord,
     AwarenessItem,
     BatchResult,
+    CanonicalContext,
     CognifyResult,
     CombinedResult,
     CombinedRetrievalResult,
     CompactionReport,
     ConsolidationReport,
+    Conversation,
+    ConversationInfo,
     EmbedderStatus,
     EmbeddingModelInfo,
     Entity,
@@ -56,6 +60,7 @@ from waggle_store.records import (
     Identity,
     ImportReport,
     MemoryInput,
+    Message,
     MindInfo,
     QuotaStatus,
     ReconcileReport,
@@ -89,9 +94,11 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AgentRecord",
     "AwarenessItem",
     "BatchResult",
     "BudgetExceededError",
+    "CanonicalContext",
     "CognifyResult",
     "CombinedResult",
     "CombinedRetrieval",
@@ -99,6 +106,8 @@ __all__ = [
     "CompactionReport",
     "ConflictError",
     "ConsolidationReport",
+    "Conversation",
+    "ConversationInfo",
     "DatabaseUnavailableError",
     "DimensionMismatchError",
     "EmbedderStatus",
@@ -121,6 +130,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidVectorError",
     "MemoryInput",
+    "Message",
     "MigrationError",
     "Mind",
     "MindInfo",

@@ -303,6 +303,11 @@ from waggle_store.records.lifecycle import UsageBudget as UsageBudget  # noqa: E
 from waggle_store.records.lifecycle import UsageDay as UsageDay  # noqa: E402
 from waggle_store.records.lifecycle import UsageMonth as UsageMonth  # noqa: E402
 from waggle_store.records.lifecycle import UsageTotals as UsageTotals  # noqa: E402
+from waggle_store.records.conversations import AgentRecord as AgentRecord  # noqa: E402
+from waggle_store.records.conversations import CanonicalContext as CanonicalContext  # noqa: E402
+from waggle_store.records.conversations import Conversation as Conversation  # noqa: E402
+from waggle_store.records.conversations import ConversationInfo as ConversationInfo  # noqa: E402
+from waggle_store.records.conversations import Message as Message  # noqa: E402
 
 
 def from_values(cls: type[_T], values: Sequence[Any]) -> _T:
