@@ -29,6 +29,7 @@ from waggle_store.embeddings.quota import quota_status
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.engine import connect, create_engine, engine_info, read_only
 from waggle_store.errors import InvalidInputError, MigrationError, NotFoundError
+from waggle_store.facade.agents import AgentsAPI
 from waggle_store.facade.usage import UsageAPI
 from waggle_store.mind import Mind
 from waggle_store.models import MindRow
@@ -122,6 +123,11 @@ class Store(TransferMixin):
     @embedder.setter
     def embedder(self, value: Embedder | None) -> None:
         self.context.embedder = value
+
+    @cached_property
+    def agents(self) -> AgentsAPI:
+        """The agents registry; an agent's memory is the mind of the same name."""
+        return AgentsAPI(self.context)
 
     @cached_property
     def usage(self) -> UsageAPI:
