@@ -24,8 +24,13 @@ from waggle_store.errors import InvalidInputError
 from waggle_store.pipeline.cognify import prepare_item, write_items_in
 from waggle_store.pipeline.cognify_vectors import embed_texts, vector_plan
 from waggle_store.pipeline.ingest import Item
-from waggle_store.records import CanonicalContext, Conversation, ConversationInfo, MemoryInput
-from waggle_store.records import Message
+from waggle_store.records import (
+    CanonicalContext,
+    Conversation,
+    ConversationInfo,
+    MemoryInput,
+    Message,
+)
 from waggle_store.repositories.canonical import CanonicalRepository
 from waggle_store.repositories.common import MAX_LIMIT, check_int, js_trim, strip_hm_prefix
 from waggle_store.repositories.conversations import (

@@ -294,6 +294,11 @@ class SwitchReport:
 
 
 # The lifecycle records live in their own module (size); they are records like the above.
+from waggle_store.records.conversations import AgentRecord as AgentRecord  # noqa: E402
+from waggle_store.records.conversations import CanonicalContext as CanonicalContext  # noqa: E402
+from waggle_store.records.conversations import Conversation as Conversation  # noqa: E402
+from waggle_store.records.conversations import ConversationInfo as ConversationInfo  # noqa: E402
+from waggle_store.records.conversations import Message as Message  # noqa: E402
 from waggle_store.records.lifecycle import ConsolidationReport as ConsolidationReport  # noqa: E402
 from waggle_store.records.lifecycle import ExportReport as ExportReport  # noqa: E402
 from waggle_store.records.lifecycle import HarvestReport as HarvestReport  # noqa: E402
@@ -303,11 +308,6 @@ from waggle_store.records.lifecycle import UsageBudget as UsageBudget  # noqa: E
 from waggle_store.records.lifecycle import UsageDay as UsageDay  # noqa: E402
 from waggle_store.records.lifecycle import UsageMonth as UsageMonth  # noqa: E402
 from waggle_store.records.lifecycle import UsageTotals as UsageTotals  # noqa: E402
-from waggle_store.records.conversations import AgentRecord as AgentRecord  # noqa: E402
-from waggle_store.records.conversations import CanonicalContext as CanonicalContext  # noqa: E402
-from waggle_store.records.conversations import Conversation as Conversation  # noqa: E402
-from waggle_store.records.conversations import ConversationInfo as ConversationInfo  # noqa: E402
-from waggle_store.records.conversations import Message as Message  # noqa: E402
 
 
 def from_values(cls: type[_T], values: Sequence[Any]) -> _T:
