@@ -274,3 +274,23 @@ def test_concurrent_canonical_appends_lose_nothing(store_factory: Any, threshold
     for k in range(threads):  # each channel's messages stay in its order
         mine = [s for s in seen if s.startswith(f"c{k}-")]
         assert mine == [f"c{k}-{n}" for n in range(per_thread)]
+
+
+def test_reconcile_checks_conversation_counters(store: ws.Store) -> None:
+    import sqlalchemy as sa
+
+    from waggle_store.models import MessageRow
+
+    mind = store.mind("m")
+    conv = mind.conversations.open()
+    mind.conversations.append(conv.id, [_user("a"), _user("b"), _user("c")])
+    assert not [p for p in store.reconcile().problems if "conversation" in p]
+    with store.write() as session:  # a row deleted behind the API
+        session.execute(sa.delete(MessageRow).where(MessageRow.conversation_id == conv.id,
+                                                    MessageRow.seq == 2))
+    found = [p for p in store.reconcile().problems if "conversation" in p]
+    assert found == [f"conversation {conv.id} counts 3 messages up to seq 3 but holds 2 up to seq 3"]
+    report = store.reconcile(repair=True)
+    assert found[0] in report.repaired
+    assert mind.conversations.list()[0].message_count == 2
+    assert not [p for p in store.reconcile().problems if "conversation" in p]

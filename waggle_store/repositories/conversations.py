@@ -44,6 +44,7 @@ __all__ = [
     "check_label",
     "check_messages",
     "check_optional_count",
+    "counter_drift",
     "to_message",
 ]
 
@@ -288,3 +289,31 @@ class ConversationRepository:
         row = self.require(conversation_id, lock=True)
         self.session.delete(row)
         self.session.flush()
+
+
+# -- consistency (reconcile) ------------------------------------------------------------------
+
+
+def counter_drift(session: Session, mind_id: int | None, *, repair: bool) -> list[str]:
+    """Conversations whose ``message_count`` or ``last_seq`` disagree with their message rows
+    (rows written or deleted behind the API), one sentence each; ``repair`` sets the counters
+    from the rows (the messages themselves are the truth)."""
+    counted = (sa.select(_MESSAGES.c.conversation_id, sa.func.count().label("n"),
+                         sa.func.max(_MESSAGES.c.seq).label("top"))
+               .group_by(_MESSAGES.c.conversation_id).subquery())
+    query = (sa.select(ConversationRow, sa.func.coalesce(counted.c.n, 0),
+                       sa.func.coalesce(counted.c.top, 0))
+             .outerjoin(counted, counted.c.conversation_id == ConversationRow.id)
+             .where(sa.or_(ConversationRow.message_count != sa.func.coalesce(counted.c.n, 0),
+                           ConversationRow.last_seq < sa.func.coalesce(counted.c.top, 0))))
+    if mind_id is not None:
+        query = query.where(ConversationRow.mind_id == mind_id)
+    problems = []
+    for row, count, top in session.execute(query).all():
+        problems.append(f"conversation {row.id} counts {row.message_count} messages up to seq "
+                        f"{row.last_seq} but holds {count} up to seq {top}")
+        if repair:
+            row.message_count = int(count)
+            row.last_seq = max(int(row.last_seq), int(top))
+    session.flush()
+    return problems
