@@ -15,8 +15,10 @@ def test_save_is_an_upsert_by_case_insensitive_name(store: ws.Store) -> None:
     assert (first.name, first.mind, first.manifest, first.state) == ("Ada", "Ada",
                                                                      {"model": "small"}, {})
     again = store.agents.save("ADA", {"model": "large"}, state={"turns": 1})
-    assert again.name == "Ada" and again.manifest == {"model": "large"}
-    assert again.state == {"turns": 1} and again.created_at == first.created_at
+    assert again.name == "Ada"
+    assert again.manifest == {"model": "large"}
+    assert again.state == {"turns": 1}
+    assert again.created_at == first.created_at
     kept = store.agents.save("ada", {"model": "large", "tools": ["clock"]})
     assert kept.state == {"turns": 1}  # state=None keeps the state
     store.agents.save("bob", {})

@@ -25,17 +25,20 @@ def test_open_returns_the_channels_open_conversation(mind: ws.Mind) -> None:
     assert mind.conversations.open("telegram").id == first.id
     assert mind.conversations.open("discord").id != first.id
     newer = mind.conversations.create("telegram")
-    assert newer.id != first.id and newer.is_open
+    assert newer.id != first.id
+    assert newer.is_open
     assert mind.conversations.open("telegram").id == newer.id
     infos = {i.id: i for i in mind.conversations.list(channel="telegram")}
     assert set(infos) == {first.id, newer.id}
     assert not infos[first.id].is_open
-    assert [i.id for i in mind.conversations.list()][0] == newer.id  # newest first
+    assert next(i.id for i in mind.conversations.list()) == newer.id  # newest first
     found = mind.conversations.find_by_label("tg")
-    assert found is not None and found.id == first.id
+    assert found is not None
+    assert found.id == first.id
     mind.conversations.set_label(newer.id, "tg")
     found = mind.conversations.find_by_label("tg")
-    assert found is not None and found.id == newer.id  # the newest match
+    assert found is not None
+    assert found.id == newer.id
 
 
 def test_append_keeps_order_and_trims_to_keep_last(mind: ws.Mind) -> None:
@@ -49,7 +52,8 @@ def test_append_keeps_order_and_trims_to_keep_last(mind: ws.Mind) -> None:
     assert [(m.role, m.content, m.seq) for m in stored] == [
         ("system", "be brief", 1), ("assistant", "", 2), ("tool", "12:00", 3)]
     assert stored[1].tool_calls == [{"id": "c1", "name": "clock"}]
-    assert stored[2].tool_call_id == "c1" and stored[2].metadata == {"ms": 3}
+    assert stored[2].tool_call_id == "c1"
+    assert stored[2].metadata == {"ms": 3}
     assert stored[0].created_at is not None
 
     for n in range(30):
@@ -62,7 +66,8 @@ def test_append_keeps_order_and_trims_to_keep_last(mind: ws.Mind) -> None:
     info = mind.conversations.list()[0]
     assert info.message_count == 20
     got = mind.conversations.get(conv.id)
-    assert got is not None and len(got.messages) == 20
+    assert got is not None
+    assert len(got.messages) == 20
     mind.conversations.append(conv.id, [_user("last")], keep_last=2)
     assert [m.content for m in mind.conversations.messages(conv.id)] == ["turn 29", "last"]
     mind.conversations.delete(conv.id)
@@ -210,13 +215,15 @@ def test_canonical_compaction_byte_for_byte(mind: ws.Mind) -> None:
                                 threshold=10, window=4)
     expected = _expected(None, first)
     assert ctx.summary == expected
-    assert "\u00e9..." not in expected and ("a" * 199 + "...") in expected  # the rule applied
+    assert "\u00e9..." not in expected
+    assert ("a" * 199 + "...") in expected
     assert [(m.role, m.content) for m in ctx.messages] == later
     assert conv.canonical(window=2).messages == ctx.messages[-2:]
 
     # below the threshold nothing is compacted
     ctx = conv.canonical_append([_user("one more")], threshold=10, window=4)
-    assert ctx.summary == expected and len(ctx.messages) == 4
+    assert ctx.summary == expected
+    assert len(ctx.messages) == 4
 
     # a summary past 4,000 bytes keeps its last 4,000, cut on a character boundary
     for pad in range(3):
@@ -230,7 +237,8 @@ def test_canonical_compaction_byte_for_byte(mind: ws.Mind) -> None:
     ctx = conv.canonical_append([{"role": r, "content": t} for r, t in long],
                                 threshold=10, window=4)
     assert ctx.summary == _expected(expected, before + long[:-4])
-    assert len(ctx.summary.encode()) <= 4000 and ctx.summary.startswith("€")
+    assert len(ctx.summary.encode()) <= 4000
+    assert ctx.summary.startswith("€")
 
 
 def test_set_canonical_summary(mind: ws.Mind) -> None:
@@ -289,7 +297,8 @@ def test_reconcile_checks_conversation_counters(store: ws.Store) -> None:
         session.execute(sa.delete(MessageRow).where(MessageRow.conversation_id == conv.id,
                                                     MessageRow.seq == 2))
     found = [p for p in store.reconcile().problems if "conversation" in p]
-    assert found == [f"conversation {conv.id} counts 3 messages up to seq 3 but holds 2 up to seq 3"]
+    assert found == [
+        f"conversation {conv.id} counts 3 messages up to seq 3 but holds 2 up to seq 3"]
     report = store.reconcile(repair=True)
     assert found[0] in report.repaired
     assert mind.conversations.list()[0].message_count == 2

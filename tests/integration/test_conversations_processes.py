@@ -52,7 +52,8 @@ def test_processes_open_one_conversation_and_lose_no_message(target: Any,
 
     conversations = store.mind("shared").conversations
     infos = conversations.list()
-    assert len(infos) == 1 and infos[0].is_open
+    assert len(infos) == 1
+    assert infos[0].is_open
     assert {conv_id for _, conv_id, _ in outcomes} == {infos[0].id}
     messages = conversations.messages(infos[0].id)
     assert [m.seq for m in messages] == list(range(1, PROCESSES * APPENDS + 1))

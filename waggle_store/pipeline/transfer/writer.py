@@ -42,6 +42,7 @@ from waggle_store.models import (
     RelationRow,
     SessionRow,
 )
+from waggle_store.pipeline.transfer.conversations import ConversationWriter
 from waggle_store.pipeline.transfer.format import Line
 from waggle_store.pipeline.transfer.validate import Plan
 from waggle_store.pipeline.transfer.writer_frames import FrameWriter
@@ -58,7 +59,7 @@ __all__ = ["CHUNK", "MindWriter"]
 CHUNK: Final = 500
 
 
-class MindWriter(FrameWriter):
+class MindWriter(ConversationWriter, FrameWriter):
     """Writes records into one mind inside the caller's transaction (it never commits)."""
 
     def __init__(self, session: Session, mind_id: int, plan: Plan, *, adapter: Any,
@@ -106,6 +107,7 @@ class MindWriter(FrameWriter):
     def finish(self) -> None:
         self.flush()
         self._fix_forward_references()
+        self.finish_conversations()
         pending = self.s.scalar(select(func.count()).select_from(FrameEmbeddingRow).where(
             FrameEmbeddingRow.frame_id.in_(select(FrameRow.id).where(
                 FrameRow.mind_id == self.mind_id, FrameRow.id > self.pre["frame"])),
