@@ -52,7 +52,9 @@ def mind_name(bind: Bind, mind_id: int) -> str:
 
 def agent_of(bind: Bind, name: str) -> Mapping[str, Any] | None:
     """The agent whose mind is ``name`` (the agent of that name), as a row mapping."""
-    return bind.execute(sa.select(_A).where(_A.c.name_key == name.casefold())).mappings().first()
+    found = bind.execute(sa.select(_A).where(_A.c.name_key == name.casefold())).mappings()
+    row = found.first()
+    return None if row is None else dict(row)
 
 
 def conversation_counts(bind: Bind, mind_id: int) -> tuple[int, int]:

@@ -123,12 +123,14 @@ class ConversationWriter:
     problems: Problems
     counts: dict[str, int]
 
+    _conv_ids: dict[int, int | None]
+    _conv_last: dict[int, int]
+
     def _conversation_ids(self) -> dict[int, int | None]:
-        found: dict[int, int | None] | None = getattr(self, "_conv_ids", None)
-        if found is None:
-            found = self._conv_ids = {}
-            self._conv_last: dict[int, int] = {}
-        return found
+        """Old conversation id -> new id (None: not imported), made on first use."""
+        if not hasattr(self, "_conv_ids"):
+            self._conv_ids, self._conv_last = {}, {}
+        return self._conv_ids
 
     def _write_conversation(self, records: list[dict[str, Any]]) -> None:
         ids = self._conversation_ids()
