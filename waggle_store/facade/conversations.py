@@ -38,6 +38,7 @@ from waggle_store.repositories.conversations import (
     MessageSpec,
     check_messages,
     check_optional_count,
+    newest_messages,
 )
 from waggle_store.repositories.knowledge_common import lock_graph
 from waggle_store.repositories.sessions import SessionRepository
@@ -79,9 +80,8 @@ class ConversationsAPI:
     def messages(self, conversation_id: int, *, limit: int | None = None) -> list[Message]:
         """The newest ``limit`` messages (None: all it keeps), oldest first."""
         wanted = check_optional_count(limit, name="limit")
-        with self.mind.read() as s:
-            repo = ConversationRepository(s, self.mind.id)
-            return repo.message_rows(repo.require(conversation_id).id, wanted)
+        with self.mind.store.read_connection() as conn:
+            return newest_messages(conn, self.mind.id, conversation_id, wanted)
 
     def list(self, *, channel: str | None = None) -> list[ConversationInfo]:
         """This mind's conversations, newest first (``channel``: that channel's only)."""

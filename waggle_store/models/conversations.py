@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     CheckConstraint,
     ForeignKey,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Mapped, mapped_column
 
 from waggle_store.models.base import PK, Base, JSONType
@@ -34,6 +36,10 @@ CONVERSATION_STATUSES = ("open", "closed")
 MESSAGE_ROLES = ("user", "assistant", "system", "tool")
 
 _SEQ = BigInteger().with_variant(Integer(), "sqlite")
+#: A message's optional JSON (tool calls, metadata): None is stored as SQL NULL, not as the JSON
+#: text ``null``, so reading a message without them decodes nothing.
+_OPTIONAL_JSON = JSON(none_as_null=True).with_variant(postgresql.JSONB(none_as_null=True),
+                                                      "postgresql")
 
 
 class ConversationRow(Base):
@@ -97,9 +103,9 @@ class MessageRow(Base):
     seq: Mapped[int] = mapped_column(_SEQ)
     role: Mapped[str] = mapped_column(String(10))
     content: Mapped[str] = mapped_column(Text)
-    tool_calls: Mapped[Any | None] = mapped_column(JSONType, default=None)
+    tool_calls: Mapped[Any | None] = mapped_column(_OPTIONAL_JSON, default=None)
     tool_call_id: Mapped[str | None] = mapped_column(String(255), default=None)
-    meta: Mapped[Any | None] = mapped_column("metadata", JSONType, default=None)
+    meta: Mapped[Any | None] = mapped_column("metadata", _OPTIONAL_JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "check_messages",
     "check_optional_count",
     "counter_drift",
+    "newest_messages",
     "to_message",
 ]
 
@@ -137,14 +138,44 @@ def check_messages(messages: object, *, keep_time: bool = False) -> list[Message
 
 
 def to_message(row: Any) -> Message:
-    """A message row (ORM or a Core row with the table's columns) as a record."""
-    return Message(row.role, row.content, row.created_at, row.tool_calls, row.tool_call_id,
-                   row.metadata if not isinstance(row, MessageRow) else row.meta, row.seq)
+    """A Core row of the messages table (its columns in table order) as a record."""
+    _, _, seq, role, content, tool_calls, tool_call_id, metadata, created_at = row
+    return Message(role, content, created_at, tool_calls, tool_call_id, metadata, seq)
 
 
 def _to_info(row: ConversationRow) -> ConversationInfo:
     return ConversationInfo(row.id, row.channel or "", row.label, int(row.message_count),
                             row.created_at, row.updated_at, row.status == "open")
+
+
+# -- the newest messages, on a Core connection ------------------------------------------------
+
+_C = cast(sa.Table, ConversationRow.__table__)
+#: Built once (a read path that runs on every agent turn): the messages of conversation :c if
+#: it is a channel conversation of mind :m; _NEWEST the newest :n of them, newest first.
+_OF = (sa.select(_MESSAGES).join(_C, _C.c.id == _MESSAGES.c.conversation_id)
+       .where(_C.c.id == sa.bindparam("c"), _C.c.mind_id == sa.bindparam("m"),
+              _C.c.kind == "channel"))
+_ALL = _OF.order_by(_MESSAGES.c.seq)
+_NEWEST = _OF.order_by(_MESSAGES.c.seq.desc()).limit(sa.bindparam("n"))
+_EXISTS = sa.select(_C.c.id).where(_C.c.id == sa.bindparam("c"), _C.c.mind_id == sa.bindparam("m"),
+                                   _C.c.kind == "channel")
+
+
+def newest_messages(conn: sa.Connection, mind_id: int, conversation_id: object,
+                    limit: int | None) -> list[Message]:
+    """The newest ``limit`` messages (None: all), oldest first, of a conversation of
+    ``mind_id``, in one statement (NotFoundError when there is no such conversation): the
+    read path of ``messages()``, on a Core connection, which costs a fraction of a Session."""
+    ident = check_int(conversation_id, name="conversation_id", minimum=1)
+    if limit is None:
+        rows = list(conn.execute(_ALL, {"c": ident, "m": mind_id}))
+    else:
+        rows = list(conn.execute(_NEWEST, {"c": ident, "m": mind_id, "n": limit}))
+        rows.reverse()
+    if not rows and conn.execute(_EXISTS, {"c": ident, "m": mind_id}).first() is None:
+        raise NotFoundError(f"no conversation {conversation_id!r} in this mind")
+    return [to_message(r) for r in rows]
 
 
 # -- the repository ---------------------------------------------------------------------------
