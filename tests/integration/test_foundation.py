@@ -70,12 +70,14 @@ def test_check_reports_no_difference(engine, target) -> None:
 
 
 def test_exactly_one_head() -> None:
-    assert migrate.head() == "0009"
+    assert migrate.head() == "0012"
 
 
 def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
     from waggle_store.models import (
+        AgentRow,
         AwarenessRow,
+        ConversationRow,
         EmbeddingModelRow,
         EmbeddingStagingRow,
         EmbeddingUsage,
@@ -85,6 +87,7 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         HarvestSourceRow,
         IdentityRow,
         KVRow,
+        MessageRow,
         MindEmbeddingModelRow,
         RelationRow,
         StoreMeta,
@@ -126,6 +129,11 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         s.add(KVRow(mind_id=mind.id, key="k", value={"x": [1, 2]}))
         s.add(HarvestSourceRow(mind_id=mind.id, source="chatgpt", display_name="ChatGPT"))
         s.add(StoreMeta(key="k", value="v"))
+        conversation = ConversationRow(mind_id=mind.id, channel="web")
+        s.add(conversation)
+        s.flush()
+        s.add(MessageRow(conversation_id=conversation.id, seq=1, role="user", content="hi"))
+        s.add(AgentRow(name="m", name_key="m", manifest={}, state={}))
     with engine.connect() as conn:
         return {
             t: conn.execute(
