@@ -33,13 +33,17 @@ from waggle_store.errors import (
 )
 from waggle_store.mind import Mind
 from waggle_store.records import (
+    AgentRecord,
     AwarenessItem,
     BatchResult,
+    CanonicalContext,
     CognifyResult,
     CombinedResult,
     CombinedRetrievalResult,
     CompactionReport,
     ConsolidationReport,
+    Conversation,
+    ConversationInfo,
     EmbedderStatus,
     EmbeddingModelInfo,
     Entity,
@@ -56,6 +60,7 @@ from waggle_store.records import (
     Identity,
     ImportReport,
     MemoryInput,
+    Message,
     MindInfo,
     PurgeReport,
     QuotaStatus,
@@ -90,9 +95,11 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AgentRecord",
     "AwarenessItem",
     "BatchResult",
     "BudgetExceededError",
+    "CanonicalContext",
     "CognifyResult",
     "CombinedResult",
     "CombinedRetrieval",
@@ -100,6 +107,8 @@ __all__ = [
     "CompactionReport",
     "ConflictError",
     "ConsolidationReport",
+    "Conversation",
+    "ConversationInfo",
     "DatabaseUnavailableError",
     "DimensionMismatchError",
     "EmbedderStatus",
@@ -122,6 +131,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidVectorError",
     "MemoryInput",
+    "Message",
     "MigrationError",
     "Mind",
     "MindInfo",

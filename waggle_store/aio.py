@@ -64,6 +64,8 @@ class AsyncStore:
             max_workers=max_workers, thread_name_prefix="waggle-store-aio"
         )
         self._closed = False
+        #: The agents registry, awaited (``await store.agents.save(name, manifest)``).
+        self.agents = AsyncLayer(self, store.agents)
 
     # -- running on the pool ------------------------------------------------------------------
 
@@ -174,6 +176,7 @@ class AsyncMind:
         self.sessions = AsyncLayer(store, mind.sessions)
         self.knowledge = AsyncLayer(store, mind.knowledge)
         self.kv = AsyncLayer(store, mind.kv)
+        self.conversations = AsyncLayer(store, mind.conversations)
 
     @property
     def id(self) -> int:
@@ -228,7 +231,8 @@ class AsyncMind:
 
 
 class AsyncLayer:
-    """One layer of a mind (frames, identity, awareness, sessions, knowledge, kv), awaited.
+    """One layer of a mind (frames, identity, awareness, sessions, knowledge, kv, conversations)
+    or of the store (agents), awaited.
 
     Every public method of the sync layer is available under its own name and signature and
     returns an awaitable: ``await mind.frames.create_i("s1", "text")``. The layer is proxied

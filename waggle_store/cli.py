@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 import waggle_store as ws
-from waggle_store import cli_lifecycle, cli_ops, cli_usage
+from waggle_store import cli_conversations, cli_lifecycle, cli_ops, cli_usage
 from waggle_store.cli_output import (
     Failure,
     Importance,
@@ -318,6 +318,7 @@ def reconcile(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 cli_lifecycle.register(app)
 cli_usage.register(app)
+cli_conversations.register(app)
 cli_ops.register(app)
 
 

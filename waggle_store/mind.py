@@ -16,6 +16,7 @@ from waggle_store.embeddings.base import Embedder
 from waggle_store.embeddings.chain import resolve_embedder
 from waggle_store.errors import InvalidInputError
 from waggle_store.facade.awareness import AwarenessAPI
+from waggle_store.facade.conversations import ConversationsAPI
 from waggle_store.facade.frames import FramesAPI
 from waggle_store.facade.harvest import HarvestAPI
 from waggle_store.facade.identity import IdentityAPI
@@ -64,6 +65,11 @@ class Mind:
     @cached_property
     def sessions(self) -> SessionsAPI:
         return SessionsAPI(self.context)
+
+    @cached_property
+    def conversations(self) -> ConversationsAPI:
+        """Message history per channel, trimmed, and the compacted canonical conversation."""
+        return ConversationsAPI(self.context)
 
     @cached_property
     def frames(self) -> FramesAPI:

@@ -1,8 +1,6 @@
-"""Store and Mind: the facade that owns the unit of work and wires the layers for callers.
-
-Repositories take a Session and never commit; the facade opens one short transaction per API call
-(``Store.write()`` / ``Store.read()``), commits it, and turns driver errors into waggle_store
-errors, so that after any exception nothing of that call remains.
+"""Store: the facade that owns the unit of work and wires the layers for callers. It opens one
+short transaction per API call, commits it, and turns driver errors into waggle_store errors,
+so that after any exception nothing of that call remains (repositories never commit).
 """
 
 from __future__ import annotations
@@ -29,6 +27,7 @@ from waggle_store.embeddings.quota import quota_status
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.engine import connect, create_engine, engine_info, read_only
 from waggle_store.errors import InvalidInputError, NotFoundError
+from waggle_store.facade.agents import AgentsAPI
 from waggle_store.facade.usage import UsageAPI
 from waggle_store.mind import Mind
 from waggle_store.models.base import schema_translate_map
@@ -56,12 +55,9 @@ def _package_version() -> str:
 
 
 class Store(BoundMixin):
-    """One database: a SQLite file or a Postgres schema. Open it with :func:`open_store`.
-
-    It owns the unit of work (:class:`~waggle_store.unitofwork.Database`), the dialect adapter,
-    the embedder and the search engine, and hands its layers a :class:`StoreContext` (and each
-    mind a :class:`MindContext`), never itself.
-    """
+    """One database (a SQLite file or a Postgres schema), opened by :func:`open_store`: it owns
+    the unit of work, the dialect adapter, the embedder and the search engine, and hands its
+    layers a :class:`StoreContext` (each mind a :class:`MindContext`), never itself."""
 
     def __init__(
         self,
@@ -88,8 +84,7 @@ class Store(BoundMixin):
         check_schema(engine, schema)  # a host's Engine reaches here without create_engine's check
         in_schema = (check_schema(engine, schema or StoreConfig.from_env().schema)
                      if spec.has_schemas else None)
-        # The models name schema "waggle"; this engine (a copy sharing the pool) puts them in
-        # the store's schema, and prepares a host's engine per transaction (dialects/host.py).
+        # A copy of the engine (same pool) that maps the models' schema to the store's.
         runner = waggle_engine(engine, in_schema)
         if not ddl:
             runner = without_ddl(runner)  # opened with upgrade=False: no DDL at run time
@@ -133,6 +128,11 @@ class Store(BoundMixin):
     @embedder.setter
     def embedder(self, value: Embedder | None) -> None:
         self.context.embedder = value
+
+    @cached_property
+    def agents(self) -> AgentsAPI:
+        """The agents registry; an agent's memory is the mind of the same name."""
+        return AgentsAPI(self.context)
 
     @cached_property
     def usage(self) -> UsageAPI:

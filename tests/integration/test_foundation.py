@@ -79,7 +79,9 @@ def test_exactly_one_head() -> None:
 
 def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
     from waggle_store.models import (
+        AgentRow,
         AwarenessRow,
+        ConversationRow,
         EmbeddingModelRow,
         EmbeddingStagingRow,
         EmbeddingUsage,
@@ -90,6 +92,7 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         HarvestTombstoneRow,
         IdentityRow,
         KVRow,
+        MessageRow,
         MindEmbeddingModelRow,
         RelationRow,
         StoreMeta,
@@ -132,6 +135,11 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         s.add(HarvestSourceRow(mind_id=mind.id, source="chatgpt", display_name="ChatGPT"))
         s.add(HarvestTombstoneRow(mind_id=mind.id, source="chatgpt", content_hash="h"))
         s.add(StoreMeta(key="k", value="v"))
+        conversation = ConversationRow(mind_id=mind.id, channel="web")
+        s.add(conversation)
+        s.flush()
+        s.add(MessageRow(conversation_id=conversation.id, seq=1, role="user", content="hi"))
+        s.add(AgentRow(name="m", name_key="m", manifest={}, state={}))
     with engine.connect() as conn:
         return {
             t: conn.execute(

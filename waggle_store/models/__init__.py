@@ -9,6 +9,13 @@ from waggle_store.models.base import (
     schema_translate_map,
     table_name,
 )
+from waggle_store.models.conversations import (
+    CONVERSATION_KINDS,
+    MESSAGE_ROLES,
+    AgentRow,
+    ConversationRow,
+    MessageRow,
+)
 from waggle_store.models.embeddings import (
     EmbeddingModelRow,
     EmbeddingStagingRow,
@@ -30,15 +37,19 @@ from waggle_store.models.substrate import (
 
 __all__ = [
     "AWARENESS_CATEGORIES",
+    "CONVERSATION_KINDS",
     "FRAME_SOURCES",
     "FRAME_TYPES",
     "IMPORTANCE_LEVELS",
+    "MESSAGE_ROLES",
     "MIND_KINDS",
     "SCHEMA",
     "SESSION_STATUSES",
     "TABLE_PREFIX",
+    "AgentRow",
     "AwarenessRow",
     "Base",
+    "ConversationRow",
     "EmbeddingModelRow",
     "EmbeddingStagingRow",
     "EmbeddingUsage",
@@ -50,6 +61,7 @@ __all__ = [
     "HarvestTombstoneRow",
     "IdentityRow",
     "KVRow",
+    "MessageRow",
     "MindEmbeddingModelRow",
     "MindRow",
     "RelationRow",

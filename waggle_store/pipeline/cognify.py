@@ -60,7 +60,7 @@ EXTRACT_CHARS: Final = 10_000
 BATCH_CHUNK: Final = 250
 
 
-def _prepare(index: int, item: str | MemoryInput, importance: str, source: str) -> Item:
+def prepare_item(index: int, item: str | MemoryInput, importance: str, source: str) -> Item:
     if isinstance(item, MemoryInput):
         content, created, imp, src = item.content, item.created_at, item.importance, item.source
     elif isinstance(item, str):
@@ -91,41 +91,51 @@ def _write_items(mind: MindContext, items: Sequence[Item], gop_id: str | None,
     """One write transaction for these items: set-based (:func:`write_chunk`); item by item,
     each in its own savepoint, only when on_error is set and the chunk failed as a whole."""
     with mind.write() as session:
-        # The mind row first, as in every write path (then session rows: see
-        # FrameRepository.create_i). Taken once at the root so the per-item savepoints reuse
-        # it (Postgres: dedup and the graph's check-then-insert are serialised per mind;
-        # SQLite writers are serialised already).
-        knowledge = KnowledgeRepository(session, mind.id)
-        knowledge.lock()
-        gop = _resolve_gop(session, mind.id, gop_id)
-        schema = knowledge.schema.get()
-        embedder = mind.embedder
-        model_id = None
-        if vectors is not None and embedder is not None:
-            try:
-                model_id = register_model(session, mind.adapter, model_key(embedder))
-            except VectorTableMissingError as exc:  # a runtime role: stored, vector pending
-                embed_error = str(exc)
-        if model_id is not None and embedder is not None:
-            active = MindModelRepository(session, mind.id).claim(model_id)
-            if active != model_id:  # another model won the mind's first write meanwhile
-                embed_error = mismatch_reason(mind.name, model_key_of(session, active),
-                                              model_key(embedder))
-                model_id = None
-        if vectors is not None:  # the request this chunk's vectors came from, in the usage log
-            UsageRepository(session).record_embedding(mind.id, embedder, len(items))
-        if on_error is None:
-            return write_chunk(session, mind, gop, items, schema, vectors, model_id, embed_error)
+        return write_items_in(session, mind, items, gop_id, vectors, embed_error, on_error)
+
+
+def write_items_in(session: Session, mind: MindContext, items: Sequence[Item],
+                   gop_id: str | None, vectors: list[list[float]] | None,
+                   embed_error: str | None,
+                   on_error: Callable[[Item, Exception], None] | None = None
+                   ) -> dict[int, Written]:
+    """:func:`_write_items` inside the caller's write transaction ``session`` (a caller that
+    stores other rows with the memories in one transaction: ``conversations.append``)."""
+    # The mind row first, as in every write path (then session rows: see
+    # FrameRepository.create_i). Taken once at the root so the per-item savepoints reuse
+    # it (Postgres: dedup and the graph's check-then-insert are serialised per mind;
+    # SQLite writers are serialised already).
+    knowledge = KnowledgeRepository(session, mind.id)
+    knowledge.lock()
+    gop = _resolve_gop(session, mind.id, gop_id)
+    schema = knowledge.schema.get()
+    embedder = mind.embedder
+    model_id = None
+    if vectors is not None and embedder is not None:
         try:
-            # One savepoint per chunk, not per item: only if an item fails on its own is the
-            # chunk written again item by item, each in its own savepoint.
-            with session.begin_nested():
-                return write_chunk(session, mind, gop, items, schema, vectors, model_id,
-                                   embed_error)
-        except (WaggleStoreError, sa_exc.IntegrityError) as exc:
-            log.info("cognify_batch writes a chunk item by item after: %s", exc)
-        return write_one_by_one(session, mind, gop, items, schema, vectors, model_id,
-                                embed_error, on_error)
+            model_id = register_model(session, mind.adapter, model_key(embedder))
+        except VectorTableMissingError as exc:  # a runtime role: stored, vector pending
+            embed_error = str(exc)
+    if model_id is not None and embedder is not None:
+        active = MindModelRepository(session, mind.id).claim(model_id)
+        if active != model_id:  # another model won the mind's first write meanwhile
+            embed_error = mismatch_reason(mind.name, model_key_of(session, active),
+                                          model_key(embedder))
+            model_id = None
+    if vectors is not None:  # the request this chunk's vectors came from, in the usage log
+        UsageRepository(session).record_embedding(mind.id, embedder, len(items))
+    if on_error is None:
+        return write_chunk(session, mind, gop, items, schema, vectors, model_id, embed_error)
+    try:
+        # One savepoint per chunk, not per item: only if an item fails on its own is the
+        # chunk written again item by item, each in its own savepoint.
+        with session.begin_nested():
+            return write_chunk(session, mind, gop, items, schema, vectors, model_id,
+                               embed_error)
+    except (WaggleStoreError, sa_exc.IntegrityError) as exc:
+        log.info("cognify_batch writes a chunk item by item after: %s", exc)
+    return write_one_by_one(session, mind, gop, items, schema, vectors, model_id,
+                            embed_error, on_error)
 
 
 def _check_session(mind: MindContext, gop_id: str | None) -> None:
@@ -145,7 +155,7 @@ def cognify(mind: MindContext, search: HybridSearch, content: str, *, importance
     runs after the commit, so its failure cannot undo the memory: it is logged and reported in
     ``CognifyResult.link_error``, never raised (a return means the memory is stored).
     """
-    item = _prepare(0, MemoryInput(content, created_at, None, None), importance, source)
+    item = prepare_item(0, MemoryInput(content, created_at, None, None), importance, source)
     _check_session(mind, gop_id)
     use_vectors, error = vector_plan(mind)
     vectors, embed_error = embed_texts(mind, [item.content]) if use_vectors else (None, None)
@@ -226,7 +236,7 @@ def cognify_batch(mind: MindContext, items: Iterable[str | MemoryInput], *,
         chunk: list[Item] = []
         for index, item in chunk_in:
             try:
-                chunk.append(_prepare(index, item, importance, "user_stated"))
+                chunk.append(prepare_item(index, item, importance, "user_stated"))
             except WaggleStoreError as exc:
                 failures.append((index, f"{type(exc).__name__}: {exc}"))
         done += len(chunk_in)

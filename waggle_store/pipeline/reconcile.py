@@ -12,6 +12,9 @@ What drifts and how it is repaired:
   outside any transaction and stored in one write transaction. The frames to embed are read in
   pages of :data:`PAGE_SIZE` ids (keyset, by id), so memory does not grow with the store.
 * orphans: keyword or vector rows whose frame no longer exists are deleted.
+* conversation counters: a conversation whose message count or last ``seq`` disagrees with its
+  message rows (rows changed behind the API) is listed in ``problems``; ``repair=True`` sets
+  the counters from the rows.
 * derived objects (FTS5 table and triggers, tsvector column and GIN index, vector tables and
   their index/trigger): checked on every run and listed in ``ReconcileReport.problems``;
   recreated only with ``repair=True`` (by the adapter, with the DDL the migration used). Why not
@@ -37,6 +40,7 @@ from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.errors import VectorTableMissingError
 from waggle_store.pipeline.embed import EMBED_BATCH_SIZE, embed_frames
 from waggle_store.records import ReconcileReport
+from waggle_store.repositories.conversations import counter_drift
 from waggle_store.repositories.frame_upkeep import StaleFrames, last_frame_id, model_ids
 from waggle_store.repositories.vectors import model_key, register_model
 
@@ -130,6 +134,12 @@ def reconcile(
         # ReconcileReport's problems and repaired, in that order.
         problems = ([*map(str, found), *stray],
                     [str(p) for p in found if str(p) not in still] + (stray if repair else []))
+        # Conversation counters that disagree with their message rows: listed, and set from
+        # the rows with repair=True (a cheap UPDATE of the counters, no lock on the messages).
+        drift = counter_drift(session, mind_id, repair=repair)
+        problems[0].extend(drift)
+        if repair:
+            problems[1].extend(drift)
         if vector_backend:
             for model_id in model_ids(session):
                 if store.adapter.vector_table_exists(session, model_id):

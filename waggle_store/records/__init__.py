@@ -297,6 +297,11 @@ class SwitchReport:
 
 
 # The lifecycle records live in their own module (size); they are records like the above.
+from waggle_store.records.conversations import AgentRecord as AgentRecord  # noqa: E402
+from waggle_store.records.conversations import CanonicalContext as CanonicalContext  # noqa: E402
+from waggle_store.records.conversations import Conversation as Conversation  # noqa: E402
+from waggle_store.records.conversations import ConversationInfo as ConversationInfo  # noqa: E402
+from waggle_store.records.conversations import Message as Message  # noqa: E402
 from waggle_store.records.lifecycle import ConsolidationReport as ConsolidationReport  # noqa: E402
 from waggle_store.records.lifecycle import ExportReport as ExportReport  # noqa: E402
 from waggle_store.records.lifecycle import HarvestReport as HarvestReport  # noqa: E402

@@ -122,6 +122,9 @@ class ExportReport:
     sessions: int = 0
     mentions: int = 0
     vectors: int = 0
+    conversations: int = 0
+    messages: int = 0
+    agents: int = 0
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,9 @@ class ImportReport:
     #: Imported frames left without a vector (``pending``): ``store.reconcile()`` embeds them.
     vectors_pending: int = 0
     harvest_sources_imported: int = 0
+    conversations_imported: int = 0
+    messages_imported: int = 0
+    agents_imported: int = 0
 
     @property
     def fragments_imported(self) -> int:

@@ -45,6 +45,7 @@ from waggle_store.models import (
     RelationRow,
     SessionRow,
 )
+from waggle_store.pipeline.transfer.conversations import count_records, emit_conversations
 from waggle_store.pipeline.transfer.export_rows import (
     PAGE,
     Emit,
@@ -155,6 +156,9 @@ def export_mind(
         sessions=n("session", 0),
         mentions=n("mention", 0),
         vectors=n("vector", 0),
+        conversations=n("conversation", 0),
+        messages=n("message", 0),
+        agents=n("agent", 0),
     )
 
 
@@ -200,6 +204,7 @@ def _export(
     settings = conn.scalar(select(MindRow.settings).where(MindRow.id == mid)) or {}
     schema = settings.get(SCHEMA_SETTINGS_KEY)
     counter.total += schema is not None
+    counter.total += count_records(conn, mid)
 
     def emit(kind: str, record: dict[str, Any]) -> None:
         write(dump_line({"type": kind, **record}))
@@ -222,6 +227,7 @@ def _export(
     emit_memory(conn, mid, emit)
     emit_graph(conn, mid, frames_of_mind, emit)
     emit_small(conn, mid, schema, model_ids, emit)
+    emit_conversations(conn, mid, emit)
     if include_vectors:
         _export_vectors(conn, mind, model_ids, emit)
 

@@ -1,4 +1,4 @@
-"""The ``waggle-mind`` JSONL format, version 1: what each line holds and how one is checked.
+"""The ``waggle-mind`` JSONL format, version 2: what each line holds and how one is checked.
 
 One UTF-8 JSON object per line. Line 1 is the header; every other line has a ``type`` and the
 fields of the matching record (``docs/export-format.md`` is the user's description, the JSON
@@ -42,6 +42,7 @@ from waggle_store.pipeline.transfer.format_checks import (
     _time,
     _vector,
 )
+from waggle_store.pipeline.transfer.format_conversations import conversation_specs
 from waggle_store.repositories.common import MAX_KEY_LENGTH, MAX_NAME_LENGTH
 from waggle_store.repositories.knowledge_common import MAX_NAME_LENGTH as MAX_ENTITY_NAME_LENGTH
 
@@ -49,6 +50,7 @@ __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "LINE_TYPES",
+    "READABLE_VERSIONS",
     "Line",
     "LineError",
     "dump_line",
@@ -60,7 +62,9 @@ __all__ = [
 ]
 
 FORMAT_NAME: Final = "waggle-mind"
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
+#: The versions this library reads (version 1 has no conversations, messages or agents).
+READABLE_VERSIONS: Final = (1, 2)
 SCHEMA_FILE: Final = "waggle-mind-v1.schema.json"
 
 #: Every record type, in the order an export writes them.
@@ -77,6 +81,9 @@ LINE_TYPES: Final = (
     "validation_schema",
     "embedding_model",
     "vector",
+    "conversation",
+    "message",
+    "agent",
 )
 
 
@@ -211,6 +218,8 @@ SPECS: Final[dict[str, dict[str, Checker]]] = {
         "content_hash": _str(64, empty=False),
         "vector": _vector,
     },
+    **conversation_specs(text=_str, integer=_int, time=_time, choice=_choice, obj=_object,
+                         optional=_optional, anything=_any),
 }
 
 
@@ -249,10 +258,10 @@ def parse_header(text: str) -> dict[str, Any]:
             f'{{"type": "header", "format": "{FORMAT_NAME}", ...}}'
         )
     version = obj.get("version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise LineError(
             f"format version {version!r} is not one this waggle_store reads "
-            f"(it reads version {FORMAT_VERSION})"
+            f"(it reads versions {', '.join(map(str, READABLE_VERSIONS))})"
         )
     mind = _field("mind", obj.get("mind"), _str(200, empty=False))
     kind = _field("kind", obj.get("kind", "workspace"), _choice(("workspace", "personal")))

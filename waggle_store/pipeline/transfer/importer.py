@@ -259,4 +259,7 @@ def run_import(
         vectors_imported=c("vectors", 0),
         vectors_pending=c("vectors_pending", 0),
         harvest_sources_imported=c("harvest_sources", 0),
+        conversations_imported=c("conversations", 0),
+        messages_imported=c("messages", 0),
+        agents_imported=c("agents", 0),
     )

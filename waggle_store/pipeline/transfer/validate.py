@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from waggle_store.errors import InvalidInputError
+from waggle_store.pipeline.transfer.conversations import ConversationChecks
 from waggle_store.pipeline.transfer.format import Line
+from waggle_store.pipeline.transfer.format_conversations import V2_TYPES
 from waggle_store.pipeline.transfer.problems import Problems
 
 __all__ = ["Plan", "b_references", "check_records"]
@@ -71,6 +73,7 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
     vectors: set[tuple[int, int]] = set()
     singles: set[str] = set()
     frame_refs: list[tuple[int, int, int]] = []  # (line, frame id, referenced id) not yet seen
+    conversations = ConversationChecks()
     for line_no, line in records:
         plan.lines = max(plan.lines, line_no)
         plan.records += 1
@@ -107,6 +110,8 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
                 else:
                     refs.extend(parsed[1])
             frame_refs.extend((line_no, fid, ref) for ref in refs if ref not in plan.frame_ids)
+        elif kind in V2_TYPES:
+            conversations.check(line_no, line)
         elif kind == "mention":
             # A mention given twice is harmless (the writer skips pairs the mind has), and a set
             # of every pair would be the largest thing pass 1 holds: no duplicate check.

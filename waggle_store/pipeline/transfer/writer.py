@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from sqlalchemy.orm import Session
 
+from waggle_store.pipeline.transfer.conversations import ConversationWriter
 from waggle_store.pipeline.transfer.format import Line
 from waggle_store.pipeline.transfer.validate import Plan
 from waggle_store.pipeline.transfer.writer_frames import FrameWriter
@@ -46,7 +47,7 @@ __all__ = ["CHUNK", "MindWriter"]
 CHUNK: Final = 500
 
 
-class MindWriter(FrameWriter):
+class MindWriter(ConversationWriter, FrameWriter):
     """Writes records into one mind inside the caller's transaction (it never commits)."""
 
     def __init__(self, session: Session, mind_id: int, plan: Plan, *, adapter: Any,
@@ -93,6 +94,7 @@ class MindWriter(FrameWriter):
     def finish(self) -> None:
         self.flush()
         self._fix_forward_references()
+        self.finish_conversations()
         self.counts["vectors_pending"] = self.held.pending_after(self.pre["frame"])
 
     # -- simple records -----------------------------------------------------------------------
