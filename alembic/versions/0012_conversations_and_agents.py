@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from alembic import op
+from waggle_store.dialects.postgres_maint import RLS_POLICY, rls_statements
 
 revision: str = '0012'
 down_revision: str | Sequence[str] | None = '0011'
@@ -95,6 +96,23 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint('id', name=op.f('pk_agents')),
         sa.UniqueConstraint('name_key', name=op.f('uq_agents_name_key')),
     )
+
+
+    if op.get_bind().dialect.name == 'postgresql':
+        _row_security()
+
+
+def _row_security() -> None:
+    """A bound store's connections see only its mind's conversations and their messages (the
+    policy of revision 0011; messages through their conversation, itself under the policy)."""
+    quote = op.get_bind().dialect.identifier_preparer.quote
+    for statement in rls_statements(quote('waggle_conversations')):
+        op.execute(statement)
+    owned = ('EXISTS (SELECT 1 FROM waggle_conversations c '
+             'WHERE c.id = waggle_conversation_messages.conversation_id)')
+    op.execute('ALTER TABLE waggle_conversation_messages ENABLE ROW LEVEL SECURITY')
+    op.execute(f'CREATE POLICY {RLS_POLICY} ON waggle_conversation_messages '
+               f'USING ({owned}) WITH CHECK ({owned})')
 
 
 def downgrade() -> None:

@@ -59,7 +59,8 @@ def test_a_bound_store_exports_and_imports_only_its_mind(target: Target,
             bound.export_mind("bob", tmp_path / "stolen.jsonl")
         with pytest.raises(ws.NotFoundError):
             bound.import_mind(tmp_path / "bob.jsonl", into="bob")
-        bound.import_mind(tmp_path / "bob.jsonl")  # the file names bob: it lands in alice
+        # The file names bob: it lands in alice, which holds data already (merge=True).
+        bound.import_mind(tmp_path / "bob.jsonl", merge=True)
     assert not (tmp_path / "stolen.jsonl").exists()
     with target.open(embedder="hashing") as admin:
         assert len(admin.mind("bob").search("launch code", limit=50)) == bob_frames
