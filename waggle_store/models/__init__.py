@@ -18,7 +18,15 @@ from waggle_store.models.embeddings import (
 )
 from waggle_store.models.frames import FRAME_SOURCES, FRAME_TYPES, IMPORTANCE_LEVELS, FrameRow
 from waggle_store.models.identity import IdentityRow
-from waggle_store.models.knowledge import EntityMentionRow, EntityRow, RelationRow
+from waggle_store.models.knowledge import (
+    AliasRow,
+    EntityMentionRow,
+    EntityRow,
+    EntityVersionRow,
+    PendingExtractionRow,
+    RelationRow,
+    RelationVersionRow,
+)
 from waggle_store.models.mind import MIND_KINDS, MindRow, StoreMeta
 from waggle_store.models.sessions import SESSION_STATUSES, SessionRow
 from waggle_store.models.substrate import HarvestSourceRow, KVRow, UsageLogRow
@@ -32,6 +40,7 @@ __all__ = [
     "SCHEMA",
     "SESSION_STATUSES",
     "TABLE_PREFIX",
+    "AliasRow",
     "AwarenessRow",
     "Base",
     "EmbeddingModelRow",
@@ -39,6 +48,7 @@ __all__ = [
     "EmbeddingUsage",
     "EntityMentionRow",
     "EntityRow",
+    "EntityVersionRow",
     "FrameEmbeddingRow",
     "FrameRow",
     "HarvestSourceRow",
@@ -46,7 +56,9 @@ __all__ = [
     "KVRow",
     "MindEmbeddingModelRow",
     "MindRow",
+    "PendingExtractionRow",
     "RelationRow",
+    "RelationVersionRow",
     "SessionRow",
     "StoreMeta",
     "UTCDateTime",

@@ -127,10 +127,27 @@ class Relation:
 
 
 @dataclass(frozen=True)
+class EntityVersion:
+    """One state of an entity in recorded time: what the store held from ``recorded_from``
+    until ``recorded_to`` (None: the current state)."""
+
+    entity_id: int
+    version: int
+    name: str
+    entity_type: str
+    properties: dict[str, Any]
+    recorded_from: datetime
+    recorded_to: datetime | None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+
+
+@dataclass(frozen=True)
 class ExtractedEntity:
     name: str
     type: str
-    confidence: float
+    confidence: float = 1.0
+    properties: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +155,15 @@ class ExtractedRelation:
     source: str
     target: str
     relation_type: str
-    confidence: float
+    confidence: float = 1.0
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What an extractor found in one text."""
+
+    entities: list[ExtractedEntity] = field(default_factory=list)
+    relations: list[ExtractedRelation] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
