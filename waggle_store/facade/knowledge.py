@@ -19,6 +19,7 @@ from waggle_store.errors import NotFoundError
 from waggle_store.records import Entity, EntityVersion, Relation, ValidationSchema
 from waggle_store.repositories.knowledge import KnowledgeRepository
 from waggle_store.repositories.knowledge_common import to_entity, to_relation
+from waggle_store.repositories.merge import add_alias
 from waggle_store.repositories.versions import VersionRepository
 from waggle_store.textinput import check_id
 from waggle_store.timeutil import ensure_utc, optional_utc
@@ -181,6 +182,25 @@ class KnowledgeAPI:
     def retire_relation(self, relation_id: int) -> None:
         with self._store.write() as session:
             self._repo(session).relations.retire(_check_id(relation_id, "relation_id"))
+
+    # -- names --------------------------------------------------------------------------------
+
+    def add_alias(self, alias: str, canonical_name: str) -> None:
+        """Make ``alias`` name the same entity as ``canonical_name`` ("pg" -> "PostgreSQL").
+
+        Resolution folds case, spacing and punctuation first; built-in alias groups cover
+        common technology names. Existing entities are re-keyed: an entity named by the alias
+        and one named by the canonical name (of the same type) become one, the older keeping
+        its id and receiving the other's relations and mentions; the other is retired."""
+        with self._store.write() as session:
+            add_alias(session, self._mind.id, alias, canonical_name)
+
+    def resolve(self, name: str) -> Entity | None:
+        """The active entity ``name`` stands for (through case, spacing, punctuation and
+        aliases), or None; the oldest when entities of several types share the name."""
+        with self._store.read() as session:
+            row = self._repo(session).entities.resolve(name)
+            return None if row is None else to_entity(row)
 
     # -- walks --------------------------------------------------------------------------------
 

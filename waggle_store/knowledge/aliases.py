@@ -2,9 +2,10 @@
 
 :func:`fold` reduces a name to what a person would not call a different name: Unicode NFKC,
 case-folded, punctuation removed (``Node.js`` and ``NodeJS`` fold alike; hyphens, underscores and
-slashes separate words) and runs of whitespace collapsed. :func:`resolved_key` then maps the folded name through the alias groups
-(the built-in ones below, and a mind's own added with ``mind.knowledge.add_alias``), so that
-"Postgres", "PostgreSQL" and "PG" share the key of "postgresql".
+slashes separate words) and runs of whitespace collapsed. :func:`resolved_key` then maps the
+folded name through the alias groups (the built-in ones below, and a mind's own added with
+``mind.knowledge.add_alias``), so that "Postgres", "PostgreSQL" and "PG" share the key of
+"postgresql".
 """
 
 from __future__ import annotations
