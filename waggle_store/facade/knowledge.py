@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from waggle_store.context import MindContext
 from waggle_store.errors import NotFoundError
 from waggle_store.records import Entity, EntityVersion, Relation, ValidationSchema
+from waggle_store.repositories.exclusive import ExclusiveRepository
 from waggle_store.repositories.knowledge import KnowledgeRepository
 from waggle_store.repositories.knowledge_common import to_entity, to_relation
 from waggle_store.repositories.merge import add_alias
@@ -201,6 +202,14 @@ class KnowledgeAPI:
         with self._store.read() as session:
             row = self._repo(session).entities.resolve(name)
             return None if row is None else to_entity(row)
+
+    def set_exclusive(self, relation_type: str, exclusive: bool = True) -> None:
+        """Make ``relation_type`` exclusive (or not) in this mind: a new relation of an
+        exclusive type from a source ends the source's previous one of that type (its valid_to
+        becomes the new one's valid_from; history keeps it). ``works_at``, ``located_in`` and
+        ``reports_to`` are exclusive by default. Existing relations are not changed."""
+        with self._store.write() as session:
+            ExclusiveRepository(session, self._mind.id).set(relation_type, exclusive)
 
     # -- walks --------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from waggle_store.knowledge import relations as _relations
+from waggle_store.knowledge.facts import extract_facts, fact_entities
 from waggle_store.knowledge.propernouns import classify_proper_noun, entity_name, find_runs
 from waggle_store.knowledge.wordlists import DOTTED_TECH_SUFFIXES, TECH_TERMS
 from waggle_store.records import ExtractedEntity, ExtractedRelation
@@ -108,12 +109,19 @@ class RuleBasedExtractor:
             proper = entity_name(run)
             if proper is not None:
                 add(proper, classify_proper_noun(proper), PROPER_NOUN_CONFIDENCE)
-        return entities
+        # The ends of changing facts ("Alice works at Acme."), one-word names included.
+        return entities + fact_entities(extract_facts(text), entities)
 
     def extract_relations(
         self, text: str, entities: Sequence[ExtractedEntity]
     ) -> list[ExtractedRelation]:
-        return _relations.extract_relations(text, entities)
+        relations = _relations.extract_relations(text, entities)
+        seen = {(r.relation_type, r.source.casefold(), r.target.casefold()) for r in relations}
+        for fact in extract_facts(text):
+            r = fact.relation
+            if (r.relation_type, r.source.casefold(), r.target.casefold()) not in seen:
+                relations.append(r)
+        return relations
 
 
 _DEFAULT = RuleBasedExtractor()

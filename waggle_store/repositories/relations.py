@@ -19,6 +19,7 @@ from waggle_store.errors import InvalidInputError, NotFoundError, ValidationErro
 from waggle_store.models.knowledge import RelationRow
 from waggle_store.records import ValidationSchema
 from waggle_store.repositories.entities import EntityRepository
+from waggle_store.repositories.exclusive import ExclusiveRepository
 from waggle_store.repositories.knowledge_common import (
     MAX_TYPE_LENGTH,
     EdgeSpec,
@@ -90,6 +91,7 @@ class RelationRepository:
                           valid_from=now, valid_to=None, recorded_at=now, version=1)
         self.session.add(row)
         self.session.flush()
+        ExclusiveRepository(self.session, self.mind_id).supersede([row])
         return row
 
     def ensure(self, source_id: int, target_id: int, relation_type: str,
@@ -166,6 +168,7 @@ class RelationRepository:
         if new:
             self.session.add_all(new)
             self.session.flush()
+            ExclusiveRepository(self.session, self.mind_id).supersede(new)
         return len(new), refused
 
     def retire(self, relation_id: int) -> bool:
