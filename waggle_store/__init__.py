@@ -32,6 +32,7 @@ from waggle_store.errors import (
     WaggleStoreError,
 )
 from waggle_store.mind import Mind
+from waggle_store.pipeline.llm_extractor import OpenAICompatibleExtractor
 from waggle_store.records import (
     AwarenessItem,
     BatchResult,
@@ -49,6 +50,7 @@ from waggle_store.records import (
     ExtractedEntity,
     ExtractedRelation,
     Extraction,
+    ExtractionUsage,
     Frame,
     FrameStats,
     GopState,
@@ -114,6 +116,7 @@ __all__ = [
     "ExtractedEntity",
     "ExtractedRelation",
     "Extraction",
+    "ExtractionUsage",
     "Frame",
     "FrameStats",
     "GopState",
@@ -130,6 +133,7 @@ __all__ = [
     "MindInfo",
     "MissingExtensionError",
     "NotFoundError",
+    "OpenAICompatibleExtractor",
     "QuotaStatus",
     "ReadOnlyStorageError",
     "ReconcileReport",

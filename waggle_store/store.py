@@ -30,9 +30,11 @@ from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.engine import connect, create_engine, engine_info, read_only
 from waggle_store.errors import InvalidInputError, MigrationError, NotFoundError
 from waggle_store.facade.usage import UsageAPI
+from waggle_store.knowledge.extract import Extractor
 from waggle_store.mind import Mind
 from waggle_store.models import MindRow
 from waggle_store.models.base import schema_translate_map
+from waggle_store.pipeline.extraction import check_extractor, retry_pending
 from waggle_store.pipeline.reconcile import reconcile
 from waggle_store.records import (
     EmbedderStatus,
@@ -296,7 +298,8 @@ class Store(TransferMixin):
                 if found is None:
                     raise NotFoundError(f"no mind named {mind!r}")
                 mind_id = int(found.id)
-        return reconcile(self.context, mind_id=mind_id, progress=progress, repair=repair)
+        report = reconcile(self.context, mind_id=mind_id, progress=progress, repair=repair)
+        return replace(report, extractions_fixed=retry_pending(self.context, mind_id))
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -353,14 +356,16 @@ def open_store(
     user_id: str = "local",
     tier_policy: TierPolicy | None = None,
     connect_timeout: float | None = None,
+    extractor: Extractor | None = None,
 ) -> Store:
     """Open (and by default migrate) a store; see ``docs/api.md`` for every argument.
 
     ``url``: a URL (string or ``sqlalchemy.URL``; default ``WAGGLE_DATABASE_URL``, then
     ``./waggle.db``) or a host's Engine, used as is and never disposed by ``close()``.
     ``connect_timeout``: seconds a server connection may take (default 10,
-    ``WAGGLE_CONNECT_TIMEOUT``).
+    ``WAGGLE_CONNECT_TIMEOUT``). ``extractor``: any ``extract(text) -> Extraction`` (None: rules).
     """
+    check_extractor(extractor)
     config = StoreConfig.from_env(None, schema)
     if connect_timeout is not None:
         config = replace(config, connect_timeout=float(connect_timeout))
@@ -391,4 +396,5 @@ def open_store(
         owns_engine=owns_engine,
     )
     store.embedder = store.metered(resolved)
+    store.context.extractor = extractor
     return store

@@ -19,7 +19,7 @@ from waggle_store.knowledge import relations as _relations
 from waggle_store.knowledge.facts import extract_facts, fact_entities
 from waggle_store.knowledge.propernouns import classify_proper_noun, entity_name, find_runs
 from waggle_store.knowledge.wordlists import DOTTED_TECH_SUFFIXES, TECH_TERMS
-from waggle_store.records import ExtractedEntity, ExtractedRelation
+from waggle_store.records import ExtractedEntity, ExtractedRelation, Extraction
 
 MIN_TEXT_LENGTH = 10
 TECHNOLOGY_CONFIDENCE = 0.9
@@ -44,6 +44,16 @@ class EntityExtractor(Protocol):
         self, text: str, entities: Sequence[ExtractedEntity]
     ) -> list[ExtractedRelation]:
         """Typed edges stated in ``text``; ``entities`` is what extract_entities returned."""
+        ...
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """What ``open_store(extractor=...)`` takes: one call per text, entities and relations
+    together (an LLM finds both in one request)."""
+
+    def extract(self, text: str) -> Extraction:
+        """Entities and relations named in ``text``."""
         ...
 
 
@@ -89,6 +99,10 @@ class RuleBasedExtractor:
     ``approved`` relation is emitted. Text is NFC-normalised first, so that the same name typed
     with combining accents and with precomposed ones is one entity.
     """
+
+    def extract(self, text: str) -> Extraction:
+        entities = self.extract_entities(text)
+        return Extraction(entities, self.extract_relations(text, entities))
 
     def extract_entities(self, text: str) -> list[ExtractedEntity]:
         if len(text) < MIN_TEXT_LENGTH:
@@ -139,6 +153,7 @@ def extract_relations(text: str, entities: Sequence[ExtractedEntity]) -> list[Ex
 
 __all__ = [
     "EntityExtractor",
+    "Extractor",
     "RuleBasedExtractor",
     "extract_entities",
     "extract_relations",

@@ -100,6 +100,8 @@ class ReconcileReport:
     problems: list[str] = field(default_factory=list)
     #: Those of ``problems`` this run recreated (``reconcile(repair=True)``); the rest remain.
     repaired: list[str] = field(default_factory=list)
+    #: Memories whose extraction had failed and was done by this run.
+    extractions_fixed: int = 0
 
 
 @dataclass(frozen=True)
@@ -159,11 +161,22 @@ class ExtractedRelation:
 
 
 @dataclass(frozen=True)
+class ExtractionUsage:
+    """What one extraction cost, for the usage log: a model's tokens and their price."""
+
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
 class Extraction:
-    """What an extractor found in one text."""
+    """What an extractor found in one text (``usage``: what finding it cost, if anything)."""
 
     entities: list[ExtractedEntity] = field(default_factory=list)
     relations: list[ExtractedRelation] = field(default_factory=list)
+    usage: ExtractionUsage | None = None
 
 
 @dataclass(frozen=True)
