@@ -203,3 +203,18 @@ def test_the_rule_based_extractor_is_the_default(mind: ws.Mind) -> None:
     mind.cognify(ACME)
     mind.cognify(GLOBEX)
     assert _employers(mind) == ["Globex"]
+
+
+def test_cognify_batch_uses_the_store_extractor(
+        store_factory: Callable[..., ws.Store], chat: ChatServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with store_factory(extractor=_llm(chat, monkeypatch)) as store:
+        mind = store.mind("m")
+        chat.script.extend([(200, chat.answer({"messages": [{"content": ACME}]})),
+                            (401, {"error": {"message": "bad key"}})])
+        result = mind.cognify_batch([ACME, GLOBEX])
+        assert result.failures == []
+        assert len(chat.requests) == 2  # one per memory; the 401 is not retried
+        assert _employers(mind) == ["Acme"]
+        assert store.reconcile().extractions_fixed == 1  # GLOBEX, pending after the 401
+        assert _employers(mind) == ["Globex"]
