@@ -3,6 +3,7 @@ resolved name and one active relation per (source, target, type). SQLite and Pos
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import sqlalchemy as sa
@@ -127,3 +128,24 @@ def test_migration_merges_duplicates_of_an_older_store(target: Target) -> None:
                 "SELECT entity_id FROM waggle_entity_mentions ORDER BY entity_id")).scalars()
             assert list(mentions) == [1]
         assert k.create_entity("technology", "pg").id == 1
+
+
+def test_import_of_an_older_export_merges_names_that_resolve_alike(store: ws.Store) -> None:
+    """An export written before names were resolved can hold "Postgres" and "postgresql" as
+    two active entities with an edge each: the import keeps one of each."""
+    k = store.mind("src").knowledge
+    pg, other = k.create_entity("technology", "Postgres"), k.create_entity("technology", "MySQL")
+    app = k.create_entity("project", "Billing App")
+    k.create_relation(app.id, pg.id, "uses")
+    k.create_relation(app.id, other.id, "uses")
+    out = io.StringIO()
+    store.export_mind("src", out)
+    older = out.getvalue().replace('"MySQL"', '"postgresql"')
+    report = store.import_mind(io.StringIO(older), into="dst")
+    assert report is not None
+    dst = store.mind("dst").knowledge
+    [tech] = dst.entities(entity_type="technology")
+    assert tech.name == "Postgres"
+    [billing] = dst.entities(entity_type="project")
+    assert [r.target_id for r in dst.relations_from(billing.id, "uses")] == [tech.id]
+    assert dst.resolve("PG") == tech

@@ -11,13 +11,33 @@ import sqlalchemy as sa
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from waggle_store.knowledge.aliases import resolved_key
 from waggle_store.models import EntityMentionRow, EntityRow, RelationRow
 from waggle_store.pipeline.transfer.problems import Problems
 from waggle_store.pipeline.transfer.validate import Plan
+from waggle_store.repositories.aliases import AliasRepository
 from waggle_store.repositories.knowledge_common import name_key
 from waggle_store.repositories.vectors import ModelKey, register_model, store_vectors
 
 __all__ = ["GraphWriter", "table"]
+
+
+def _first_of_each(rows: list[dict[str, Any]], key: Callable[[dict[str, Any]], Any],
+                   existing: dict[Any, int]) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+    """The rows to write, and (row id, id of the earlier row it is one with) for the active rows
+    that repeat an earlier row's key in this batch (one active row per key: a unique index)."""
+    first: dict[Any, int] = {}
+    kept: list[dict[str, Any]] = []
+    same: list[tuple[int, int]] = []
+    for r in rows:
+        k = key(r)
+        if k is not None and k not in existing:
+            if k in first:
+                same.append((r["id"], first[k]))
+                continue
+            first[k] = r["id"]
+        kept.append(r)
+    return kept, same
 
 
 def table(model: Any) -> sa.Table:
@@ -48,26 +68,36 @@ class GraphWriter:
     # -- knowledge graph ----------------------------------------------------------------------
 
     def _write_entity(self, rows: list[dict[str, Any]]) -> None:
+        """Entities matched by (type, resolved name) when active, as the unique index requires
+        (against every active entity of the mind, those of this import included); retired ones
+        by their exact window among the rows that existed before the import."""
         e = EntityRow
-        keys = {(r["entity_type"], name_key(r["name"])) for r in rows}
+        aliases = AliasRepository(self.s, self.mind_id).mapping()
+        rkey = {r["id"]: resolved_key(r["name"], aliases) for r in rows}
+        keys = {(r["entity_type"], rkey[r["id"]]) for r in rows}
         active: dict[tuple[str, str], int] = {}
         retired: dict[tuple[Any, ...], int] = {}
         for eid, etype, key, vf, vt in self.s.execute(
-            select(e.id, e.entity_type, e.name_key, e.valid_from, e.valid_to)
-            .where(e.mind_id == self.mind_id, e.id <= self.pre["entity"],
-                   sa.tuple_(e.entity_type, e.name_key).in_(list(keys))).order_by(e.id)
+            select(e.id, e.entity_type, e.resolved_key, e.valid_from, e.valid_to)
+            .where(e.mind_id == self.mind_id,
+                   sa.or_(e.valid_to.is_(None), e.id <= self.pre["entity"]),
+                   sa.tuple_(e.entity_type, e.resolved_key).in_(list(keys))).order_by(e.id)
         ):
             if vt is None:
-                active.setdefault((etype, key), int(eid))
+                active.setdefault((etype, key or ""), int(eid))
             else:
                 retired.setdefault((etype, key, vf, vt), int(eid))
-        self._merge_insert("entity", e, rows, [
-            (active.get((r["entity_type"], name_key(r["name"])))
+        kept, same = _first_of_each(rows, lambda r: (r["entity_type"], rkey[r["id"]])
+                                    if r["valid_to"] is None else None, active)
+        self._merge_insert("entity", e, kept, [
+            (active.get((r["entity_type"], rkey[r["id"]]))
              if r["valid_to"] is None else
-             retired.get((r["entity_type"], name_key(r["name"]), r["valid_from"], r["valid_to"])))
-            for r in rows], lambda r: {**{k: r[k] for k in (
+             retired.get((r["entity_type"], rkey[r["id"]], r["valid_from"], r["valid_to"])))
+            for r in kept], lambda r: {**{k: r[k] for k in (
                 "entity_type", "name", "properties", "valid_from", "valid_to", "recorded_at")},
-                "name_key": name_key(r["name"])})
+                "name_key": name_key(r["name"]), "resolved_key": rkey[r["id"]]})
+        for old, first in same:
+            self.ids["entity"][old] = self.ids["entity"][first]
 
     def _write_relation(self, rows: list[dict[str, Any]]) -> None:
         x, ents = RelationRow, self.ids["entity"]
@@ -75,16 +105,21 @@ class GraphWriter:
         have: dict[tuple[Any, ...], int] = {}
         for rid, src, tgt, rtype, vf, vt in self.s.execute(
             select(x.id, x.source_id, x.target_id, x.relation_type, x.valid_from, x.valid_to)
-            .where(x.mind_id == self.mind_id, x.id <= self.pre["relation"],
+            .where(x.mind_id == self.mind_id,
+                   sa.or_(x.valid_to.is_(None), x.id <= self.pre["relation"]),
                    sa.tuple_(x.source_id, x.target_id, x.relation_type).in_(list(set(ends))))
             .order_by(x.id)
         ):
             have.setdefault(
                 (src, tgt, rtype) if vt is None else (src, tgt, rtype, vf, vt), int(rid)
             )
+        end_of = {r["id"]: end for r, end in zip(rows, ends, strict=True)}
+        rows, same = _first_of_each(rows, lambda r: end_of[r["id"]] if r["valid_to"] is None
+                                    else None, have)
         matches = [
-            have.get(end if r["valid_to"] is None else (*end, r["valid_from"], r["valid_to"]))
-            for r, end in zip(rows, ends, strict=True)
+            have.get(end_of[r["id"]] if r["valid_to"] is None
+                     else (*end_of[r["id"]], r["valid_from"], r["valid_to"]))
+            for r in rows
         ]
         self._merge_insert(
             "relation",
@@ -107,6 +142,11 @@ class GraphWriter:
                 },
             },
         )
+        self._after_relations(same)
+
+    def _after_relations(self, same: list[tuple[int, int]]) -> None:
+        for old, first in same:
+            self.ids["relation"][old] = self.ids["relation"][first]
 
     def _merge_insert(
         self,
