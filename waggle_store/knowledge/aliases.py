@@ -16,7 +16,7 @@ from typing import Final
 
 __all__ = ["DEFAULT_ALIASES", "DEFAULT_ALIAS_GROUPS", "fold", "resolved_key"]
 
-#: The built-in alias groups, canonical name first (the original engine's normaliser).
+#: The built-in alias groups, canonical name first.
 DEFAULT_ALIAS_GROUPS: Final[tuple[tuple[str, ...], ...]] = (
     ("postgresql", "postgres", "pg"),
     ("javascript", "js"),

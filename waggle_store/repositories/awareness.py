@@ -24,7 +24,7 @@ from waggle_store.textinput import check_limit
 from waggle_store.timeutil import optional_utc, utcnow
 
 MAX_ACTIVE_ITEMS = 10
-"""active() returns at most this many items unless told otherwise (the seed's cap); add() never
+"""active() returns at most this many items unless told otherwise; add() never
 evicts."""
 
 
