@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Final
-
-import httpx
+from typing import TYPE_CHECKING, Any, Final
 
 from waggle_store.embeddings.retry import (
     ProviderCallError,
@@ -27,6 +25,9 @@ from waggle_store.embeddings.retry import (
 )
 from waggle_store.errors import InvalidInputError
 from waggle_store.records import ExtractedEntity, ExtractedRelation, Extraction, ExtractionUsage
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["EXTRACTION_SCHEMA", "OpenAICompatibleExtractor"]
 
@@ -87,7 +88,9 @@ class OpenAICompatibleExtractor:
         self.retry = retry or RetryPolicy()
         key = os.environ.get(api_key_env) if api_key_env else None
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(headers=headers, timeout=self.timeout)
+        import httpx  # at first use: importing waggle_store pulls in no HTTP client
+
+        self._client: httpx.Client = httpx.Client(headers=headers, timeout=self.timeout)
 
     def close(self) -> None:
         self._client.close()
@@ -109,6 +112,8 @@ class OpenAICompatibleExtractor:
         return self._parse(answer)
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
         url = f"{self.base_url}/chat/completions"
         try:
             response = self._client.post(url, json=body)
