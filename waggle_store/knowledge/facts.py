@@ -3,8 +3,8 @@
 These are the relation types that hold for one target at a time (a new employer ends the old
 one: see ``set_exclusive``), so the extractor must catch them even in short sentences with
 one-word names ("Alice works at Acme."), which the capitalised-run rules skip. A sentence's
-subject may be a pronoun ("she", "he", "they"): it stands for the last named subject before it
-in the same text.
+subject may be a pronoun ("she", "he", "they"): it stands for the name that opens the last
+sentence before it in the same text.
 """
 
 from __future__ import annotations
@@ -35,16 +35,22 @@ _RULES: Final = (
                    r"|(?:has[ \t]+)?moved[ \t]+to|relocated[ \t]+to"), "person", "location"),
     ("reports_to", r"reports[ \t]+to|reported[ \t]+to", "person", "person"),
 )
-_PATTERNS: Final = tuple(
-    (rtype, re.compile(rf"(?<![\w'])(?P<subject>{_NAME}|{_PRONOUN})[ \t]+{_ADVERB}"
-                       rf"(?:{verbs})[ \t]+(?:the[ \t]+)?(?P<object>{_NAME})"), stype, otype)
+# Each rule is found by its verb phrase (a linear scan), then the subject is read backwards
+# from the verb within a short window: scanning for names at every capitalised word of a text
+# first would cost a regex attempt per word.
+_VERBS: Final = tuple(
+    (rtype, re.compile(rf"[ \t]+{_ADVERB}(?:{verbs})[ \t]+(?:the[ \t]+)?(?P<object>{_NAME})"),
+     stype, otype)
     for rtype, verbs, stype, otype in _RULES
 )
-_SUBJECT = re.compile(rf"(?<![\w'])(?P<subject>{_NAME})[ \t]+{_ADVERB}[a-z]")
+_BEFORE: Final = re.compile(rf"(?<![\w'])(?P<subject>{_NAME}|{_PRONOUN})\Z")
+_WINDOW: Final = 120
+# A sentence's subject: the name that opens it, followed by a lower-case word.
+_SUBJECT = re.compile(rf"(?:^|[.;!?][ \t]+|\n[ \t]*)(?P<subject>{_NAME})[ \t]+[a-z]",
+                      re.MULTILINE)
 _STOP: Final = frozenset({"The", "A", "An", "This", "That", "Today", "Yesterday", "Now", "We",
-                          "I", "You", "It", "Our", "My", "Their", "His", "Her"})
-
-
+                          "I", "You", "It", "Our", "My", "Their", "His", "Her", "She", "He",
+                          "They", "Then", "Later", "Also"})
 @dataclass(frozen=True)
 class Fact:
     """One extracted fact with the types its two ends get when nothing else typed them."""
@@ -66,18 +72,27 @@ def extract_facts(text: str) -> list[Fact]:
     """The facts of the changing types in ``text``, in text order, each at most once."""
     text = unicodedata.normalize("NFC", text)
     found: list[tuple[int, Fact]] = []
-    for relation_type, pattern, source_type, target_type in _PATTERNS:
-        for match in pattern.finditer(text):
-            subject = match.group("subject")
+    subjects: list[tuple[int, str]] | None = None
+    for relation_type, verb, source_type, target_type in _VERBS:
+        for match in verb.finditer(text):
+            start = match.start()
+            window = text[max(0, start - _WINDOW):start]
+            before = _BEFORE.search(window)
+            if before is None:
+                continue
+            subject = before.group("subject")
             if re.fullmatch(_PRONOUN, subject):
-                named = _last_subject(text, match.start())
-                if named is None:
+                if subjects is None:
+                    subjects = _subjects(text)
+                at = start - len(window) + before.start()
+                named = [name for pos, name in subjects if pos < at]
+                if not named:
                     continue
-                subject = named
+                subject = named[-1]
             source, target = _clean(subject), _clean(match.group("object"))
             if source is None or target is None or source.casefold() == target.casefold():
                 continue
-            found.append((match.start(), Fact(
+            found.append((start, Fact(
                 ExtractedRelation(source, target, relation_type, FACT_CONFIDENCE),
                 source_type, target_type)))
     seen: set[tuple[str, str, str]] = set()
@@ -91,15 +106,15 @@ def extract_facts(text: str) -> list[Fact]:
     return facts
 
 
-def _last_subject(text: str, before: int) -> str | None:
-    """The last capitalised name followed by a lower-case word before ``before``: the subject a
-    pronoun stands for."""
-    subject: str | None = None
-    for match in _SUBJECT.finditer(text, 0, before):
+def _subjects(text: str) -> list[tuple[int, str]]:
+    """(position, name) of each name opening a sentence: the subjects a later pronoun may
+    stand for (the last one before it)."""
+    out: list[tuple[int, str]] = []
+    for match in _SUBJECT.finditer(text):
         name = _clean(match.group("subject"))
         if name is not None:
-            subject = name
-    return subject
+            out.append((match.start(), name))
+    return out
 
 
 def fact_entities(facts: list[Fact], known: list[ExtractedEntity]) -> list[ExtractedEntity]:
