@@ -149,3 +149,34 @@ def test_import_of_an_older_export_merges_names_that_resolve_alike(store: ws.Sto
     [billing] = dst.entities(entity_type="project")
     assert [r.target_id for r in dst.relations_from(billing.id, "uses")] == [tech.id]
     assert dst.resolve("PG") == tech
+
+
+def test_concurrent_saves_of_one_name_make_one_entity(store: ws.Store) -> None:
+    """Writers racing to save "Postgres", "PG" and "postgresql" (and an edge to it) get one
+    entity and one edge; none fails on the unique indexes."""
+    import threading
+
+    k = store.mind("race").knowledge
+    app = k.create_entity("project", "Billing App")
+    names = ["Postgres", "PG", "postgresql", "POSTGRES"] * 3
+    ids: list[int] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(names))
+
+    def save(name: str) -> None:
+        try:
+            start.wait()
+            entity = k.create_entity("technology", name)
+            k.create_relation(app.id, entity.id, "uses")
+            ids.append(entity.id)
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=save, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(set(ids)) == 1
+    assert len(k.relations_from(app.id, "uses")) == 1
