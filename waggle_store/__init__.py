@@ -32,6 +32,7 @@ from waggle_store.errors import (
     WaggleStoreError,
 )
 from waggle_store.mind import Mind
+from waggle_store.pipeline.llm_extractor import OpenAICompatibleExtractor
 from waggle_store.records import (
     AgentRecord,
     AwarenessItem,
@@ -47,10 +48,13 @@ from waggle_store.records import (
     EmbedderStatus,
     EmbeddingModelInfo,
     Entity,
+    EntityVersion,
     ExportReport,
     ExternalDocument,
     ExtractedEntity,
     ExtractedRelation,
+    Extraction,
+    ExtractionUsage,
     Frame,
     FrameStats,
     GopState,
@@ -116,10 +120,13 @@ __all__ = [
     "EmbeddingProviderError",
     "EmbeddingQuotaExceededError",
     "Entity",
+    "EntityVersion",
     "ExportReport",
     "ExternalDocument",
     "ExtractedEntity",
     "ExtractedRelation",
+    "Extraction",
+    "ExtractionUsage",
     "Frame",
     "FrameStats",
     "GopState",
@@ -137,6 +144,7 @@ __all__ = [
     "MindInfo",
     "MissingExtensionError",
     "NotFoundError",
+    "OpenAICompatibleExtractor",
     "PurgeReport",
     "QuotaStatus",
     "ReadOnlyStorageError",

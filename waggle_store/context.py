@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import SearchAdapter
 from waggle_store.embeddings.base import Embedder
+from waggle_store.knowledge.extract import Extractor
 from waggle_store.unitofwork import Database
 
 __all__ = ["MindContext", "StoreContext"]
@@ -46,6 +47,8 @@ class StoreContext:
         #: embedder given to a mind (a model switch) goes through it too, so it cannot bypass
         #: the store's tier or quota. None: the store has no tier (resolve the spec as is).
         self.prepare_embedder = prepare_embedder
+        #: The extractor cognify runs (``open_store(extractor=...)``); None: the rule-based one.
+        self.extractor: Extractor | None = None
 
     def write(self) -> AbstractContextManager[Session]:
         return self.db.write()

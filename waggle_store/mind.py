@@ -25,6 +25,7 @@ from waggle_store.facade.kv import KVAPI
 from waggle_store.facade.sessions import SessionsAPI
 from waggle_store.pipeline.cognify import cognify, cognify_batch
 from waggle_store.pipeline.consolidate import consolidate
+from waggle_store.pipeline.extraction import recognify
 from waggle_store.pipeline.switch import switch_embedding_model
 from waggle_store.records import (
     BatchResult,
@@ -128,6 +129,12 @@ class Mind:
         """Cognify many memories: embedded in batches, written in few transactions."""
         return cognify_batch(self.context, items, importance=importance, gop_id=gop_id,
                              progress=progress)
+
+    def recognify(self, frame_id: int) -> CognifyResult:
+        """Extract a stored memory again with the store's extractor and write the entities,
+        mentions and relations found; no new frame. Clears a pending extraction; a failing
+        extractor raises and changes nothing."""
+        return recognify(self.context, frame_id)
 
     # -- embedding model ------------------------------------------------------------------------
 

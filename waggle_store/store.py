@@ -29,8 +29,10 @@ from waggle_store.engine import connect, create_engine, engine_info, read_only
 from waggle_store.errors import InvalidInputError, NotFoundError
 from waggle_store.facade.agents import AgentsAPI
 from waggle_store.facade.usage import UsageAPI
+from waggle_store.knowledge.extract import Extractor
 from waggle_store.mind import Mind
 from waggle_store.models.base import schema_translate_map
+from waggle_store.pipeline.extraction import check_extractor, retry_pending
 from waggle_store.pipeline.reconcile import reconcile
 from waggle_store.records import (
     EmbedderStatus,
@@ -305,7 +307,8 @@ class Store(BoundMixin):
                 if found is None:
                     raise NotFoundError(f"no mind named {mind!r}")
                 mind_id = int(found.id)
-        return reconcile(self.context, mind_id=mind_id, progress=progress, repair=repair)
+        report = reconcile(self.context, mind_id=mind_id, progress=progress, repair=repair)
+        return replace(report, extractions_fixed=retry_pending(self.context, mind_id))
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -339,18 +342,15 @@ def open_store(
     connect_timeout: float | None = None,
     bound_mind: str | None = None,
     prepared_statements: bool = True,
+    extractor: Extractor | None = None,
 ) -> Store:
-    """Open (and by default migrate) a store; see ``docs/api.md`` for every argument.
+    """Open (and by default migrate) a store; ``docs/api.md`` describes every argument.
 
     ``url``: a URL (string or ``sqlalchemy.URL``; default ``WAGGLE_DATABASE_URL``, then
     ``./waggle.db``) or a host's Engine, used as is and never disposed by ``close()``.
-    ``connect_timeout``: seconds a server connection may take (default 10,
-    ``WAGGLE_CONNECT_TIMEOUT``).
     ``upgrade=False``: no migration and no DDL at run time (a DML-only role may run it).
-    ``bound_mind``: the one mind this store sees and writes (``docs/security.md``).
-    ``prepared_statements``: False for PostgreSQL behind a transaction-pooling PgBouncer (no
-    server-side prepared statements, no startup options; each transaction sets the schema).
     """
+    check_extractor(extractor)
     if bound_mind is not None:
         check_mind_name(bound_mind)
     config = StoreConfig.from_env(None, schema)
@@ -362,9 +362,8 @@ def open_store(
     if isinstance(url, sa.Engine):
         if connect_timeout is not None:  # the host's engine has made its connect arguments
             raise InvalidInputError(
-                "connect_timeout applies to a store opened from a URL; a host's Engine "
-                "connects with its own arguments: give its create_engine() the timeout "
-                "(connect_args={'connect_timeout': N} for psycopg, {'timeout': N} for sqlite3)")
+                "connect_timeout applies to a store opened from a URL; give a host's Engine its "
+                "timeout in create_engine(connect_args={'connect_timeout'|'timeout': N})")
         engine = url
         check_schema(engine, config.schema)  # UnsupportedDialectError first, then the name
     else:
@@ -383,6 +382,7 @@ def open_store(
     store = Store(engine, embedder=resolved, owns_engine=owns_engine, bound_mind=bound,
                   **settings)
     store.embedder = store.metered(resolved)
+    store.context.extractor = extractor
     if resolved is not None:
         with store.read() as session:
             warn_without_vectors(store.adapter, session)

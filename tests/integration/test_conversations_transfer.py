@@ -90,17 +90,10 @@ def test_round_trip_to_the_other_dialect(store: ws.Store, other_store: ws.Store,
     conv.append(opened.id, [{"role": "user", "content": "after"}], keep_last=None)
     assert [m.seq for m in conv.messages(opened.id, limit=2)] == [28, 29]
 
-    again = other_store.import_mind(path, into="Ada", merge=True) if _takes_merge(other_store) \
-        else other_store.import_mind(path, into="Ada")
+    again = other_store.import_mind(path, into="Ada", merge=True)
     assert (again.conversations_imported, again.messages_imported, again.agents_imported) == (
         0, 0, 0)
     assert len(conv.list()) == 3
-
-
-def _takes_merge(store: ws.Store) -> bool:
-    import inspect
-
-    return "merge" in inspect.signature(store.import_mind).parameters
 
 
 def test_into_another_name_takes_the_agent_along(store: ws.Store, tmp_path: Path) -> None:

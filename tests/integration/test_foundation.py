@@ -80,6 +80,7 @@ def test_exactly_one_head() -> None:
 def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
     from waggle_store.models import (
         AgentRow,
+        AliasRow,
         AwarenessRow,
         ConversationRow,
         EmbeddingModelRow,
@@ -87,6 +88,7 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         EmbeddingUsage,
         EntityMentionRow,
         EntityRow,
+        EntityVersionRow,
         FrameEmbeddingRow,
         HarvestSourceRow,
         HarvestTombstoneRow,
@@ -94,7 +96,9 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         KVRow,
         MessageRow,
         MindEmbeddingModelRow,
+        PendingExtractionRow,
         RelationRow,
+        RelationVersionRow,
         StoreMeta,
         UsageLogRow,
     )
@@ -123,6 +127,19 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
         s.flush()
         s.add(RelationRow(mind_id=mind.id, source_id=a.id, target_id=b.id, relation_type="leads"))
         s.add(EntityMentionRow(entity_id=a.id, frame_id=frame.id))
+        s.flush()
+        when = datetime.now(UTC)
+        s.add(EntityVersionRow(entity_id=a.id, version=0, mind_id=mind.id, entity_type="person",
+                               name="Anne", valid_from=when, valid_to=None, recorded_from=when,
+                               recorded_to=when))
+        edge = s.scalars(sa.select(RelationRow)).one()
+        s.add(RelationVersionRow(relation_id=edge.id, version=0, mind_id=mind.id,
+                                 source_id=a.id, target_id=b.id, relation_type="leads",
+                                 valid_from=when, valid_to=None, recorded_from=when,
+                                 recorded_to=when))
+        s.add(AliasRow(mind_id=mind.id, alias_key="annie", alias="Annie", canonical_key="ann",
+                       canonical_name="Ann"))
+        s.add(PendingExtractionRow(frame_id=frame.id, mind_id=mind.id, error="offline"))
         model = EmbeddingModelRow(provider="hashing", model="h", dimensions=8)
         s.add(model)
         s.flush()

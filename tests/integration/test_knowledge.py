@@ -89,7 +89,7 @@ def test_search_entities_is_case_insensitive_on_both_dialects(mind: ws.Mind) -> 
 
 def test_search_entities_escapes_like_metacharacters(mind: ws.Mind) -> None:
     k = mind.knowledge
-    for name in ("100% pure", "100 percent", "a_b", "axb", "back\\slash", "backslash"):
+    for name in ("100% pure", "100 percent", "a_b", "axb", "back\\slash", "backslashes"):
         k.create_entity("thing", name)
     assert [e.name for e in k.search_entities("%")] == ["100% pure"]
     assert [e.name for e in k.search_entities("0%")] == ["100% pure"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from types import EllipsisType
 from typing import Any
 
 from waggle_store.context import MindContext
@@ -24,10 +25,31 @@ class AwarenessAPI:
             return AwarenessRepository(s, self.mind.id).add(
                 category, content, priority=priority, metadata=metadata, expires_at=expires_at)
 
-    def active(self, category: str | None = None) -> list[AwarenessItem]:
-        """Unexpired items, priority desc (newest first among equals), at most 10."""
+    def active(self, category: str | None = None, *, limit: int = 10) -> list[AwarenessItem]:
+        """Unexpired items, priority desc (newest first among equals), at most ``limit``."""
         with self.mind.read() as s:
-            return AwarenessRepository(s, self.mind.id).active(category)
+            return AwarenessRepository(s, self.mind.id).active(category, limit=limit)
+
+    def update(self, item_id: int, *, content: str | None = None, priority: int | None = None,
+               expires_at: datetime | str | EllipsisType | None = ...,
+               category: str | None = None) -> AwarenessItem:
+        """Change an item's content, priority, category or expiry; ``expires_at=None`` clears
+        the expiry, leaving it out keeps it. An unknown id is a NotFoundError."""
+        with self.mind.write() as s:
+            return AwarenessRepository(s, self.mind.id).update(
+                item_id, content=content, priority=priority, expires_at=expires_at,
+                category=category)
+
+    def update_metadata(self, item_id: int, metadata: dict[str, Any]) -> AwarenessItem:
+        """Merge ``metadata`` into the item's metadata (shallow; the new keys win)."""
+        with self.mind.write() as s:
+            return AwarenessRepository(s, self.mind.id).update_metadata(item_id, metadata)
+
+    def by_status(self, status: str) -> list[AwarenessItem]:
+        """Unexpired items whose ``metadata["status"]`` equals ``status``, priority desc; no
+        cap."""
+        with self.mind.read() as s:
+            return AwarenessRepository(s, self.mind.id).by_status(status)
 
     def get(self, item_id: int) -> AwarenessItem | None:
         with self.mind.read() as s:

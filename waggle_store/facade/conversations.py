@@ -21,8 +21,10 @@ from typing import Any
 
 from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError
+from waggle_store.knowledge.extract import Extractor
 from waggle_store.pipeline.cognify import prepare_item, write_items_in
 from waggle_store.pipeline.cognify_vectors import embed_texts, vector_plan
+from waggle_store.pipeline.extraction import extractor_of
 from waggle_store.pipeline.ingest import Item
 from waggle_store.records import (
     CanonicalContext,
@@ -126,7 +128,7 @@ class ConversationsAPI:
         if remember:
             with self.mind.read() as s:  # refused before any provider is called (and billed)
                 ident = ConversationRepository(s, self.mind.id).require(conversation_id).id
-            items = _memories(specs)
+            items = _memories(specs, extractor_of(self.mind.store))
             if items:
                 use_vectors, embed_error = vector_plan(self.mind)
                 if use_vectors:
@@ -173,7 +175,7 @@ class ConversationsAPI:
             CanonicalRepository(s, self.mind.id).set_summary(summary, keep)
 
 
-def _memories(specs: list[MessageSpec]) -> list[Item]:
+def _memories(specs: list[MessageSpec], extractor: Extractor) -> list[Item]:
     """The memories of a remembering append: its user and assistant messages with text."""
     items = []
     for index, spec in enumerate(specs):
@@ -181,7 +183,7 @@ def _memories(specs: list[MessageSpec]) -> list[Item]:
         if source is None or not js_trim(strip_hm_prefix(spec.content)):
             continue
         items.append(prepare_item(index, MemoryInput(spec.content, None, None, source),
-                                  "normal", source))
+                                  "normal", source, extractor))
     return items
 
 

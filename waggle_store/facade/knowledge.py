@@ -16,11 +16,14 @@ from sqlalchemy.orm import Session
 
 from waggle_store.context import MindContext
 from waggle_store.errors import NotFoundError
-from waggle_store.records import Entity, Relation, ValidationSchema
+from waggle_store.records import Entity, EntityVersion, Relation, ValidationSchema
+from waggle_store.repositories.exclusive import ExclusiveRepository
 from waggle_store.repositories.knowledge import MAX_NODES, KnowledgeRepository
 from waggle_store.repositories.knowledge_common import to_entity, to_relation
+from waggle_store.repositories.merge import add_alias
+from waggle_store.repositories.versions import VersionRepository
 from waggle_store.textinput import check_id
-from waggle_store.timeutil import ensure_utc, optional_bound
+from waggle_store.timeutil import ensure_utc, optional_bound, optional_utc
 
 
 def _check_id(value: object, what: str) -> int:
@@ -42,7 +45,8 @@ class KnowledgeAPI:
     def create_entity(self, entity_type: str, name: str, properties: dict[str, Any] | None = None,
                       *, valid_from: datetime | str | None = None,
                       valid_to: datetime | str | None = None) -> Entity:
-        """Always creates a new entity.
+        """Creates the entity; an active entity of the same type and resolved name (case,
+        spacing, punctuation, aliases) is returned instead of a second one.
 
         ``valid_from`` (default now) is when it became true in the world; ``valid_to`` (default
         open) lets a caller record a fact that is already over, e.g. a past employer.
@@ -62,13 +66,50 @@ class KnowledgeAPI:
             return None if row is None else to_entity(row)
 
     def update_entity(self, entity_id: int, *, name: str | None = None,
-                      properties: dict[str, Any] | None = None) -> Entity:
-        """Rename and/or replace the properties of an active entity (Waggle's updateEntity)."""
+                      properties: dict[str, Any] | None = None,
+                      entity_type: str | None = None) -> Entity:
+        """Rename, retype and/or replace the properties of an active entity.
+
+        Writes a new version: the state it replaces stays readable (:meth:`history`,
+        :meth:`entities_as_of` with ``recorded=``)."""
         with self._store.write() as session:
             kg = self._repo(session)
             row = kg.entities.update(_check_id(entity_id, "entity_id"), name=name,
-                                     properties=properties, schema=kg.schema.get())
+                                     properties=properties, entity_type=entity_type,
+                                     schema=kg.schema.get())
             return to_entity(row)
+
+    def history(self, entity_id: int) -> list[EntityVersion]:
+        """Every recorded state of the entity, oldest first (the last is the current one);
+        NotFoundError when it does not exist in this mind."""
+        with self._store.read() as session:
+            kg = self._require(session, entity_id, "entity_id")
+            return VersionRepository(session, kg.mind_id).entity_history(entity_id)
+
+    def entities_as_of(self, *, recorded: datetime | str | None = None,
+                       valid: datetime | str | None = None, limit: int = 500) -> list[Entity]:
+        """Entities as the store held them at ``recorded`` (None: now) that were true in the
+        world at ``valid`` (None: at any time), in name order: one statement."""
+        rec, val = optional_utc(recorded, name="recorded"), optional_utc(valid, name="valid")
+        with self._store.read() as session:
+            return VersionRepository(session, self._mind.id).entities_as_of(
+                recorded=rec, valid=val, limit=limit)
+
+    def relations_as_of(self, *, recorded: datetime | str | None = None,
+                        valid: datetime | str | None = None, limit: int = 500) -> list[Relation]:
+        """Relations as the store held them at ``recorded`` (None: now) that were true in the
+        world at ``valid`` (None: at any time), in id order: one statement."""
+        rec, val = optional_utc(recorded, name="recorded"), optional_utc(valid, name="valid")
+        with self._store.read() as session:
+            return VersionRepository(session, self._mind.id).relations_as_of(
+                recorded=rec, valid=val, limit=limit)
+
+    def entities(self, *, entity_type: str | None = None, limit: int = 100,
+                 offset: int = 0) -> list[Entity]:
+        """Active entities (of one type, if given) in name order, a page at a time."""
+        with self._store.read() as session:
+            rows = self._repo(session).entities.page(entity_type, limit, offset)
+            return [to_entity(r) for r in rows]
 
     def search_entities(self, query: str, limit: int = 100) -> list[Entity]:
         with self._store.read() as session:
@@ -105,7 +146,8 @@ class KnowledgeAPI:
     def create_relation(self, source_id: int, target_id: int, relation_type: str, *,
                         confidence: float = 1.0,
                         properties: dict[str, Any] | None = None) -> Relation:
-        """Both ends must be active entities of this mind; no duplicate check (as in Waggle)."""
+        """Both ends must be active entities of this mind; an active edge of this type between
+        them already is returned instead of a second one."""
         with self._store.write() as session:
             kg = self._repo(session)
             row = kg.relations.create(_check_id(source_id, "source_id"),
@@ -142,6 +184,33 @@ class KnowledgeAPI:
         with self._store.write() as session:
             self._repo(session).relations.retire(_check_id(relation_id, "relation_id"))
 
+    # -- names --------------------------------------------------------------------------------
+
+    def add_alias(self, alias: str, canonical_name: str) -> None:
+        """Make ``alias`` name the same entity as ``canonical_name`` ("pg" -> "PostgreSQL").
+
+        Resolution folds case, spacing and punctuation first; built-in alias groups cover
+        common technology names. Existing entities are re-keyed: an entity named by the alias
+        and one named by the canonical name (of the same type) become one, the older keeping
+        its id and receiving the other's relations and mentions; the other is retired."""
+        with self._store.write() as session:
+            add_alias(session, self._mind.id, alias, canonical_name)
+
+    def resolve(self, name: str) -> Entity | None:
+        """The active entity ``name`` stands for (through case, spacing, punctuation and
+        aliases), or None; the oldest when entities of several types share the name."""
+        with self._store.read() as session:
+            row = self._repo(session).entities.resolve(name)
+            return None if row is None else to_entity(row)
+
+    def set_exclusive(self, relation_type: str, exclusive: bool = True) -> None:
+        """Make ``relation_type`` exclusive (or not) in this mind: a new relation of an
+        exclusive type from a source ends the source's previous one of that type (its valid_to
+        becomes the new one's valid_from; history keeps it). ``works_at``, ``located_in`` and
+        ``reports_to`` are exclusive by default. Existing relations are not changed."""
+        with self._store.write() as session:
+            ExclusiveRepository(session, self._mind.id).set(relation_type, exclusive)
+
     # -- walks --------------------------------------------------------------------------------
 
     def traverse(self, start_id: int, relation_type: str | None = None,
@@ -167,10 +236,11 @@ class KnowledgeAPI:
             hops.pop(start_id, None)
             return hops
 
-    def _require(self, session: Session, entity_id: int) -> KnowledgeRepository:
-        """The repositories, once the start entity is known to exist in this mind."""
+    def _require(self, session: Session, entity_id: int,
+                 what: str = "start_id") -> KnowledgeRepository:
+        """The repositories, once the entity is known to exist in this mind."""
         kg = self._repo(session)
-        if kg.entities.get(_check_id(entity_id, "start_id")) is None:
+        if kg.entities.get(_check_id(entity_id, what)) is None:
             raise NotFoundError(f"entity {entity_id} does not exist in this mind")
         return kg
 

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from waggle_store.knowledge import relations as _relations
+from waggle_store.knowledge.facts import extract_facts, fact_entities
 from waggle_store.knowledge.propernouns import classify_proper_noun, entity_name, find_runs
 from waggle_store.knowledge.wordlists import DOTTED_TECH_SUFFIXES, TECH_TERMS
-from waggle_store.records import ExtractedEntity, ExtractedRelation
+from waggle_store.records import ExtractedEntity, ExtractedRelation, Extraction
 
 MIN_TEXT_LENGTH = 10
 TECHNOLOGY_CONFIDENCE = 0.9
@@ -43,6 +44,16 @@ class EntityExtractor(Protocol):
         self, text: str, entities: Sequence[ExtractedEntity]
     ) -> list[ExtractedRelation]:
         """Typed edges stated in ``text``; ``entities`` is what extract_entities returned."""
+        ...
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """What ``open_store(extractor=...)`` takes: one call per text, entities and relations
+    together (an LLM finds both in one request)."""
+
+    def extract(self, text: str) -> Extraction:
+        """Entities and relations named in ``text``."""
         ...
 
 
@@ -89,6 +100,10 @@ class RuleBasedExtractor:
     with combining accents and with precomposed ones is one entity.
     """
 
+    def extract(self, text: str) -> Extraction:
+        entities = self.extract_entities(text)
+        return Extraction(entities, self.extract_relations(text, entities))
+
     def extract_entities(self, text: str) -> list[ExtractedEntity]:
         if len(text) < MIN_TEXT_LENGTH:
             return []
@@ -108,12 +123,19 @@ class RuleBasedExtractor:
             proper = entity_name(run)
             if proper is not None:
                 add(proper, classify_proper_noun(proper), PROPER_NOUN_CONFIDENCE)
-        return entities
+        # The ends of changing facts ("Alice works at Acme."), one-word names included.
+        return entities + fact_entities(extract_facts(text), entities)
 
     def extract_relations(
         self, text: str, entities: Sequence[ExtractedEntity]
     ) -> list[ExtractedRelation]:
-        return _relations.extract_relations(text, entities)
+        relations = _relations.extract_relations(text, entities)
+        seen = {(r.relation_type, r.source.casefold(), r.target.casefold()) for r in relations}
+        for fact in extract_facts(text):
+            r = fact.relation
+            if (r.relation_type, r.source.casefold(), r.target.casefold()) not in seen:
+                relations.append(r)
+        return relations
 
 
 _DEFAULT = RuleBasedExtractor()
@@ -131,6 +153,7 @@ def extract_relations(text: str, entities: Sequence[ExtractedEntity]) -> list[Ex
 
 __all__ = [
     "EntityExtractor",
+    "Extractor",
     "RuleBasedExtractor",
     "extract_entities",
     "extract_relations",

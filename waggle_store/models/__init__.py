@@ -25,7 +25,15 @@ from waggle_store.models.embeddings import (
 )
 from waggle_store.models.frames import FRAME_SOURCES, FRAME_TYPES, IMPORTANCE_LEVELS, FrameRow
 from waggle_store.models.identity import IdentityRow
-from waggle_store.models.knowledge import EntityMentionRow, EntityRow, RelationRow
+from waggle_store.models.knowledge import (
+    AliasRow,
+    EntityMentionRow,
+    EntityRow,
+    EntityVersionRow,
+    PendingExtractionRow,
+    RelationRow,
+    RelationVersionRow,
+)
 from waggle_store.models.mind import MIND_KINDS, MindRow, StoreMeta
 from waggle_store.models.sessions import SESSION_STATUSES, SessionRow
 from waggle_store.models.substrate import (
@@ -47,6 +55,7 @@ __all__ = [
     "SESSION_STATUSES",
     "TABLE_PREFIX",
     "AgentRow",
+    "AliasRow",
     "AwarenessRow",
     "Base",
     "ConversationRow",
@@ -55,6 +64,7 @@ __all__ = [
     "EmbeddingUsage",
     "EntityMentionRow",
     "EntityRow",
+    "EntityVersionRow",
     "FrameEmbeddingRow",
     "FrameRow",
     "HarvestSourceRow",
@@ -64,7 +74,9 @@ __all__ = [
     "MessageRow",
     "MindEmbeddingModelRow",
     "MindRow",
+    "PendingExtractionRow",
     "RelationRow",
+    "RelationVersionRow",
     "SessionRow",
     "StoreMeta",
     "UTCDateTime",

@@ -24,9 +24,10 @@ from sqlalchemy.orm import Session
 
 from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError, VectorTableMissingError, WaggleStoreError
-from waggle_store.knowledge.extract import extract_entities, extract_relations
+from waggle_store.knowledge.extract import Extractor
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS
 from waggle_store.pipeline.cognify_vectors import embed_texts, vector_plan
+from waggle_store.pipeline.extraction import Outcome, extract, extractor_of, settle
 from waggle_store.pipeline.ingest import Item, Written, write_chunk, write_one_by_one
 from waggle_store.pipeline.linker import MemoryLinker
 from waggle_store.records import (
@@ -52,15 +53,13 @@ from waggle_store.timeutil import optional_utc
 
 log = logging.getLogger(__name__)
 
-#: Extraction reads at most this much of a text: entity rules are linear, but
-#: a 1 MB paste should not turn into thousands of graph writes.
-EXTRACT_CHARS: Final = 10_000
 #: Items per write transaction in cognify_batch: few transactions, but none that holds the
 #: SQLite write lock for long.
 BATCH_CHUNK: Final = 250
 
 
-def prepare_item(index: int, item: str | MemoryInput, importance: str, source: str) -> Item:
+def prepare_item(index: int, item: str | MemoryInput, importance: str, source: str,
+                 extractor: Extractor) -> Item:
     if isinstance(item, MemoryInput):
         content, created, imp, src = item.content, item.created_at, item.importance, item.source
     elif isinstance(item, str):
@@ -73,9 +72,9 @@ def prepare_item(index: int, item: str | MemoryInput, importance: str, source: s
     imp = check_choice(imp or importance, IMPORTANCE_LEVELS, name="importance")
     src = check_choice(src or source, FRAME_SOURCES, name="source")
     when = optional_utc(created, name="created_at")
-    entities = extract_entities(content[:EXTRACT_CHARS])
-    relations = extract_relations(content[:EXTRACT_CHARS], entities)
-    return Item(index, content, imp, src, when, entities, relations)
+    found = extract(extractor, content)
+    return Item(index, content, imp, src, when, found.entities, found.relations, found.error,
+                found.usage)
 
 
 def _resolve_gop(session: Session, mind_id: int, gop_id: str | None) -> str:
@@ -92,6 +91,17 @@ def _write_items(mind: MindContext, items: Sequence[Item], gop_id: str | None,
     each in its own savepoint, only when on_error is set and the chunk failed as a whole."""
     with mind.write() as session:
         return write_items_in(session, mind, items, gop_id, vectors, embed_error, on_error)
+
+
+def _settled(session: Session, mind_id: int, items: Sequence[Item],
+             written: dict[int, Written]) -> dict[int, Written]:
+    """Mark the stored items whose extraction failed as pending; log what extraction cost."""
+    for item in items:
+        done = written.get(item.index)
+        if done is not None and (item.extract_error is not None or item.usage is not None):
+            settle(session, mind_id, done.frame_id,
+                   Outcome(usage=item.usage, error=item.extract_error))
+    return written
 
 
 def write_items_in(session: Session, mind: MindContext, items: Sequence[Item],
@@ -125,17 +135,20 @@ def write_items_in(session: Session, mind: MindContext, items: Sequence[Item],
     if vectors is not None:  # the request this chunk's vectors came from, in the usage log
         UsageRepository(session).record_embedding(mind.id, embedder, len(items))
     if on_error is None:
-        return write_chunk(session, mind, gop, items, schema, vectors, model_id, embed_error)
+        written = write_chunk(session, mind, gop, items, schema, vectors, model_id, embed_error)
+        return _settled(session, mind.id, items, written)
     try:
         # One savepoint per chunk, not per item: only if an item fails on its own is the
         # chunk written again item by item, each in its own savepoint.
         with session.begin_nested():
-            return write_chunk(session, mind, gop, items, schema, vectors, model_id,
-                               embed_error)
+            written = write_chunk(session, mind, gop, items, schema, vectors, model_id,
+                                  embed_error)
+            return _settled(session, mind.id, items, written)
     except (WaggleStoreError, sa_exc.IntegrityError) as exc:
         log.info("cognify_batch writes a chunk item by item after: %s", exc)
-    return write_one_by_one(session, mind, gop, items, schema, vectors, model_id,
-                            embed_error, on_error)
+    written = write_one_by_one(session, mind, gop, items, schema, vectors, model_id,
+                               embed_error, on_error)
+    return _settled(session, mind.id, items, written)
 
 
 def _check_session(mind: MindContext, gop_id: str | None) -> None:
@@ -155,7 +168,8 @@ def cognify(mind: MindContext, search: HybridSearch, content: str, *, importance
     runs after the commit, so its failure cannot undo the memory: it is logged and reported in
     ``CognifyResult.link_error``, never raised (a return means the memory is stored).
     """
-    item = prepare_item(0, MemoryInput(content, created_at, None, None), importance, source)
+    item = prepare_item(0, MemoryInput(content, created_at, None, None), importance, source,
+                        extractor_of(mind.store))
     _check_session(mind, gop_id)
     use_vectors, error = vector_plan(mind)
     vectors, embed_error = embed_texts(mind, [item.content]) if use_vectors else (None, None)
@@ -230,13 +244,14 @@ def cognify_batch(mind: MindContext, items: Iterable[str | MemoryInput], *,
         failures.append((item.index, f"{type(exc).__name__}: {exc}"))
 
     use_vectors, not_embedded = vector_plan(mind)
+    extractor = extractor_of(mind.store)
     numbered = enumerate(source)
     done = 0
     while chunk_in := list(islice(numbered, BATCH_CHUNK)):
         chunk: list[Item] = []
         for index, item in chunk_in:
             try:
-                chunk.append(prepare_item(index, item, importance, "user_stated"))
+                chunk.append(prepare_item(index, item, importance, "user_stated", extractor))
             except WaggleStoreError as exc:
                 failures.append((index, f"{type(exc).__name__}: {exc}"))
         done += len(chunk_in)

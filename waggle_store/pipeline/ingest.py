@@ -30,7 +30,12 @@ from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.errors import WaggleStoreError
 from waggle_store.models.knowledge import EntityRow
 from waggle_store.pipeline.cognify_vectors import write_vectors
-from waggle_store.records import ExtractedEntity, ExtractedRelation, ValidationSchema
+from waggle_store.records import (
+    ExtractedEntity,
+    ExtractedRelation,
+    ExtractionUsage,
+    ValidationSchema,
+)
 from waggle_store.repositories.common import content_hash
 from waggle_store.repositories.frame_writer import FrameWriter, Memory
 from waggle_store.repositories.knowledge import (
@@ -61,6 +66,10 @@ class Item:
     created_at: datetime | None
     entities: list[ExtractedEntity]
     relations: list[ExtractedRelation]
+    #: Why extraction failed (the memory is stored and marked pending), if it did.
+    extract_error: str | None = None
+    #: What the extraction cost, for the usage log.
+    usage: ExtractionUsage | None = None
 
 
 @dataclass
@@ -114,7 +123,8 @@ def _write_graph(session: Session, mind_id: int, items: Sequence[Item], frame_id
     What the mind's ValidationSchema refuses is skipped and logged, not fatal: the memory itself
     is still stored, and a schema too strict for the rule-based extractor shows in the log.
     """
-    specs = [EntitySpec(e.type, e.name, {"confidence": e.confidence, "source": "cognify"})
+    specs = [EntitySpec(e.type, e.name, {**(e.properties or {}), "confidence": e.confidence,
+                                         "source": "cognify"})
              for item in items for e in item.entities]
     rows, refused = EntityRepository(session, mind_id).upsert_many(specs, schema)
     pairs: list[tuple[int, int]] = []  # (frame, entity), in order

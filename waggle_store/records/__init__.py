@@ -100,6 +100,8 @@ class ReconcileReport:
     problems: list[str] = field(default_factory=list)
     #: Those of ``problems`` this run recreated (``reconcile(repair=True)``); the rest remain.
     repaired: list[str] = field(default_factory=list)
+    #: Memories whose extraction had failed and was done by this run.
+    extractions_fixed: int = 0
 
 
 @dataclass(frozen=True)
@@ -127,10 +129,27 @@ class Relation:
 
 
 @dataclass(frozen=True)
+class EntityVersion:
+    """One state of an entity in recorded time: what the store held from ``recorded_from``
+    until ``recorded_to`` (None: the current state)."""
+
+    entity_id: int
+    version: int
+    name: str
+    entity_type: str
+    properties: dict[str, Any]
+    recorded_from: datetime
+    recorded_to: datetime | None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+
+
+@dataclass(frozen=True)
 class ExtractedEntity:
     name: str
     type: str
-    confidence: float
+    confidence: float = 1.0
+    properties: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +157,26 @@ class ExtractedRelation:
     source: str
     target: str
     relation_type: str
-    confidence: float
+    confidence: float = 1.0
+
+
+@dataclass(frozen=True)
+class ExtractionUsage:
+    """What one extraction cost, for the usage log: a model's tokens and their price."""
+
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What an extractor found in one text (``usage``: what finding it cost, if anything)."""
+
+    entities: list[ExtractedEntity] = field(default_factory=list)
+    relations: list[ExtractedRelation] = field(default_factory=list)
+    usage: ExtractionUsage | None = None
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,11 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from waggle_store import textinput
-from waggle_store.errors import InvalidInputError, NotFoundError, ValidationError
+from waggle_store.errors import ConflictError, InvalidInputError, NotFoundError, ValidationError
+from waggle_store.knowledge.aliases import resolved_key
 from waggle_store.models.knowledge import EntityRow, RelationRow
 from waggle_store.records import ValidationSchema
+from waggle_store.repositories.aliases import AliasRepository
 from waggle_store.repositories.knowledge_common import (
     MAX_NAME_LENGTH,
     MAX_TYPE_LENGTH,
@@ -35,6 +37,7 @@ from waggle_store.repositories.knowledge_common import (
     name_key,
 )
 from waggle_store.repositories.knowledge_schema import check_entity
+from waggle_store.repositories.versions import VersionRepository
 from waggle_store.timeutil import utcnow
 
 #: Longest entity name, in words, that :meth:`EntityRepository.named_in` looks for.
@@ -97,6 +100,17 @@ class EntityRepository:
             .order_by(EntityRow.name, EntityRow.id).limit(check_limit(limit))
         ))
 
+    def page(self, entity_type: str | None, limit: int, offset: int) -> list[EntityRow]:
+        """Active entities (of one type, if given) in name order, ``limit`` from ``offset``."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInputError(f"offset must be a non-negative integer, got {offset!r}")
+        query = sa.select(EntityRow).where(EntityRow.mind_id == self.mind_id, _active())
+        if entity_type is not None:
+            query = query.where(EntityRow.entity_type == check_label(
+                entity_type, "entity_type", MAX_TYPE_LENGTH))
+        return list(self.session.scalars(
+            query.order_by(EntityRow.name, EntityRow.id).limit(check_limit(limit)).offset(offset)))
+
     def type_counts(self) -> dict[str, int]:
         """Active entities per type, most common first."""
         count = sa.func.count(EntityRow.id)
@@ -148,7 +162,8 @@ class EntityRepository:
     def create(self, entity_type: str, name: str, properties: dict[str, Any] | None = None, *,
                valid_from: datetime | None = None, valid_to: datetime | None = None,
                schema: ValidationSchema | None = None) -> EntityRow:
-        """Always inserts (use :meth:`upsert` to reuse an existing entity of that name).
+        """Insert an entity; an active one is unique per (type, resolved name), so creating an
+        active entity that exists already returns the existing row unchanged.
 
         ``valid_to`` records a fact that was true only in the past (it must be after valid_from).
         """
@@ -161,80 +176,113 @@ class EntityRepository:
         if valid_to is not None and valid_to <= start:
             raise InvalidInputError(f"valid_to ({valid_to.isoformat()}) must be after valid_from "
                                     f"({start.isoformat()})")
+        key = AliasRepository(self.session, self.mind_id).key(name)
+        if valid_to is None:
+            lock_graph(self.session, self.mind_id)
+            existing = self._active_by_key(entity_type, key)
+            if existing is not None:
+                return existing
         row = EntityRow(mind_id=self.mind_id, entity_type=entity_type, name=name,
-                        name_key=name_key(name), properties=props, valid_from=start,
-                        valid_to=valid_to, recorded_at=now)
+                        name_key=name_key(name), resolved_key=key, properties=props,
+                        valid_from=start, valid_to=valid_to, recorded_at=now, version=1)
         self.session.add(row)
         self.session.flush()
         return row
 
+    def _active_by_key(self, entity_type: str | None, key: str) -> EntityRow | None:
+        """The active entity with this resolved key (of this type; None: any type, the
+        oldest first)."""
+        query = sa.select(EntityRow).where(EntityRow.mind_id == self.mind_id,
+                                           EntityRow.resolved_key == key, _active())
+        if entity_type is not None:
+            query = query.where(EntityRow.entity_type == entity_type)
+        return self.session.scalar(query.order_by(EntityRow.id).limit(1))
+
+    def resolve(self, name: str) -> EntityRow | None:
+        """The active entity ``name`` stands for, through case, spacing, punctuation and
+        aliases; the oldest when several types share the name."""
+        name = check_label(name, "name", MAX_NAME_LENGTH)
+        return self._active_by_key(None, AliasRepository(self.session, self.mind_id).key(name))
+
     def update(self, entity_id: int, *, name: str | None = None,
-               properties: dict[str, Any] | None = None,
+               properties: dict[str, Any] | None = None, entity_type: str | None = None,
                schema: ValidationSchema | None = None) -> EntityRow:
-        """Rename and/or replace (not merge) the properties, as Waggle does; retired rows
-        are history."""
+        """Rename, retype and/or replace (not merge) the properties of an active entity.
+
+        The state it replaces stays readable in recorded time (:class:`VersionRepository`).
+        Renaming onto the resolved name of another active entity of the type is a
+        ConflictError: one entity per name.
+        """
         row = self.require_active(entity_id)
-        if name is not None:
-            row.name = check_label(name, "name", MAX_NAME_LENGTH)
-            row.name_key = name_key(row.name)
-        if properties is not None:
-            props = check_properties(properties)
-            check_entity(schema, row.entity_type, props)
-            row.properties = props
-        row.recorded_at = utcnow()
+        new_name = row.name if name is None else check_label(name, "name", MAX_NAME_LENGTH)
+        new_type = (row.entity_type if entity_type is None
+                    else check_label(entity_type, "entity_type", MAX_TYPE_LENGTH))
+        props = row.properties if properties is None else check_properties(properties)
+        if entity_type is not None or properties is not None:
+            check_entity(schema, new_type, props)
+        key = AliasRepository(self.session, self.mind_id).key(new_name)
+        lock_graph(self.session, self.mind_id)
+        other = self._active_by_key(new_type, key)
+        if other is not None and other.id != row.id:
+            raise ConflictError(f"entity {other.id} ({other.name!r}, {new_type}) already has "
+                                f"the name {new_name!r}")
+        VersionRepository(self.session, self.mind_id).keep_entity(row, utcnow())
+        row.name, row.name_key, row.resolved_key = new_name, name_key(new_name), key
+        row.entity_type = new_type
+        row.properties = dict(props)
         self.session.flush()
         return row
 
     def upsert(self, entity_type: str, name: str, properties: dict[str, Any] | None = None, *,
                schema: ValidationSchema | None = None) -> tuple[EntityRow, bool]:
-        """The active entity of this exact type and case-folded name, created if there is none.
+        """The active entity of this type and resolved name, created if there is none.
 
-        Matches through the (mind_id, entity_type, name_key) index over every active row: no
-        500-row window. Returns ``(row, created)``; an existing row is
-        returned unchanged. There is no unique index to make a savepoint-and-retry work (retired
-        rows share keys), so it takes the per-mind graph lock instead (see ``lock_graph``).
+        Returns ``(row, created)``; an existing row is returned unchanged. Takes the per-mind
+        graph lock (see ``lock_graph``) so the check-then-insert never meets the unique index.
         """
         entity_type = check_label(entity_type, "entity_type", MAX_TYPE_LENGTH)
         name = check_label(name, "name", MAX_NAME_LENGTH)
         lock_graph(self.session, self.mind_id)
-        row = self.session.scalar(
-            sa.select(EntityRow)
-            .where(EntityRow.mind_id == self.mind_id, EntityRow.entity_type == entity_type,
-                   EntityRow.name_key == name_key(name), _active())
-            .order_by(EntityRow.id).limit(1)
-        )
+        key = AliasRepository(self.session, self.mind_id).key(name)
+        row = self._active_by_key(entity_type, key)
         if row is not None:
             return row, False
         return self.create(entity_type, name, properties, schema=schema), True
 
     def upsert_many(self, specs: Sequence[EntitySpec],
                     schema: ValidationSchema | None) -> tuple[list[EntityRow | None], list[str]]:
-        """:meth:`upsert` for a set: rows for the specs, in order (None where the schema refuses
-        one), and the refusals.
+        """:meth:`upsert` for a set, resolving names first: rows for the specs, in order (None
+        where the schema refuses one), and the refusals.
 
-        Cognify writes a handful of entities per text; one get-or-create at a time cost dozens
-        of statements per memory (the first ingest benchmark ran at 12 turns/s). Here it is one
-        SELECT for what exists plus one INSERT for what is missing, under the same graph lock.
-        Names are not re-checked: the extractor produces them within the limits.
+        A name resolves to the active entity of its resolved key and type; when there is none
+        of that type, to the oldest active entity of that key of any type (an extractor may type
+        "PG" differently from "PostgreSQL"). One SELECT for what exists plus one INSERT for
+        what is missing, under the graph lock. Names are not re-checked: the extractor produces
+        them within the limits.
         """
         lock_graph(self.session, self.mind_id)
-        keys = [(s.entity_type, name_key(s.name)) for s in specs]
+        aliases = AliasRepository(self.session, self.mind_id).mapping()
+        keys = [(s.entity_type, resolved_key(s.name, aliases)) for s in specs]
         found: dict[tuple[str, str], EntityRow] = {}
-        if keys:
+        any_type: dict[str, EntityRow] = {}
+        wanted = sorted({k for _, k in keys})
+        for offset in range(0, len(wanted), _CHUNK):
             rows = self.session.scalars(
                 sa.select(EntityRow)
                 .where(EntityRow.mind_id == self.mind_id, EntityRow.valid_to.is_(None),
-                       sa.tuple_(EntityRow.entity_type, EntityRow.name_key).in_(list(set(keys))))
+                       EntityRow.resolved_key.in_(wanted[offset:offset + _CHUNK]))
                 .order_by(EntityRow.id)
             )
             for existing in rows:
-                found.setdefault((existing.entity_type, existing.name_key), existing)
+                known = existing.resolved_key or ""
+                found.setdefault((existing.entity_type, known), existing)
+                any_type.setdefault(known, existing)
         refused: list[str] = []
         now = utcnow()
         new: list[EntityRow] = []
         out: list[EntityRow | None] = []
         for spec, key in zip(specs, keys, strict=True):
-            row = found.get(key)
+            row = found.get(key) or any_type.get(key[1])
             if row is None:
                 try:
                     check_properties(spec.properties)
@@ -244,9 +292,11 @@ class EntityRepository:
                     out.append(None)
                     continue
                 row = EntityRow(mind_id=self.mind_id, entity_type=spec.entity_type, name=spec.name,
-                                name_key=key[1], properties=dict(spec.properties), valid_from=now,
-                                valid_to=None, recorded_at=now)
+                                name_key=name_key(spec.name), resolved_key=key[1],
+                                properties=dict(spec.properties), valid_from=now, valid_to=None,
+                                recorded_at=now, version=1)
                 found[key] = row
+                any_type.setdefault(key[1], row)
                 new.append(row)
             out.append(row)
         if new:
@@ -267,13 +317,18 @@ class EntityRepository:
         if row.valid_to is not None:
             return False
         now = utcnow()
+        versions = VersionRepository(self.session, self.mind_id)
+        versions.keep_entity(row, now)
         row.valid_to = max(now, row.valid_from)  # never a window that ends before it starts
+        edges = sa.and_(RelationRow.valid_to.is_(None),
+                        sa.or_(RelationRow.source_id == entity_id,
+                               RelationRow.target_id == entity_id))
+        versions.keep_relations(edges, now)
         self.session.execute(
             sa.update(RelationRow)
-            .where(RelationRow.mind_id == self.mind_id, RelationRow.valid_to.is_(None),
-                   sa.or_(RelationRow.source_id == entity_id, RelationRow.target_id == entity_id))
+            .where(RelationRow.mind_id == self.mind_id, edges)
             .values(valid_to=sa.case((RelationRow.valid_from > now, RelationRow.valid_from),
-                                     else_=now))
+                                     else_=now), **versions.moved_on(now))
             # Relation rows the session already holds must see the retirement too.
             .execution_options(synchronize_session="fetch")
         )

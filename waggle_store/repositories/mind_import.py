@@ -118,22 +118,24 @@ class ImportRows:
     # -- graph --------------------------------------------------------------------------------
 
     def entities_held(self, up_to: int, keys: Iterable[tuple[str, str]]
-                      ) -> list[tuple[int, str, str, datetime, datetime | None]]:
-        """(id, type, name key, valid_from, valid_to) of the mind's entities (id ≤ ``up_to``)
-        with these (type, name key) pairs, by id."""
+                      ) -> list[tuple[int, str, str | None, datetime, datetime | None]]:
+        """(id, type, resolved key, valid_from, valid_to) of the mind's entities with these
+        (type, resolved key) pairs, by id: every active one (an import's own included) and the
+        retired ones with id ≤ ``up_to``."""
         e = EntityRow
         return [(int(i), t, k, vf, vt) for i, t, k, vf, vt in self.session.execute(
-            select(e.id, e.entity_type, e.name_key, e.valid_from, e.valid_to)
-            .where(e.mind_id == self.mind_id, e.id <= up_to,
-                   sa.tuple_(e.entity_type, e.name_key).in_(list(keys))).order_by(e.id))]
+            select(e.id, e.entity_type, e.resolved_key, e.valid_from, e.valid_to)
+            .where(e.mind_id == self.mind_id, sa.or_(e.valid_to.is_(None), e.id <= up_to),
+                   sa.tuple_(e.entity_type, e.resolved_key).in_(list(keys))).order_by(e.id))]
 
     def relations_held(self, up_to: int, ends: Iterable[tuple[int, int, str]]
                        ) -> list[tuple[int, int, int, str, datetime, datetime | None]]:
-        """(id, source, target, type, valid_from, valid_to) of the mind's relations (id ≤
-        ``up_to``) with these (source, target, type) triples, by id."""
+        """(id, source, target, type, valid_from, valid_to) of the mind's relations with these
+        (source, target, type) triples, by id: every active one and the retired ones with id ≤
+        ``up_to``."""
         x = RelationRow
         return [(int(i), int(s), int(t), r, vf, vt) for i, s, t, r, vf, vt in self.session.execute(
             select(x.id, x.source_id, x.target_id, x.relation_type, x.valid_from, x.valid_to)
-            .where(x.mind_id == self.mind_id, x.id <= up_to,
+            .where(x.mind_id == self.mind_id, sa.or_(x.valid_to.is_(None), x.id <= up_to),
                    sa.tuple_(x.source_id, x.target_id, x.relation_type).in_(list(ends)))
             .order_by(x.id))]

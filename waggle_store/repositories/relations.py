@@ -19,6 +19,7 @@ from waggle_store.errors import InvalidInputError, NotFoundError, ValidationErro
 from waggle_store.models.knowledge import RelationRow
 from waggle_store.records import ValidationSchema
 from waggle_store.repositories.entities import EntityRepository
+from waggle_store.repositories.exclusive import ExclusiveRepository
 from waggle_store.repositories.knowledge_common import (
     MAX_TYPE_LENGTH,
     EdgeSpec,
@@ -29,6 +30,7 @@ from waggle_store.repositories.knowledge_common import (
     lock_graph,
 )
 from waggle_store.repositories.knowledge_schema import check_relation
+from waggle_store.repositories.versions import VersionRepository
 from waggle_store.timeutil import utcnow
 
 
@@ -68,19 +70,28 @@ class RelationRepository:
     def create(self, source_id: int, target_id: int, relation_type: str, *,
                confidence: float = 1.0, properties: dict[str, Any] | None = None,
                schema: ValidationSchema | None = None) -> RelationRow:
-        """Always inserts (use :meth:`ensure` for "at most one such edge")."""
+        """Insert an edge; an active edge is unique per (source, target, type), so creating one
+        that exists already returns the existing row unchanged."""
         relation_type = check_label(relation_type, "relation_type", MAX_TYPE_LENGTH)
         confidence = check_confidence(confidence)
         props = check_properties(properties)
         entities = EntityRepository(self.session, self.mind_id)
         source, target = entities.require_active(source_id), entities.require_active(target_id)
         check_relation(schema, source.entity_type, relation_type, target.entity_type)
+        lock_graph(self.session, self.mind_id)
+        existing = self.session.scalar(sa.select(RelationRow).where(
+            RelationRow.mind_id == self.mind_id, RelationRow.source_id == source.id,
+            RelationRow.target_id == target.id, RelationRow.relation_type == relation_type,
+            RelationRow.valid_to.is_(None)))
+        if existing is not None:
+            return existing
         now = utcnow()
         row = RelationRow(mind_id=self.mind_id, source_id=source.id, target_id=target.id,
                           relation_type=relation_type, confidence=confidence, properties=props,
-                          valid_from=now, valid_to=None, recorded_at=now)
+                          valid_from=now, valid_to=None, recorded_at=now, version=1)
         self.session.add(row)
         self.session.flush()
+        ExclusiveRepository(self.session, self.mind_id).supersede([row])
         return row
 
     def ensure(self, source_id: int, target_id: int, relation_type: str,
@@ -153,10 +164,11 @@ class RelationRepository:
             new.append(RelationRow(mind_id=self.mind_id, source_id=edge.source_id,
                                    target_id=edge.target_id, relation_type=edge.relation_type,
                                    confidence=edge.confidence, properties=dict(edge.properties),
-                                   valid_from=now, valid_to=None, recorded_at=now))
+                                   valid_from=now, valid_to=None, recorded_at=now, version=1))
         if new:
             self.session.add_all(new)
             self.session.flush()
+            ExclusiveRepository(self.session, self.mind_id).supersede(new)
         return len(new), refused
 
     def retire(self, relation_id: int) -> bool:
@@ -166,6 +178,12 @@ class RelationRepository:
             raise NotFoundError(f"relation {relation_id} does not exist in this mind")
         if row.valid_to is not None:
             return False
-        row.valid_to = max(utcnow(), row.valid_from)
+        now = utcnow()
+        versions = VersionRepository(self.session, self.mind_id)
+        versions.keep_relations(RelationRow.id == relation_id, now)
+        self.session.execute(
+            sa.update(RelationRow).where(RelationRow.id == relation_id)
+            .values(valid_to=max(now, row.valid_from), **versions.moved_on(now))
+            .execution_options(synchronize_session="fetch"))
         self.session.flush()
         return True

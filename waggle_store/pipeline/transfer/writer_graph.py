@@ -9,14 +9,34 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from waggle_store.knowledge.aliases import resolved_key
 from waggle_store.pipeline.transfer.problems import Problems
 from waggle_store.pipeline.transfer.validate import Plan
+from waggle_store.repositories.aliases import AliasRepository
 from waggle_store.repositories.knowledge_common import name_key
 from waggle_store.repositories.mentions import MentionRepository
 from waggle_store.repositories.mind_import import ImportRows
 from waggle_store.repositories.vectors import ModelKey, register_model, store_vectors
 
 __all__ = ["GraphWriter"]
+
+
+def _first_of_each(rows: list[dict[str, Any]], key: Callable[[dict[str, Any]], Any],
+                   existing: dict[Any, int]) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+    """The rows to write, and (row id, id of the earlier row it is one with) for the active rows
+    that repeat an earlier row's key in this batch (one active row per key: a unique index)."""
+    first: dict[Any, int] = {}
+    kept: list[dict[str, Any]] = []
+    same: list[tuple[int, int]] = []
+    for r in rows:
+        k = key(r)
+        if k is not None and k not in existing:
+            if k in first:
+                same.append((r["id"], first[k]))
+                continue
+            first[k] = r["id"]
+        kept.append(r)
+    return kept, same
 
 
 class GraphWriter:
@@ -41,21 +61,30 @@ class GraphWriter:
     # -- knowledge graph ----------------------------------------------------------------------
 
     def _write_entity(self, rows: list[dict[str, Any]]) -> None:
-        keys = {(r["entity_type"], name_key(r["name"])) for r in rows}
+        """Entities matched by (type, resolved name) when active, as the unique index requires
+        (against every active entity of the mind, those of this import included); retired ones
+        by their exact window among the rows that existed before the import."""
+        aliases = AliasRepository(self.s, self.mind_id).mapping()
+        rkey = {r["id"]: resolved_key(r["name"], aliases) for r in rows}
+        keys = {(r["entity_type"], rkey[r["id"]]) for r in rows}
         active: dict[tuple[str, str], int] = {}
         retired: dict[tuple[Any, ...], int] = {}
         for eid, etype, key, vf, vt in self.held.entities_held(self.pre["entity"], keys):
             if vt is None:
-                active.setdefault((etype, key), int(eid))
+                active.setdefault((etype, key or ""), int(eid))
             else:
                 retired.setdefault((etype, key, vf, vt), int(eid))
-        self._merge_insert("entity", rows, [
-            (active.get((r["entity_type"], name_key(r["name"])))
+        kept, same = _first_of_each(rows, lambda r: (r["entity_type"], rkey[r["id"]])
+                                    if r["valid_to"] is None else None, active)
+        self._merge_insert("entity", kept, [
+            (active.get((r["entity_type"], rkey[r["id"]]))
              if r["valid_to"] is None else
-             retired.get((r["entity_type"], name_key(r["name"]), r["valid_from"], r["valid_to"])))
-            for r in rows], lambda r: {**{k: r[k] for k in (
+             retired.get((r["entity_type"], rkey[r["id"]], r["valid_from"], r["valid_to"])))
+            for r in kept], lambda r: {**{k: r[k] for k in (
                 "entity_type", "name", "properties", "valid_from", "valid_to", "recorded_at")},
-                "name_key": name_key(r["name"])})
+                "name_key": name_key(r["name"]), "resolved_key": rkey[r["id"]]})
+        for old, first in same:
+            self.ids["entity"][old] = self.ids["entity"][first]
 
     def _write_relation(self, rows: list[dict[str, Any]]) -> None:
         ents = self.ids["entity"]
@@ -66,9 +95,13 @@ class GraphWriter:
             have.setdefault(
                 (src, tgt, rtype) if vt is None else (src, tgt, rtype, vf, vt), int(rid)
             )
+        end_of = {r["id"]: end for r, end in zip(rows, ends, strict=True)}
+        rows, same = _first_of_each(rows, lambda r: end_of[r["id"]] if r["valid_to"] is None
+                                    else None, have)
         matches = [
-            have.get(end if r["valid_to"] is None else (*end, r["valid_from"], r["valid_to"]))
-            for r, end in zip(rows, ends, strict=True)
+            have.get(end_of[r["id"]] if r["valid_to"] is None
+                     else (*end_of[r["id"]], r["valid_from"], r["valid_to"]))
+            for r in rows
         ]
         self._merge_insert(
             "relation",
@@ -90,6 +123,11 @@ class GraphWriter:
                 },
             },
         )
+        self._after_relations(same)
+
+    def _after_relations(self, same: list[tuple[int, int]]) -> None:
+        for old, first in same:
+            self.ids["relation"][old] = self.ids["relation"][first]
 
     def _merge_insert(
         self,
