@@ -13,14 +13,14 @@ import sqlalchemy as sa
 
 import waggle_store as ws
 from tests.integration.test_degraded_and_migrations import plain_pg_schema  # noqa: F401
-from waggle_store import store as store_module
+from waggle_store import store_support
 from waggle_store.errors import WaggleStoreWarning
 
 from conftest import PLAIN_PG_URL, Target, only_postgres, only_sqlite
 
 
 def _opened_with_warnings(*args: object, **kwargs: object) -> tuple[ws.Store, list[str]]:
-    store_module._vector_warnings.clear()  # once per process: this test's own first open
+    store_support._vector_warnings.clear()  # once per process: this test's own first open
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         store = ws.open_store(*args, **kwargs)  # type: ignore[arg-type]
