@@ -2,7 +2,7 @@
 that find them missing or broken.
 
 Derived objects are what the search reads but no ORM model describes, so Alembic's autogenerate
-cannot see them and a dropped one used to be noticed by nothing (issue 12, finding 8):
+cannot see them; this module is what notices a dropped one:
 
 * SQLite: the FTS5 table ``memory_frames_fts`` and the three triggers that keep it in step with
   ``memory_frames`` (a dropped insert trigger silently stops new writes from being

@@ -1,7 +1,7 @@
-"""MemoryLinker: which existing frames a new memory is related to (reference §15).
+"""MemoryLinker: which existing frames a new memory is related to.
 
-The seed kept search results whose raw ``finalScore`` reached 0.1, a score that could never
-exceed about 0.054, so it never linked anything (§23.8). Here the threshold is applied to
+A threshold on a raw fused score links nothing (Waggle's 0.1 on a score that never exceeds
+about 0.054). Here the threshold is applied to
 ``SearchResult.match_score`` (:mod:`waggle_store.search.match`), in [0, 1]: the share of the
 content's terms a frame contains and how clearly the vector lane found it. That score measures
 how well a frame matches the content; the relevance factors folded into ``final_score``
@@ -9,8 +9,7 @@ how well a frame matches the content; the relevance factors folded into ``final_
 "related" means.
 
 Why not the fused ``rrf_score`` (as before): it weighs keyword hits by the backend's own raw
-scores and ranks, so the same data linked differently on SQLite and Postgres (issue 12, finding
-9). For the same reason the linker reads a wide page (:data:`CANDIDATES`), not just the top
+scores and ranks, so the same data linked differently on SQLite and Postgres. For the same reason the linker reads a wide page (:data:`CANDIDATES`), not just the top
 ``limit``: which frames make a narrow page depends on the backend's ranking; the links are the
 best ``limit`` by match score among all candidates that reach the threshold. A result without a
 match score (a fake mind in tests) is judged by its ``rrf_score``.

@@ -109,7 +109,7 @@ class Ranking:
                 relevance = relevance_of(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
                                          frame[_IMPORTANCE], distance)
             scored.append((fused_score * relevance, frame_id, relevance))
-        # Stable sort: equal scores keep fusion order (keyword hits first), the seed's tie order.
+        # Stable sort: equal scores keep fusion order (keyword hits first), Waggle's tie order.
         scored.sort(key=_FINAL, reverse=True)
         within: set[int] = set()
         if periods:

@@ -82,7 +82,7 @@ class FusedScore:
     """One frame's fusion result.
 
     ``score`` is the normalised, confidence-weighted RRF in ``[0, 1]`` (what
-    ``SearchResult.rrf_score`` carries); ``raw`` is the seed-style unweighted, unnormalised sum
+    ``SearchResult.rrf_score`` carries); ``raw`` is the plain (Waggle-style) unweighted, unnormalised sum
     ``Σ 1/(k + rank)``. For each lane that returned the frame: ``ranks`` its 0-based rank there,
     ``weights`` the confidence applied to it, and ``contributions`` what that lane added to
     ``score`` (``weight × k/(k + rank)`` over the divisor; they sum to ``score``). Lanes that did
@@ -269,7 +269,7 @@ def rrf_fuse(
 
     The result is in first-seen order — the ids of the first lane, then ids seen only in later
     lanes, in their order — so passing the keyword lane first and sorting the result with a
-    stable sort gives the seed's tie order. An id repeated within a lane keeps its best (first)
+    stable sort gives Waggle's tie order. An id repeated within a lane keeps its best (first)
     rank and that position's weight. No lanes → ``{}``. (:class:`Fusion` gives the same scores
     without building every detail.)
     """

@@ -25,8 +25,8 @@ contains. Here:
 * The word runs inside such a token ("node" in "node.js", "mail" in "e-mail") are added after the
   joined form when they pass the filters, so a query for "node.js" also reaches frames that just
   say "Node". The lane ORs terms, so this only widens recall.
-* Terms shorter than :data:`MIN_TERM_LENGTH` and the seed's stop words are dropped
-  (case-insensitively; "it's" is checked as "its" too, like the seed's stripping did).
+* Terms shorter than :data:`MIN_TERM_LENGTH` and Waggle's stop words are dropped
+  (case-insensitively; "it's" is checked as "its" too, as Waggle's stripping does).
   "C++" is 3 characters long and survives; the backends then search for the token ``c``.
 * Control, format and surrogate characters (category ``C*``) split tokens: a NUL makes FTS5 raise
   "unterminated string" and psycopg refuse the parameter, and a lone surrogate cannot be encoded.
@@ -73,7 +73,7 @@ STOP_WORDS: Final[frozenset[str]] = frozenset((
 ))
 # fmt: on
 
-#: Terms shorter than this are noise ("a", "of", "C#"); the seed keeps length >= 3.
+#: Terms shorter than this are noise ("a", "of", "C#"), as in Waggle (length >= 3).
 MIN_TERM_LENGTH: Final = 3
 #: Upper bound on the number of terms, so a pasted document cannot build a huge OR query.
 MAX_TERMS: Final = 64
@@ -223,7 +223,7 @@ def like_patterns(query: str) -> list[str]:
     over precision: no stop-word or length filter, and if
     no token has a word character the whole (cleaned) query is the single pattern, so a query of
     only "😀" still finds frames containing it. Tokens keep their internal punctuation ("node.js",
-    "e-mail") because LIKE matches substrings of the raw content, where the seed's "nodejs" would
+    "e-mail") because LIKE matches substrings of the raw content, where a joined "nodejs" would
     never occur. Unlike keyword terms, long tokens are *truncated* to :data:`MAX_TERM_LENGTH`: a
     prefix of a substring is still a substring. Bind each as ``content LIKE ? ESCAPE '\\'`` (use
     ``ILIKE`` on Postgres, whose LIKE is case-sensitive), ORed; at most :data:`MAX_TERMS`.

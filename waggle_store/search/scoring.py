@@ -100,7 +100,7 @@ def _as_utc(when: datetime) -> datetime:
 def temporal_score(when: datetime, now: datetime) -> float:
     """1.0 within :data:`RECENCY_BOOST_DAYS`, then ``0.5 ** (days / HALF_LIFE_DAYS)``.
 
-    The decay counts from day 0 as the seed's did, so day 8 drops to about 0.83 (not 1.0) and
+    The decay counts from day 0 (as Waggle's does), so day 8 drops to about 0.83 (not 1.0) and
     day 30 is exactly 0.5. A ``when`` in the future (clock skew between writers) is "now".
     """
     days = (_as_utc(now) - _as_utc(when)).total_seconds() / _SECONDS_PER_DAY

@@ -1,4 +1,4 @@
-"""Moving a mind's memory in and out of a store (issue 14).
+"""Moving a mind's memory in and out of a store.
 
 * :mod:`.format`: the ``waggle-mind`` JSONL format, version 1 (``docs/export-format.md``,
   ``waggle_store/schemas/waggle-mind-v1.schema.json``);
