@@ -8,9 +8,10 @@ how well a frame matches the content; the relevance factors folded into ``final_
 (recency, popularity, importance) say how useful a frame is right now, which is not what
 "related" means.
 
-Why not the fused ``rrf_score`` (as before): it weighs keyword hits by the backend's own raw
-scores and ranks, so the same data linked differently on SQLite and Postgres. For the same reason the linker reads a wide page (:data:`CANDIDATES`), not just the top
-``limit``: which frames make a narrow page depends on the backend's ranking; the links are the
+Why not the fused ``rrf_score``: it weighs keyword hits by the backend's own raw scores and
+ranks, so the same data would link differently on SQLite and Postgres. For the same reason the
+linker reads a wide page (:data:`CANDIDATES`), not just the top ``limit``: which frames make a
+narrow page depends on the backend's ranking; the links are the
 best ``limit`` by match score among all candidates that reach the threshold. A result without a
 match score (a fake mind in tests) is judged by its ``rrf_score``.
 """

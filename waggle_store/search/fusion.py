@@ -82,7 +82,7 @@ class FusedScore:
     """One frame's fusion result.
 
     ``score`` is the normalised, confidence-weighted RRF in ``[0, 1]`` (what
-    ``SearchResult.rrf_score`` carries); ``raw`` is the plain (Waggle-style) unweighted, unnormalised sum
+    ``SearchResult.rrf_score`` carries); ``raw`` is the plain unweighted, unnormalised sum
     ``Σ 1/(k + rank)``. For each lane that returned the frame: ``ranks`` its 0-based rank there,
     ``weights`` the confidence applied to it, and ``contributions`` what that lane added to
     ``score`` (``weight × k/(k + rank)`` over the divisor; they sum to ``score``). Lanes that did
