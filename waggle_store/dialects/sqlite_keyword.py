@@ -76,7 +76,7 @@ def keyword_statement(frame_counts: FrameCounts, session: Executor, phrases: Seq
     for i, phrase in enumerate(phrases):
         params[f"t{i}"] = phrase
     minds = frame_filters(LaneFilter(where.mind_ids), params)
-    filters = frame_filters(where, params, alias="c")
+    filters = frame_filters(where, params, alias="c", dialect="sqlite", attributes="exists")
     # Which (term, column) pairs a frame matched, as bits: term i sets bit 2i in the own words
     # and 2i + 1 in the context, in integer k = i // TERMS_PER_MASK. A frame is returned at
     # most once per (term, column) query, so the sum of its rows' bits is their OR, and one
@@ -156,7 +156,8 @@ def shortest_statement(frame_counts: FrameCounts, session: Executor, phrases: Se
     their lists for the walked frame (``rowid =``), and the walk ends after about as many
     frames as its page; rarer ones' lists are read into sets first, as their walk is longer
     and a lookup costs far more than an entry read through."""
-    walk = walk_parts(frame_counts, where, phrases, dfs, limit, expired=expired_count)
+    walk = walk_parts(frame_counts, where, phrases, dfs, limit, expired=expired_count,
+                      dialect="sqlite")
     # (Terms taken as independent: the share holding them all is their shares' product.)
     probe = walk.n is not None and math.prod(df / walk.n for df in dfs.values()) >= PROBE_SHARE
     holds = " AND ".join(

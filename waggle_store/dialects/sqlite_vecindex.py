@@ -72,7 +72,14 @@ from waggle_store.dialects.base import (
     LaneFilter,
     LaneHit,
 )
-from waggle_store.dialects.common import checked_knn, current_hits, frame_filters, run_lane
+from waggle_store.dialects.common import (
+    ATTRIBUTE_WIDENING,
+    checked_knn,
+    current_hits,
+    frame_filters,
+    knn_attributes,
+    run_lane,
+)
 from waggle_store.dialects.sqlite_veccodes import (
     BITS,
     COARSE_MIN_ROWS,
@@ -436,15 +443,18 @@ class VectorIndex:
         """The scan's candidates that the database confirms (see :meth:`_verify`)."""
         if not scan.pairs:
             return []
-        hits = self._verify(executor, model_id, scan.pairs, where, mind_id)
-        if len(hits) < len(scan.pairs):
+        hits, refused = self._verify(executor, model_id, scan.pairs, where, mind_id)
+        if refused:
             lane.stale = True  # the log missed a change: reload in full next time
         return hits
 
     @staticmethod
     def _verify(executor: Executor, model_id: int, pairs: list[list[Any]], where: LaneFilter,
-                mind_id: int) -> list[LaneHit]:
-        """The candidates that the database confirms, with their frames, in the given order.
+                mind_id: int) -> tuple[list[LaneHit], bool]:
+        """The candidates that the database confirms, with their frames, in the given order,
+        and whether it refused any (the cache missed a change). A frame failing the where=
+        attributes is left out but not refused: the index holds no attributes, so the scan's
+        caller widens the scan until the page is full.
 
         The statement gets the candidates' ids alone and returns each one's position in
         ``pairs`` where the distance goes; the distance is the scan's own, taken from ``pairs``
@@ -455,11 +465,14 @@ class VectorIndex:
                                 params, alias="m")
         source = ("(SELECT j.key AS pos, m.id AS id FROM json_each(:c) j "
                   f"JOIN {T_FRAMES} m ON m.id = j.value WHERE {filters}) c")
-        rows = run_lane(executor, checked_knn(source, "id", "pos") + " ORDER BY c.pos", params)
-        hits = current_hits(executor, rows, model_id)
+        attributes = knn_attributes(where, params, "sqlite")
+        rows = run_lane(executor, checked_knn(source, "id", "pos", attributes) + " ORDER BY c.pos",
+                        params)
+        hits = current_hits(executor, rows, model_id, attributes is not None)
         for hit in hits:  # (the hits are this lane's own until returned)
             hit.score = pairs[int(hit.score)][1]
-        return hits
+        refused = len(rows) < len(pairs) or not all(r[-2] for r in rows)
+        return hits, refused
 
     # -- loading --------------------------------------------------------------------------
 
@@ -720,7 +733,9 @@ def _scan(np_: Any, lane: _Lane, vector: Sequence[float], where: LaneFilter,
     if where.until is not None:
         mask = _and(mask, lane.ts[:n] <= where.until.timestamp())
     available = n if mask is None else int(np_.count_nonzero(mask))
-    k = min(max(limit, 1), available)
+    # The where= attributes are not in the index: the database checks them with the candidates
+    # (_verify), so the scan starts wider and widens while they thin the page out.
+    k = min(max(limit, 1) * (1 if where.attributes is None else ATTRIBUTE_WIDENING), available)
     # Where the filters leave few rows, rescoring the candidates would cost about as much as
     # the exact scan of the mind: the exact scan.
     if (product is None and lane.codes is not None and lane.factor is not None

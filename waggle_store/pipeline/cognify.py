@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
-from typing import Final
+from typing import Any, Final
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import select
@@ -55,6 +55,7 @@ from waggle_store.repositories.vectors import (
     register_model,
 )
 from waggle_store.search.engine import HybridSearch
+from waggle_store.textinput import check_metadata
 from waggle_store.timeutil import optional_utc
 
 log = logging.getLogger(__name__)
@@ -68,8 +69,10 @@ BATCH_CHUNK: Final = 250
 
 
 def _prepare(index: int, item: str | MemoryInput, importance: str, source: str) -> Item:
+    meta: object = None
     if isinstance(item, MemoryInput):
         content, created, imp, src = item.content, item.created_at, item.importance, item.source
+        meta = item.metadata
     elif isinstance(item, str):
         content, created, imp, src = item, None, None, None
     else:
@@ -82,7 +85,8 @@ def _prepare(index: int, item: str | MemoryInput, importance: str, source: str) 
     when = optional_utc(created, name="created_at")
     entities = extract_entities(content[:EXTRACT_CHARS])
     relations = extract_relations(content[:EXTRACT_CHARS], entities)
-    return Item(index, content, imp, src, when, entities, relations)
+    metadata = check_metadata(meta)
+    return Item(index, content, imp, src, when, entities, relations, metadata)
 
 
 def _resolve_gop(session: Session, mind_id: int, gop_id: str | None) -> str:
@@ -111,10 +115,11 @@ def _write_frame(session: Session, mind_id: int, gop_id: str, item: Item) -> tup
     latest = frames.latest_i(gop_id)
     if latest is None:
         written = frames.create_i(gop_id, item.content, importance=item.importance,
-                                  source=item.source, created_at=item.created_at)
+                                  source=item.source, created_at=item.created_at,
+                                  metadata=item.metadata)
         return written.frame.id, written.created
     frame = frames.create_p(gop_id, item.content, latest.id, importance=item.importance,
-                            source=item.source)
+                            source=item.source, metadata=item.metadata)
     if item.created_at is not None:
         row = frames.require(frame.id)
         row.created_at = row.last_accessed = item.created_at
@@ -214,14 +219,15 @@ def _check_session(mind: MindContext, gop_id: str | None) -> None:
 
 def cognify(mind: MindContext, search: HybridSearch, content: str, *, importance: str = "normal",
             gop_id: str | None = None, created_at: datetime | str | None = None,
-            source: str = "user_stated", link: bool = True) -> CognifyResult:
+            source: str = "user_stated", link: bool = True,
+            metadata: dict[str, Any] | None = None) -> CognifyResult:
     """Store one memory; see the module docstring.
 
     The memory is embedded once: the linker's related-frames search reuses that vector. Linking
     runs after the commit, so its failure cannot undo the memory: it is logged and reported in
     ``CognifyResult.link_error``, never raised (a return means the memory is stored).
     """
-    item = _prepare(0, MemoryInput(content, created_at, None, None), importance, source)
+    item = _prepare(0, MemoryInput(content, created_at, None, None, metadata), importance, source)
     _check_session(mind, gop_id)
     use_vectors, error = vector_plan(mind)
     vectors, embed_error = embed_texts(mind, [item.content]) if use_vectors else (None, None)

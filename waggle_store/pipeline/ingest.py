@@ -75,6 +75,8 @@ class Item:
     created_at: datetime | None
     entities: list[ExtractedEntity]
     relations: list[ExtractedRelation]
+    #: Checked metadata (``textinput.check_metadata``): None for none.
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass
@@ -157,7 +159,8 @@ def _plan_frames(session: Session, mind_id: int, gop_id: str, items: Sequence[It
                 "mind_id": mind_id, "frame_type": "P", "gop_id": gop_id, "t": next_t,
                 "base_frame_id": base_id, "content": item.content, "content_hash": digest,
                 "importance": item.importance, "source": item.source, "access_count": 0,
-                "created_at": when, "last_accessed": when, "salience": None}
+                "created_at": when, "last_accessed": when, "salience": None,
+                "metadata": item.metadata}
             next_t += 1
     rows = list(planned.values())
     new_ids: list[int] = []

@@ -135,6 +135,7 @@ def emit_memory(conn: sa.Connection, mid: int, emit: Emit) -> None:
             f.access_count,
             f.created_at,
             f.last_accessed,
+            f.meta,
         ).where(f.mind_id == mid),
         f.id,
     ):
@@ -152,6 +153,7 @@ def emit_memory(conn: sa.Connection, mid: int, emit: Emit) -> None:
                 "access_count": r[8],
                 "created_at": iso(r[9]),
                 "last_accessed": iso(r[10]),
+                "metadata": r[11] or {},
             },
         )
 

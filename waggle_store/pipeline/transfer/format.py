@@ -27,6 +27,7 @@ from waggle_store.errors import InvalidInputError
 from waggle_store.models import AWARENESS_CATEGORIES, FRAME_SOURCES, FRAME_TYPES, IMPORTANCE_LEVELS
 from waggle_store.models.sessions import SESSION_KINDS, SESSION_STATUSES
 from waggle_store.repositories.common import MAX_KEY_LENGTH, MAX_NAME_LENGTH
+from waggle_store.textinput import check_metadata
 from waggle_store.timeutil import parse_iso
 
 __all__ = [
@@ -171,6 +172,13 @@ def _bool(value: Any) -> bool:
     return value
 
 
+def _metadata(value: Any) -> dict[str, Any]:
+    try:
+        return check_metadata(_object(value)) or {}
+    except InvalidInputError as exc:
+        raise LineError(str(exc)) from exc
+
+
 def _any(value: Any) -> Any:
     return value
 
@@ -295,6 +303,8 @@ SPECS: Final[dict[str, dict[str, Checker]]] = {
 #: ``embeddings/sentences.py``) came with migration 0007; every vector before it was "whole".
 OPTIONAL: Final[dict[str, dict[str, tuple[Any, Checker]]]] = {
     "vector": {"text_form": ("whole", _choice(TEXT_FORMS))},
+    # A frame's metadata came with migration 0014; a frame before it had none.
+    "frame": {"metadata": ({}, _metadata)},
 }
 
 

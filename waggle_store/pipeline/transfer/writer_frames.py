@@ -122,6 +122,7 @@ class FrameWriter(GraphWriter):
                     "access_count": r["access_count"],
                     "created_at": r["created_at"],
                     "last_accessed": r["last_accessed"],
+                    "metadata": r["metadata"] or None,
                 }
             )
             later.append((r["id"], waiting, later_base))
