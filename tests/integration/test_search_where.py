@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import update
 
 import waggle_store as ws
+from tests.conftest import only_sqlite
 from waggle_store.models import FrameRow
 
 META = {"project": "apollo", "n": 3, "ok": True, "tags": ["a", "b"], "nested": {"k": [1, 2.5]}}
@@ -32,10 +33,12 @@ def test_metadata_round_trips_through_every_write_path(store: ws.Store) -> None:
     assert mind.frames.get(delta.id).metadata == {"project": "apollo", "rev": 2}
     assert mind.frames.get(cognified.frame_id).metadata == {"channel": "radio"}
     b0, b1 = batch.frame_ids
-    assert b0 is not None and b1 is not None
+    assert b0 is not None
+    assert b1 is not None
     assert mind.frames.get(b0).metadata == {}
     assert mind.frames.get(b1).metadata == {"k": "v"}
-    assert plain.metadata == {} and mind.frames.get(plain.id).metadata == {}
+    assert plain.metadata == {}
+    assert mind.frames.get(plain.id).metadata == {}
     # Search results carry it too.
     hit = next(r for r in mind.search("launch window dawn", limit=5)
                if r.frame.id == first.id)
@@ -187,3 +190,19 @@ def test_query_vector_equals_the_embedders_own(store_factory: Callable[..., ws.S
         mind.search(query, query_vector=vector[:-1])
     with pytest.raises(ws.InvalidInputError):
         mind.search(query, query_vector=[float("nan")] * len(vector))
+
+
+@only_sqlite
+def test_a_rare_filter_fills_the_page_through_vec0_too(
+        store_factory: Callable[..., ws.Store], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process vector index turned off: vec0's KNN, widened as the check thins it."""
+    monkeypatch.setenv("WAGGLE_VECTOR_INDEX_BYTES", "0")
+    mind = store_factory().mind("vec0")
+    mind.cognify_batch([
+        ws.MemoryInput(f"status report {i}: the pump station runs at pressure {i % 97}",
+                       metadata={"rare": "yes"} if i % 40 == 7 else None)
+        for i in range(2000)])
+    results = mind.search("pump station pressure report", limit=20, lanes={"vector"},
+                          where={"metadata": {"rare": "yes"}})
+    assert len(results) == 20
+    assert all(r.frame.metadata == {"rare": "yes"} for r in results)
