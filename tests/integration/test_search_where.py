@@ -56,6 +56,9 @@ def test_metadata_round_trips_through_every_write_path(store: ws.Store) -> None:
     assert by_content["the launch window opens at dawn"].metadata == META
     assert by_content["Houston confirmed the burn"].metadata == {"channel": "radio"}
     assert by_content["plain memory"].metadata == {}
+    # The imported frames' metadata is searchable (SQLite: its side table filled on import).
+    found = copy.search("Houston burn", limit=5, where={"metadata": {"channel": "radio"}})
+    assert [r.frame.content for r in found] == ["Houston confirmed the burn"]
 
     # A file written before frames had metadata still imports (each frame's is {}).
     old = [json.dumps({k: v for k, v in line.items() if not (

@@ -39,6 +39,8 @@ from waggle_store.records import Frame
 from waggle_store.textinput import scrub
 
 _TS: Final = UTCDateTime()
+#: SQLite: the top-level entries of each frame's metadata, kept by triggers (migration 0014).
+T_FRAME_METADATA: Final = "waggle_frame_metadata"
 #: A KNN whose candidates are checked against ``where`` attributes afterwards starts this many
 #: times wider than its page (the check drops those that fail; a page still short widens 4x).
 ATTRIBUTE_WIDENING: Final = 4
@@ -99,8 +101,8 @@ def attribute_filters(attrs: Attributes, params: dict[str, Any], alias: str,
     """SQL conditions (bound) on the frames table ``alias`` for :class:`Attributes`.
 
     Metadata: on PostgreSQL one JSONB containment ``@>`` (the GIN index ``jsonb_path_ops``
-    answers it); on SQLite each key's top-level entry read by ``json_each`` (any key text,
-    no JSON path to quote), its JSON type and value compared."""
+    answers it); on SQLite each key's entry in :data:`T_FRAME_METADATA` (one primary-key probe
+    a frame), its JSON type and value compared."""
     sql: list[str] = []
     for name, column, values in (("src", "source", attrs.sources),
                                  ("imp", "importance", attrs.importances)):
@@ -120,22 +122,41 @@ def attribute_filters(attrs: Attributes, params: dict[str, Any], alias: str,
         for i, (key, value) in enumerate(attrs.metadata):
             params[f"mk{i}"] = key
             equals = _json_equals(f"j{i}", f"mv{i}", value, params)
-            sql.append(f"EXISTS (SELECT 1 FROM json_each({alias}.metadata) j{i} "
-                       f"WHERE j{i}.key = :mk{i} AND {equals})")
+            sql.append(f"EXISTS (SELECT 1 FROM {T_FRAME_METADATA} j{i} "
+                       f"WHERE j{i}.frame_id = {alias}.id AND j{i}.key = :mk{i} AND {equals})")
     return sql
 
 
 def _json_equals(entry: str, name: str, value: Any, params: dict[str, Any]) -> str:
-    """SQLite: the ``json_each`` row ``entry`` holds the JSON scalar ``value`` (bound as
-    ``name``), as PostgreSQL's containment compares scalars."""
+    """SQLite: the :data:`T_FRAME_METADATA` row ``entry`` (``json_each``'s type and atom of
+    the entry) holds the JSON scalar ``value`` (bound as ``name``), as PostgreSQL's containment
+    compares scalars: numbers as numbers, ``true`` not 1, ``"1"`` not 1."""
     if value is None:
         return f"{entry}.type = 'null'"
     if isinstance(value, bool):
         return f"{entry}.type = '{'true' if value else 'false'}'"
     params[name] = value
     if isinstance(value, str):
-        return f"{entry}.type = 'text' AND {entry}.atom = :{name}"
-    return f"{entry}.type IN ('integer', 'real') AND {entry}.atom = :{name}"
+        return f"{entry}.value = :{name} AND {entry}.type = 'text'"
+    return f"{entry}.value = :{name} AND {entry}.type IN ('integer', 'real')"
+
+
+def attribute_frames(executor: Executor, attrs: Attributes, mind_id: int) -> list[int]:
+    """SQLite: the ids of the mind's frames that pass ``attrs``, driven by the side table's
+    (mind, key, value) index when a metadata value is asked for (a rare value is an index
+    range), else by the frames of the mind."""
+    params: dict[str, Any] = {"mind": int(mind_id)}
+    conditions = attribute_filters(attrs, params, "f", "sqlite")
+    if attrs.metadata and attrs.metadata[0][1] is not None \
+            and not isinstance(attrs.metadata[0][1], bool):
+        params["first_key"], params["first_value"] = attrs.metadata[0]
+        source = (f"{T_FRAME_METADATA} s JOIN {T_FRAMES} f ON f.id = s.frame_id "
+                  "WHERE s.mind_id = :mind AND s.key = :first_key AND s.value = :first_value "
+                  "AND f.mind_id = :mind")
+    else:
+        source = f"{T_FRAMES} f WHERE f.mind_id = :mind"
+    rows = run_lane(executor, f"SELECT f.id FROM {source} AND {' AND '.join(conditions)}", params)
+    return [int(r[0]) for r in rows]
 
 
 #: The columns of :class:`waggle_store.records.Frame` after its id (its fields are the

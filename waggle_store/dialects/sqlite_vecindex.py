@@ -74,6 +74,7 @@ from waggle_store.dialects.base import (
 )
 from waggle_store.dialects.common import (
     ATTRIBUTE_WIDENING,
+    attribute_frames,
     checked_knn,
     current_hits,
     frame_filters,
@@ -432,10 +433,19 @@ class VectorIndex:
                 vector: Sequence[float], where: LaneFilter, mind_id: int,
                 limit: int) -> list[LaneHit]:
         scan = _scan(np_, lane, vector, where, limit)
+        attributes, restricted = where.attributes, False
         while True:
             hits = self._checked(executor, lane, model_id, scan, where, mind_id)
             if len(hits) >= limit or scan.k >= scan.available:
                 return hits[:limit]
+            if attributes is not None and not restricted:
+                # The where= attributes thinned the page out: the same scan over the frames
+                # the database says have them (one statement, from the metadata index), rather
+                # than verifying ever wider pages of mostly failing candidates.
+                allowed = attribute_frames(executor, attributes, mind_id)
+                scan = _restrict(np_, lane, scan, allowed, limit)
+                restricted = True
+                continue
             scan = _widen(np_, lane, scan)
 
     def _checked(self, executor: Executor, lane: _Lane, model_id: int, scan: _Scan,
@@ -776,6 +786,20 @@ def _widen(np_: Any, lane: _Lane, scan: _Scan) -> _Scan:
     if neg is None:
         neg = _negated(np_, _Product(np_, lane.matrix[:lane.n], scan.query), scan.mask)
     return _top(np_, lane, neg, scan.available, min(scan.k * 4, scan.available))
+
+
+def _restrict(np_: Any, lane: _Lane, scan: _Scan, frame_ids: Sequence[int],
+              limit: int) -> _Scan:
+    """The scan's rows narrowed to ``frame_ids`` (the frames passing the where= attributes):
+    its product reused (after a coarse pass, the exact product computed), the others' distances
+    set to ``inf``, the first page of ``limit`` taken."""
+    neg = scan.neg
+    if neg is None:
+        neg = _negated(np_, _Product(np_, lane.matrix[:lane.n], scan.query), scan.mask)
+    allowed = np_.isin(lane.ids[:lane.n], np_.asarray(frame_ids, dtype=lane.ids.dtype))
+    neg = np_.where(allowed, neg, np_.inf)
+    available = int(np_.count_nonzero(np_.isfinite(neg)))
+    return _top(np_, lane, neg, available, min(max(limit, 1), available))
 
 
 def _top(np_: Any, lane: _Lane, neg: Any, available: int, k: int) -> _Scan:
