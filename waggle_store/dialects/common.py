@@ -144,13 +144,14 @@ def _json_equals(entry: str, name: str, value: Any, params: dict[str, Any]) -> s
 def attribute_frames(executor: Executor, attrs: Attributes, mind_id: int) -> list[int]:
     """SQLite: the ids of the mind's frames that pass ``attrs``, driven by the side table's
     (mind, key, value) index when a metadata value is asked for (a rare value is an index
-    range), else by the frames of the mind."""
+    range; CROSS JOIN keeps it the outer loop, one primary-key probe a frame), else by the
+    frames of the mind (the (mind, source) and (mind, importance) indexes)."""
     params: dict[str, Any] = {"mind": int(mind_id)}
     conditions = attribute_filters(attrs, params, "f", "sqlite")
     if attrs.metadata and attrs.metadata[0][1] is not None \
             and not isinstance(attrs.metadata[0][1], bool):
         params["first_key"], params["first_value"] = attrs.metadata[0]
-        source = (f"{T_FRAME_METADATA} s JOIN {T_FRAMES} f ON f.id = s.frame_id "
+        source = (f"{T_FRAME_METADATA} s CROSS JOIN {T_FRAMES} f ON f.id = s.frame_id "
                   "WHERE s.mind_id = :mind AND s.key = :first_key AND s.value = :first_value "
                   "AND f.mind_id = :mind")
     else:

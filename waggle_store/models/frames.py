@@ -57,6 +57,12 @@ class FrameRow(Base):
               "frame_type", "t"),
         Index("ix_waggle_memory_frames_metadata", "metadata", postgresql_using="gin",
               postgresql_ops={"metadata": "jsonb_path_ops"}).ddl_if(dialect="postgresql"),
+        # SQLite: the search's where= source/importance filters, and the metadata side table
+        # ``waggle_frame_metadata`` kept by triggers (not mapped). Migration 0014.
+        Index("ix_waggle_memory_frames_mind_id_source", "mind_id", "source")
+        .ddl_if(dialect="sqlite"),
+        Index("ix_waggle_memory_frames_mind_id_importance", "mind_id", "importance")
+        .ddl_if(dialect="sqlite"),
         # AUTOINCREMENT: a deleted frame's id is never reused, so a stale index row can never
         # attach itself to a newer frame.
         {"sqlite_autoincrement": True},
