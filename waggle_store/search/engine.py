@@ -37,7 +37,7 @@ from sqlalchemy import exc as sa_exc
 
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.dialects.base import LaneHit, ModelNotActiveError
-from waggle_store.errors import DatabaseUnavailableError, InvalidInputError
+from waggle_store.errors import DatabaseUnavailableError
 from waggle_store.models import EmbeddingModelRow, MindEmbeddingModelRow
 from waggle_store.records import SearchResult
 from waggle_store.repositories.frames import FrameRepository
@@ -48,6 +48,7 @@ from waggle_store.search.fusion import LANE_CONFIDENCE, Fusion
 from waggle_store.search.graph import GraphDistances
 from waggle_store.search.plan import LANES, MAX_LIMIT, SearchPlan, plan_search, query_names
 from waggle_store.search.query import like_patterns
+from waggle_store.search.where import check_dimensions
 from waggle_store.search.where import query_vector as checked_query_vector
 from waggle_store.timeutil import utcnow
 from waggle_store.workers import WorkerPool
@@ -137,21 +138,19 @@ class HybridSearch:
                profile: str = "balanced", since: datetime | str | None = None,
                until: datetime | str | None = None, context: Mapping[int, int] | None = None,
                lanes: Collection[str] | None = None,
-               query_vector: Sequence[float] | None = None,
-               where: Any = None) -> list[SearchResult]:
+               query_vector: Sequence[float] | None = None, where: Any = None
+               ) -> list[SearchResult]:
         """Hybrid search of one mind; see the module docstring.
 
         ``query_vector``: the query's embedding by the mind's model when the caller has it
-        already (cognify's linker searches with the text it just embedded; a caller with its
-        own embedding), so the query is not embedded — and billed — again; ``query`` still
-        drives the keyword lane. Its length must be the model's dimensions.
-        ``where``: :class:`~waggle_store.records.Where` (or a dict), applied inside both lanes.
-        """
+        (cognify's linker, or the caller's own), so the query is not embedded — and billed —
+        again; ``query`` still drives the keyword lane. ``where``: a ``ws.Where`` (or a dict),
+        applied inside both lanes."""
         plan = plan_search(mind.id, query, limit, gop_id, profile, since, until, context, lanes,
-                           where)
-        given = checked_query_vector(query_vector)
+                           where)  # every argument checked before anything runs
         degraded: list[str] = []
-        qvec, key = self._embed_query(mind, query, plan, degraded, given)
+        qvec, key = self._embed_query(mind, query, plan, degraded,
+                                      checked_query_vector(query_vector))
         # A search only reads, so one that lost its pooled connection (the server restarted, or
         # ended the backend, since the connection's last use) runs once more on a fresh one:
         # the pool skips its ping for a connection used moments ago (postgres_engine.py). Not in
@@ -249,10 +248,8 @@ class HybridSearch:
         if embedder is None:
             degraded.append("vector lane off: no embedder configured")
             return None, None
-        if given is not None and len(given) != model_key(embedder).dimensions:
-            raise InvalidInputError(
-                f"query_vector has {len(given)} dimensions; the mind's model "
-                f"({model_key(embedder).model}) has {model_key(embedder).dimensions}")
+        if given is not None:  # InvalidInputError, not a degraded lane
+            check_dimensions(given, model_key(embedder))
         if given is None and not query.strip():
             degraded.append("vector lane off: empty query")
             return None, None

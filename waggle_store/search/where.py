@@ -16,9 +16,10 @@ from waggle_store.dialects.base import Attributes
 from waggle_store.errors import InvalidInputError
 from waggle_store.models import FRAME_SOURCES, IMPORTANCE_LEVELS
 from waggle_store.records import Where
+from waggle_store.repositories.vectors import ModelKey
 from waggle_store.textinput import MAX_METADATA_KEY, unstorable
 
-__all__ = ["MAX_QUERY_DIMENSIONS", "plan_where", "query_vector"]
+__all__ = ["MAX_QUERY_DIMENSIONS", "check_dimensions", "plan_where", "query_vector"]
 
 _KEYS: Final = ("source", "importance", "min_salience", "metadata")
 #: Metadata keys one filter may compare.
@@ -101,6 +102,13 @@ def _metadata(value: Any) -> tuple[tuple[str, Any], ...]:
                                     f"boolean or None (equality), got {type(item).__name__}")
         pairs.append((key, item))
     return tuple(sorted(pairs, key=lambda p: p[0]))
+
+
+def check_dimensions(vector: Sequence[float], key: ModelKey) -> None:
+    """A caller's query vector must have the dimensions of the model it is compared with."""
+    if len(vector) != key.dimensions:
+        raise InvalidInputError(f"query_vector has {len(vector)} dimensions; the mind's model "
+                                f"({key.provider}/{key.model}) has {key.dimensions}")
 
 
 def query_vector(value: Any) -> list[float] | None:
