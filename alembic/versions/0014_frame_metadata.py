@@ -35,7 +35,7 @@ _ENTRIES = ('INSERT INTO waggle_frame_metadata (frame_id, mind_id, key, type, va
             'SELECT new.id, new.mind_id, j.key, j.type, j.atom FROM json_each(new.metadata) j '
             'WHERE json_type(new.metadata) = \'object\'; ')
 _SQLITE = (
-    'ALTER TABLE waggle_memory_frames ADD COLUMN metadata TEXT',
+    'ALTER TABLE waggle_memory_frames ADD COLUMN metadata JSON',
     'CREATE TABLE IF NOT EXISTS waggle_frame_metadata (frame_id INTEGER NOT NULL, '
     'mind_id INTEGER NOT NULL, key TEXT NOT NULL, type TEXT NOT NULL, value, '
     'PRIMARY KEY (frame_id, key)) WITHOUT ROWID',

@@ -55,14 +55,6 @@ class FrameRow(Base):
         # them, so ingest cost grew with the session's length). Migration 0005.
         Index("ix_waggle_memory_frames_mind_id_gop_id_frame_type_t", "mind_id", "gop_id",
               "frame_type", "t"),
-        Index("ix_waggle_memory_frames_metadata", "metadata", postgresql_using="gin",
-              postgresql_ops={"metadata": "jsonb_path_ops"}).ddl_if(dialect="postgresql"),
-        # SQLite: the search's where= source/importance filters, and the metadata side table
-        # ``waggle_frame_metadata`` kept by triggers (not mapped). Migration 0014.
-        Index("ix_waggle_memory_frames_mind_id_source", "mind_id", "source")
-        .ddl_if(dialect="sqlite"),
-        Index("ix_waggle_memory_frames_mind_id_importance", "mind_id", "importance")
-        .ddl_if(dialect="sqlite"),
         # AUTOINCREMENT: a deleted frame's id is never reused, so a stale index row can never
         # attach itself to a newer frame.
         {"sqlite_autoincrement": True},
@@ -90,8 +82,10 @@ class FrameRow(Base):
     #: and indexed by the keyword lane at half weight. Not exported, not returned by search.
     search_context: Mapped[str | None] = mapped_column(Text, default=None)
     #: The caller's JSON object (``records.Frame.metadata``); NULL for none. JSONB with a GIN
-    #: index (``jsonb_path_ops``) on PostgreSQL, JSON text on SQLite (migration 0014). The
-    #: attribute is ``meta``: ``metadata`` is the declarative base's own.
+    #: index (``jsonb_path_ops``) on PostgreSQL; JSON text on SQLite, its entries in the side
+    #: table ``waggle_frame_metadata`` (triggers) and ``(mind_id, source)``/``(mind_id,
+    #: importance)`` indexes for the search's where= (migration 0014; each dialect's own, so
+    #: not declared here). The attribute is ``meta``: ``metadata`` is the declarative base's.
     meta: Mapped[dict[str, Any] | None] = mapped_column(
         "metadata", JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql"),
         default=None)
