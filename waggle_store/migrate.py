@@ -62,10 +62,8 @@ _DERIVED_INDEXES = {f"ix_{TABLE_PREFIX}memory_frames_content_tsv",
                     f"ix_{TABLE_PREFIX}memory_frames_context_tsv",
                     # an index on each dialect's own length expression (migration 0008)
                     f"ix_{TABLE_PREFIX}memory_frames_mind_id_text_bytes",
-                    # the search's where= filters, each dialect's own (migration 0014)
-                    f"ix_{TABLE_PREFIX}memory_frames_metadata",
-                    f"ix_{TABLE_PREFIX}memory_frames_mind_id_source",
-                    f"ix_{TABLE_PREFIX}memory_frames_mind_id_importance"}
+                    # the GIN index of the search's where= metadata (PostgreSQL, migration 0014)
+                    f"ix_{TABLE_PREFIX}memory_frames_metadata"}
 
 Bind = str | sa.URL | sa.Engine | sa.Connection
 

@@ -14,8 +14,9 @@ check of one candidate and by (mind_id, key, value) for "which frames of this mi
 rare filter is answered from that index (0.6 ms for 2,500 frames of 100k); reading the JSON of
 every frame of the mind with JSON1 (``json_extract``/``json_each``) cost 70-90 ms at 100k.
 Triggers, so every write path (single writes, batches, imports, deletes) keeps it in step.
-``(mind_id, source)`` and ``(mind_id, importance)`` indexes answer those filters the same way
-(a rare source read through the frames of a 100k mind cost ~450 ms: a row lookup each).
+``(mind_id, source)`` and ``(mind_id, importance)`` indexes (both dialects) answer those filters
+the same way (a rare source read through the frames of a 100k SQLite mind cost ~450 ms: a row
+lookup each).
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ _SIDE = 'waggle_frame_metadata'
 _ENTRIES = ('INSERT INTO waggle_frame_metadata (frame_id, mind_id, key, type, value) '
             'SELECT new.id, new.mind_id, j.key, j.type, j.atom FROM json_each(new.metadata) j '
             'WHERE json_type(new.metadata) = \'object\'; ')
+_INDEXES = (
+    'CREATE INDEX IF NOT EXISTS ix_waggle_memory_frames_mind_id_source '
+    'ON waggle_memory_frames (mind_id, source)',
+    'CREATE INDEX IF NOT EXISTS ix_waggle_memory_frames_mind_id_importance '
+    'ON waggle_memory_frames (mind_id, importance)',
+)
 _SQLITE = (
     'ALTER TABLE waggle_memory_frames ADD COLUMN metadata JSON',
     'CREATE TABLE IF NOT EXISTS waggle_frame_metadata (frame_id INTEGER NOT NULL, '
@@ -41,10 +48,6 @@ _SQLITE = (
     'PRIMARY KEY (frame_id, key)) WITHOUT ROWID',
     'CREATE INDEX IF NOT EXISTS ix_waggle_frame_metadata_mind_key_value '
     'ON waggle_frame_metadata (mind_id, key, value)',
-    'CREATE INDEX IF NOT EXISTS ix_waggle_memory_frames_mind_id_source '
-    'ON waggle_memory_frames (mind_id, source)',
-    'CREATE INDEX IF NOT EXISTS ix_waggle_memory_frames_mind_id_importance '
-    'ON waggle_memory_frames (mind_id, importance)',
     'CREATE TRIGGER IF NOT EXISTS waggle_frame_metadata_ai AFTER INSERT ON waggle_memory_frames '
     f'WHEN new.metadata IS NOT NULL BEGIN {_ENTRIES}END',
     'CREATE TRIGGER IF NOT EXISTS waggle_frame_metadata_ad AFTER DELETE ON waggle_memory_frames '
@@ -56,6 +59,8 @@ _SQLITE = (
 
 
 def upgrade() -> None:
+    for statement in _INDEXES:
+        op.execute(statement)
     if op.get_bind().dialect.name == 'sqlite':
         for statement in _SQLITE:
             op.execute(statement)
@@ -66,12 +71,12 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    for column in ('source', 'importance'):
+        op.execute(f'DROP INDEX IF EXISTS ix_waggle_memory_frames_mind_id_{column}')
     if op.get_bind().dialect.name == 'sqlite':
         for trigger in ('ai', 'ad', 'au'):
             op.execute(f'DROP TRIGGER IF EXISTS waggle_frame_metadata_{trigger}')
         op.execute(f'DROP TABLE IF EXISTS {_SIDE}')
-        for column in ('source', 'importance'):
-            op.execute(f'DROP INDEX IF EXISTS ix_waggle_memory_frames_mind_id_{column}')
     else:
         op.execute(f'DROP INDEX IF EXISTS {_INDEX}')
     op.execute('ALTER TABLE waggle_memory_frames DROP COLUMN metadata')

@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import update
 
 import waggle_store as ws
-from tests.conftest import only_sqlite
+from tests.conftest import only_postgres, only_sqlite
+from waggle_store.dialects import postgres as postgres_adapter
 from waggle_store.models import FrameRow
 
 META = {"project": "apollo", "n": 3, "ok": True, "tags": ["a", "b"], "nested": {"k": [1, 2.5]}}
@@ -209,3 +210,16 @@ def test_a_rare_filter_fills_the_page_through_vec0_too(
                           where={"metadata": {"rare": "yes"}})
     assert len(results) == 20
     assert all(r.frame.metadata == {"rare": "yes"} for r in results)
+
+
+@only_postgres
+def test_a_rare_filter_fills_the_page_through_the_hnsw_pages(
+        rare_mind: ws.Mind, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL answers a filter that fewer than 4,096 frames pass with an exact scan of
+    them; as if more did, the HNSW pages are checked and widened until the page is full."""
+    monkeypatch.setattr(postgres_adapter, "_few_pass", lambda session, where: False)
+    for where in ({"metadata": {"rare": "yes"}}, {"source": "tool_verified"}):
+        results = rare_mind.search("pump station pressure report", limit=20, where=where,
+                                   lanes={"vector"})
+        assert len(results) == 20
+        assert all(r.frame.metadata.get("rare") == "yes" for r in results)

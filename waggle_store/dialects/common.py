@@ -64,8 +64,9 @@ def frame_filters(where: LaneFilter, params: dict[str, Any], alias: str = "f",
     same) the one carrying ``mind_id``. Times are bound through :func:`timed` so they are written
     exactly like the stored column (on SQLite a fixed-width UTC string; a differently formatted
     string would compare wrongly). ``attributes``: ``"direct"`` when ``alias`` is the frames
-    table itself, ``"exists"`` when it is a derived table whose ``id`` is a frame's (the
-    attributes are then read from the frame by its primary key).
+    table itself, ``"column"`` when it is a derived table that carries them tested as its
+    column ``passes`` (:func:`passes_column`), ``"exists"`` when it is a derived table whose
+    ``id`` is a frame's (the attributes are then read from the frame by its primary key).
     """
     names = []
     for i, mind_id in enumerate(where.mind_ids):
@@ -89,11 +90,24 @@ def frame_filters(where: LaneFilter, params: dict[str, Any], alias: str = "f",
             raise ValueError("attribute filters need the dialect")  # a caller's bug
         if attributes == "direct":
             sql.extend(attribute_filters(where.attributes, params, alias, dialect))
+        elif attributes == "column":
+            sql.append(f"{alias}.passes")
         else:
             conditions = attribute_filters(where.attributes, params, "fa", dialect)
             sql.append(f"EXISTS (SELECT 1 FROM {T_FRAMES} fa WHERE fa.id = {alias}.id AND "
                        f"{' AND '.join(conditions)})")
     return " AND ".join(sql)
+
+
+def passes_column(where: LaneFilter, params: dict[str, Any], dialect: str) -> str:
+    """``, <the where= attributes tested on the frame f> AS passes`` for a lane's candidate CTE
+    (read by ``frame_filters(..., attributes="column")``), or "" when there are none. Tested
+    on the row the CTE reads anyway: no second look-up of the frame, and the lane's counts
+    (``N``, each term's ``df``) stay those of the whole mind."""
+    if where.attributes is None:
+        return ""
+    conditions = attribute_filters(where.attributes, params, "f", dialect)
+    return f", coalesce({' AND '.join(conditions)}, false) AS passes"
 
 
 def attribute_filters(attrs: Attributes, params: dict[str, Any], alias: str,

@@ -96,6 +96,20 @@ def ef_search(k: int) -> int:
     return min(1000, max(EF_SEARCH_MIN, EF_SEARCH_PER_ROW * int(k)))
 
 
+def _few_pass(session: Executor, where: LaneFilter) -> bool:
+    """Whether fewer than :data:`KNN_MAX_K` frames pass the filter's where= attributes: then
+    the exact scan of them costs less than KNN pages they would thin out (each page widened
+    4x). Counted up to that cap only, from the indexes (GIN ``jsonb_path_ops`` for metadata,
+    ``(mind_id, source)``, ``(mind_id, importance)``)."""
+    if where.attributes is None:
+        return False
+    params: dict[str, Any] = {"cap": KNN_MAX_K}
+    filters = frame_filters(where, params, dialect="postgresql")
+    rows = run_lane(session, f"SELECT count(*) FROM (SELECT 1 FROM {T_FRAMES} f "
+                             f"WHERE {filters} LIMIT :cap) s", params)
+    return int(rows[0][0]) < KNN_MAX_K
+
+
 def _distance_expr(column: str, param: str, dims: int) -> str:
     """The expression the HNSW index was built on, so the planner can use it."""
     if dims > HNSW_MAX_VECTOR_DIMS:
@@ -253,7 +267,8 @@ class PostgresAdapter:
             "check_mind": int(where.mind_ids[0]),
         }
         distance = _distance_expr("v.embedding", "q", dims)
-        if not where.narrowed or self._has_filter_columns(session, model_id):
+        if (not where.narrowed or self._has_filter_columns(session, model_id)) \
+                and not _few_pass(session, where):
             # The vector table carries the mind, session and time; the frame's attributes
             # (where=) are checked with the manifest, and a page they thin out widens.
             filters = frame_filters(dataclasses.replace(where, attributes=None), params,
@@ -281,9 +296,9 @@ class PostgresAdapter:
                 k = min(k * 4, KNN_MAX_K)
             params = {"q": params["q"], "model_id": model_id, "check_mind": params["check_mind"]}
         # Exact scan of the frames that pass every filter ("+ 0" hides the indexed expression
-        # from the planner). Reached when the KNN came up short (a rare where= match among the
-        # 4,096 nearest), or for a session/time filter on a vector table created before those
-        # columns existed.
+        # from the planner). Reached when the KNN came up short, when fewer than KNN_MAX_K
+        # frames pass the where= attributes, or for a session/time filter on a vector table
+        # created before those columns existed.
         filters = frame_filters(where, params, mind_alias="v", dialect=self.dialect)
         rows = run_lane(
             session,
