@@ -78,6 +78,7 @@ from waggle_store.records import (
     UsageMonth,
     UsageTotals,
     ValidationSchema,
+    Where,
 )
 from waggle_store.store import Store, open_store
 
@@ -167,6 +168,7 @@ __all__ = [
     "ValidationError",
     "ValidationSchema",
     "WaggleStoreError",
+    "Where",
     "extract_entities",
     "extract_relations",
     "open_store",

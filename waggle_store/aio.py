@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Self, TypeVar
 
@@ -185,27 +185,32 @@ class AsyncMind:
     async def search(self, query: str, *, limit: int = 20, gop_id: str | None = None,
                      profile: str = "balanced", since: datetime | str | None = None,
                      until: datetime | str | None = None,
-                     context: Mapping[int, int] | None = None) -> list[SearchResult]:
+                     context: Mapping[int, int] | None = None,
+                     where: ws.Where | dict[str, Any] | None = None,
+                     query_vector: Sequence[float] | None = None) -> list[SearchResult]:
         return await self.store.run_sync(
             self.sync.search, query, limit=limit, gop_id=gop_id, profile=profile, since=since,
-            until=until, context=context,
+            until=until, context=context, where=where, query_vector=query_vector,
         )
 
     async def recall(self, query: str, *, limit: int = 20, gop_id: str | None = None,
                      profile: str = "balanced", since: datetime | str | None = None,
                      until: datetime | str | None = None,
-                     context: Mapping[int, int] | None = None) -> list[SearchResult]:
+                     context: Mapping[int, int] | None = None,
+                     where: ws.Where | dict[str, Any] | None = None,
+                     query_vector: Sequence[float] | None = None) -> list[SearchResult]:
         return await self.store.run_sync(
             self.sync.recall, query, limit=limit, gop_id=gop_id, profile=profile, since=since,
-            until=until, context=context,
+            until=until, context=context, where=where, query_vector=query_vector,
         )
 
     async def cognify(self, content: str, *, importance: str = "normal",
                       gop_id: str | None = None, created_at: datetime | str | None = None,
-                      source: str = "user_stated") -> CognifyResult:
+                      source: str = "user_stated",
+                      metadata: dict[str, Any] | None = None) -> CognifyResult:
         return await self.store.run_sync(
             self.sync.cognify, content, importance=importance, gop_id=gop_id,
-            created_at=created_at, source=source,
+            created_at=created_at, source=source, metadata=metadata,
         )
 
     async def cognify_batch(self, items: Iterable[str | MemoryInput], *,

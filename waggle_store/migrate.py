@@ -62,12 +62,12 @@ from waggle_store.unitofwork import storage_cause
 
 # Derived-index objects the dialect adapters own, which autogenerate must not try to "fix".
 _DERIVED_TABLE_PREFIXES = (TABLE_PREFIX + "memory_frames_fts", TABLE_PREFIX + "frame_vectors")
-_DERIVED_COLUMNS = {(TABLE_PREFIX + "memory_frames", "content_tsv"),
-                    (TABLE_PREFIX + "memory_frames", "context_tsv")}
+_DERIVED_COLUMNS = {(TABLE_PREFIX + "memory_frames", c) for c in ("content_tsv", "context_tsv")}
 _DERIVED_INDEXES = {f"ix_{TABLE_PREFIX}memory_frames_content_tsv",
                     f"ix_{TABLE_PREFIX}memory_frames_context_tsv",
-                    # an index on each dialect's own length expression (migration 0008)
-                    f"ix_{TABLE_PREFIX}memory_frames_mind_id_text_bytes"}
+                    # a length expression per dialect (0008); PostgreSQL's metadata GIN (0014)
+                    f"ix_{TABLE_PREFIX}memory_frames_mind_id_text_bytes",
+                    f"ix_{TABLE_PREFIX}memory_frames_metadata"}
 
 Bind = str | sa.URL | sa.Engine | sa.Connection
 #: A database role name :func:`grant_runtime` accepts (then quoted by the dialect).

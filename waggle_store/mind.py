@@ -7,9 +7,10 @@ that context, and runs the pipelines (cognify, search) for this mind.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import cached_property
+from typing import Any
 
 from waggle_store.context import MindContext
 from waggle_store.embeddings.base import Embedder
@@ -35,6 +36,7 @@ from waggle_store.records import (
     MemoryInput,
     SearchResult,
     SwitchReport,
+    Where,
 )
 from waggle_store.repositories.mind_models import MindModelRepository
 from waggle_store.search.engine import HybridSearch
@@ -93,35 +95,42 @@ class Mind:
                profile: str = "balanced", since: datetime | str | None = None,
                until: datetime | str | None = None,
                context: Mapping[int, int] | None = None,
-               lanes: Collection[str] | None = None) -> list[SearchResult]:
+               lanes: Collection[str] | None = None, where: Where | dict[str, Any] | None = None,
+               query_vector: Sequence[float] | None = None) -> list[SearchResult]:
         """Hybrid keyword + vector search of this mind, the two lanes fused and ranked.
 
         ``lanes`` restricts the lanes that run ({"keyword"}, {"vector"}; default both), for
-        evaluation and debugging.
+        evaluation and debugging. ``where`` filters by source, importance, salience and
+        metadata inside both lanes; ``query_vector`` is the caller's own embedding of the query
+        (the mind's model), used instead of embedding ``query``.
         """
         return self._searcher.search(self.context, query, limit=limit, gop_id=gop_id,
                                           profile=profile, since=since, until=until,
-                                          context=context, lanes=lanes)
+                                          context=context, lanes=lanes, where=where,
+                                          query_vector=query_vector)
 
     def recall(self, query: str, *, limit: int = 20, gop_id: str | None = None,
                profile: str = "balanced", since: datetime | str | None = None,
                until: datetime | str | None = None,
                context: Mapping[int, int] | None = None,
-               lanes: Collection[str] | None = None) -> list[SearchResult]:
+               lanes: Collection[str] | None = None, where: Where | dict[str, Any] | None = None,
+               query_vector: Sequence[float] | None = None) -> list[SearchResult]:
         """search() that also counts an access (touch) of every frame it returns."""
         return self._searcher.recall(self.context, query, limit=limit, gop_id=gop_id,
                                           profile=profile, since=since, until=until,
-                                          context=context, lanes=lanes)
+                                          context=context, lanes=lanes, where=where,
+                                          query_vector=query_vector)
 
     def cognify(self, content: str, *, importance: str = "normal", gop_id: str | None = None,
                 created_at: datetime | str | None = None, source: str = "user_stated",
-                link: bool = True) -> CognifyResult:
+                link: bool = True, metadata: dict[str, Any] | None = None) -> CognifyResult:
         """Store a memory: frame, entities, relations and vector in one transaction.
 
         ``link=False`` skips the related-frames search when the caller does not need it.
         """
         return cognify(self.context, self._searcher, content, importance=importance,
-                       gop_id=gop_id, created_at=created_at, source=source, link=link)
+                       gop_id=gop_id, created_at=created_at, source=source, link=link,
+                       metadata=metadata)
 
     def cognify_batch(self, items: Iterable[str | MemoryInput], *, importance: str = "normal",
                       gop_id: str | None = None,

@@ -22,6 +22,8 @@ range error raised while binding a value is translated into the same error.
 
 from __future__ import annotations
 
+import json
+import math
 import unicodedata
 from typing import Final
 
@@ -122,3 +124,59 @@ def check_limit(value: object, *, name: str = "limit", maximum: int = MAX_LIMIT)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
         raise InvalidInputError(f"{name} must be an integer from 1 to {maximum}, got {value!r}")
     return value
+
+
+#: The largest memory metadata accepted: its compact JSON text, in UTF-8 bytes.
+MAX_METADATA_BYTES: Final = 64 * 1024
+#: How deeply metadata may nest objects and arrays (the object itself is level 1).
+MAX_METADATA_DEPTH: Final = 8
+#: The longest metadata key, in characters.
+MAX_METADATA_KEY: Final = 256
+
+
+def check_metadata(value: object, *, name: str = "metadata") -> dict[str, object] | None:
+    """A memory's metadata: None or a dict of JSON values (string keys; strings, finite
+    numbers, booleans, None, lists and dicts of them), at most :data:`MAX_METADATA_DEPTH`
+    levels deep and :data:`MAX_METADATA_BYTES` as compact JSON. Returns it as stored (a copy),
+    None for none or an empty dict."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"{name} must be a dict of JSON values or None, "
+                                f"got {type(value).__name__}")
+    _check_json(value, name, 1)
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:  # a guard: _check_json refuses these first
+        raise InvalidInputError(f"{name} is not JSON: {exc}") from exc
+    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise InvalidInputError(f"{name} is larger than {MAX_METADATA_BYTES} bytes as JSON")
+    decoded = json.loads(encoded)
+    return decoded or None
+
+
+def _check_json(value: object, name: str, depth: int) -> None:
+    if value is None or isinstance(value, bool | int | str):
+        if isinstance(value, str) and unstorable(value) is not None:
+            raise InvalidInputError(f"{name} holds a string the database cannot store: "
+                                    f"{unstorable(value)}")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(f"{name} holds a number JSON cannot carry: {value!r}")
+        return
+    if depth > MAX_METADATA_DEPTH and isinstance(value, dict | list | tuple):
+        raise InvalidInputError(f"{name} nests deeper than {MAX_METADATA_DEPTH} levels")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str) or not key or len(key) > MAX_METADATA_KEY:
+                raise InvalidInputError(f"{name} keys must be strings of 1 to "
+                                        f"{MAX_METADATA_KEY} characters, got {key!r}")
+            _check_json(key, name, depth)
+            _check_json(item, name, depth + 1)
+        return
+    if isinstance(value, list | tuple):
+        for item in value:
+            _check_json(item, name, depth + 1)
+        return
+    raise InvalidInputError(f"{name} holds a {type(value).__name__}, which is not a JSON value")

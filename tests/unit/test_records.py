@@ -13,7 +13,7 @@ import pytest
 from waggle_store.records import Frame, SearchResult, from_values
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
-ROW = (7, "P", "g-1", 3, 5, "hello there", "normal", "user", 2, NOW, NOW)
+ROW = (7, "P", "g-1", 3, 5, "hello there", "normal", "user", 2, NOW, NOW, {"k": 1})
 
 
 def test_from_values_is_the_constructor() -> None:

@@ -102,12 +102,31 @@ class LaneFilter:
     gop_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    #: The frame attributes a search's ``where`` asks for (:class:`Attributes`), or None.
+    attributes: Attributes | None = None
 
     @property
     def narrowed(self) -> bool:
         """True when more than the mind restricts the lane (the vector lane may need exact
         scans)."""
         return self.gop_id is not None or self.since is not None or self.until is not None
+
+    def session_and_time(self, mind_id: int) -> LaneFilter:
+        """This filter for one mind, without its attributes (what a vector table carries)."""
+        return LaneFilter((mind_id,), self.gop_id, self.since, self.until)
+
+
+@dataclass(frozen=True)
+class Attributes:
+    """Filters on the frame's own columns, every one of which must hold: its source and its
+    importance among the given ones, its salience at least ``min_salience`` (a frame never
+    consolidated has none and fails it), and each ``metadata`` key holding a JSON scalar equal
+    to the given one (``(key, value)`` pairs; numbers compare as numbers, ``True`` is not 1)."""
+
+    sources: tuple[str, ...] | None = None
+    importances: tuple[str, ...] | None = None
+    min_salience: float | None = None
+    metadata: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

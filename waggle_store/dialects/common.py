@@ -9,6 +9,7 @@ do (FTS5 vs tsvector, vec0 vs pgvector, LIKE vs ILIKE).
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -20,6 +21,7 @@ from waggle_store.dialects.base import (
     T_FRAMES,
     T_MENTIONS,
     T_MIND_MODELS,
+    Attributes,
     Executor,
     LaneFilter,
     LaneHit,
@@ -37,6 +39,11 @@ from waggle_store.records import Frame
 from waggle_store.textinput import scrub
 
 _TS: Final = UTCDateTime()
+#: SQLite: the top-level entries of each frame's metadata, kept by triggers (migration 0014).
+T_FRAME_METADATA: Final = "waggle_frame_metadata"
+#: A KNN whose candidates are checked against ``where`` attributes afterwards starts this many
+#: times wider than its page (the check drops those that fail; a page still short widens 4x).
+ATTRIBUTE_WIDENING: Final = 4
 
 
 def clean_term(term: object) -> str:
@@ -47,14 +54,19 @@ def clean_term(term: object) -> str:
 
 
 def frame_filters(where: LaneFilter, params: dict[str, Any], alias: str = "f",
-                  mind_alias: str | None = None, *, inline_minds: bool = False) -> str:
+                  mind_alias: str | None = None, *, inline_minds: bool = False,
+                  dialect: str | None = None, attributes: str = "direct") -> str:
     """SQL conditions for the mind/session/time filters (bound; ``inline_minds``: the mind ids,
-    integers, written into the text instead, see the Postgres KNN for why).
+    integers, written into the text instead, see the Postgres KNN for why), and the frame
+    attributes of ``where.attributes`` (:func:`attribute_filters`, in ``dialect``'s SQL).
 
     ``alias`` names the table carrying ``gop_id``/``created_at``, ``mind_alias`` (default: the
     same) the one carrying ``mind_id``. Times are bound through :func:`timed` so they are written
     exactly like the stored column (on SQLite a fixed-width UTC string; a differently formatted
-    string would compare wrongly).
+    string would compare wrongly). ``attributes``: ``"direct"`` when ``alias`` is the frames
+    table itself, ``"column"`` when it is a derived table that carries them tested as its
+    column ``passes`` (:func:`passes_column`), ``"exists"`` when it is a derived table whose
+    ``id`` is a frame's (the attributes are then read from the frame by its primary key).
     """
     names = []
     for i, mind_id in enumerate(where.mind_ids):
@@ -73,12 +85,99 @@ def frame_filters(where: LaneFilter, params: dict[str, Any], alias: str = "f",
     if where.until is not None:
         params["until"] = where.until
         sql.append(f"{alias}.created_at <= :until")
+    if where.attributes is not None:
+        if dialect is None:
+            raise ValueError("attribute filters need the dialect")  # a caller's bug
+        if attributes == "direct":
+            sql.extend(attribute_filters(where.attributes, params, alias, dialect))
+        elif attributes == "column":
+            sql.append(f"{alias}.passes")
+        else:
+            conditions = attribute_filters(where.attributes, params, "fa", dialect)
+            sql.append(f"EXISTS (SELECT 1 FROM {T_FRAMES} fa WHERE fa.id = {alias}.id AND "
+                       f"{' AND '.join(conditions)})")
     return " AND ".join(sql)
+
+
+def passes_column(where: LaneFilter, params: dict[str, Any], dialect: str) -> str:
+    """``, <the where= attributes tested on the frame f> AS passes`` for a lane's candidate CTE
+    (read by ``frame_filters(..., attributes="column")``), or "" when there are none. Tested
+    on the row the CTE reads anyway: no second look-up of the frame, and the lane's counts
+    (``N``, each term's ``df``) stay those of the whole mind."""
+    if where.attributes is None:
+        return ""
+    conditions = attribute_filters(where.attributes, params, "f", dialect)
+    return f", coalesce({' AND '.join(conditions)}, false) AS passes"
+
+
+def attribute_filters(attrs: Attributes, params: dict[str, Any], alias: str,
+                      dialect: str) -> list[str]:
+    """SQL conditions (bound) on the frames table ``alias`` for :class:`Attributes`.
+
+    Metadata: on PostgreSQL one JSONB containment ``@>`` (the GIN index ``jsonb_path_ops``
+    answers it); on SQLite each key's entry in :data:`T_FRAME_METADATA` (one primary-key probe
+    a frame), its JSON type and value compared."""
+    sql: list[str] = []
+    for name, column, values in (("src", "source", attrs.sources),
+                                 ("imp", "importance", attrs.importances)):
+        if values is not None:
+            names = []
+            for i, value in enumerate(values):
+                params[f"{name}{i}"] = value
+                names.append(f":{name}{i}")
+            sql.append(f"{alias}.{column} IN ({', '.join(names)})")
+    if attrs.min_salience is not None:
+        params["min_salience"] = float(attrs.min_salience)
+        sql.append(f"{alias}.salience >= :min_salience")
+    if attrs.metadata and dialect == "postgresql":
+        params["meta"] = json.dumps(dict(attrs.metadata))
+        sql.append(f"{alias}.metadata @> CAST(:meta AS jsonb)")
+    elif attrs.metadata:
+        for i, (key, value) in enumerate(attrs.metadata):
+            params[f"mk{i}"] = key
+            equals = _json_equals(f"j{i}", f"mv{i}", value, params)
+            sql.append(f"EXISTS (SELECT 1 FROM {T_FRAME_METADATA} j{i} "
+                       f"WHERE j{i}.frame_id = {alias}.id AND j{i}.key = :mk{i} AND {equals})")
+    return sql
+
+
+def _json_equals(entry: str, name: str, value: Any, params: dict[str, Any]) -> str:
+    """SQLite: the :data:`T_FRAME_METADATA` row ``entry`` (``json_each``'s type and atom of
+    the entry) holds the JSON scalar ``value`` (bound as ``name``), as PostgreSQL's containment
+    compares scalars: numbers as numbers, ``true`` not 1, ``"1"`` not 1."""
+    if value is None:
+        return f"{entry}.type = 'null'"
+    if isinstance(value, bool):
+        return f"{entry}.type = '{'true' if value else 'false'}'"
+    params[name] = value
+    if isinstance(value, str):
+        return f"{entry}.value = :{name} AND {entry}.type = 'text'"
+    return f"{entry}.value = :{name} AND {entry}.type IN ('integer', 'real')"
+
+
+def attribute_frames(executor: Executor, attrs: Attributes, mind_id: int) -> list[int]:
+    """SQLite: the ids of the mind's frames that pass ``attrs``, driven by the side table's
+    (mind, key, value) index when a metadata value is asked for (a rare value is an index
+    range; CROSS JOIN keeps it the outer loop, one primary-key probe a frame), else by the
+    frames of the mind (the (mind, source) and (mind, importance) indexes)."""
+    params: dict[str, Any] = {"mind": int(mind_id)}
+    conditions = attribute_filters(attrs, params, "f", "sqlite")
+    if attrs.metadata and attrs.metadata[0][1] is not None \
+            and not isinstance(attrs.metadata[0][1], bool):
+        params["first_key"], params["first_value"] = attrs.metadata[0]
+        source = (f"{T_FRAME_METADATA} s CROSS JOIN {T_FRAMES} f ON f.id = s.frame_id "
+                  "WHERE s.mind_id = :mind AND s.key = :first_key AND s.value = :first_value "
+                  "AND f.mind_id = :mind")
+    else:
+        source = f"{T_FRAMES} f WHERE f.mind_id = :mind"
+    rows = run_lane(executor, f"SELECT f.id FROM {source} AND {' AND '.join(conditions)}", params)
+    return [int(r[0]) for r in rows]
 
 
 #: The columns of :class:`waggle_store.records.Frame` after its id (its fields are the
 #: ``memory_frames`` columns), as lanes select them after ``id, score`` (see :func:`frame_select`).
-FRAME_COLUMNS: Final = tuple(field.name for field in dataclasses.fields(Frame))[1:]
+FRAME_COLUMNS: Final = tuple(field.name for field in dataclasses.fields(Frame)
+                             if field.name != "metadata")[1:]
 
 
 def frame_select(alias: str = "f") -> str:
@@ -87,7 +186,7 @@ def frame_select(alias: str = "f") -> str:
     when no candidate does)."""
     columns = ", ".join(f"{alias}.{name}" for name in FRAME_COLUMNS)
     mentions = f"EXISTS (SELECT 1 FROM {T_MENTIONS} m WHERE m.frame_id = {alias}.id) AS mentions"
-    return f"{columns}, {mentions}"
+    return f"{columns}, {alias}.metadata, {mentions}"
 
 
 #: Where ``frame_select()`` puts the two times and the mention flag, after ``id, score``.
@@ -95,8 +194,9 @@ _CREATED, _LAST_ACCESSED = (
     2 + FRAME_COLUMNS.index("created_at"),
     2 + FRAME_COLUMNS.index("last_accessed"),
 )
-_MENTIONS = 2 + len(FRAME_COLUMNS)
-assert (_CREATED, _LAST_ACCESSED) == (_MENTIONS - 2, _MENTIONS - 1)  # the times close the frame
+_METADATA = 2 + len(FRAME_COLUMNS)
+_MENTIONS = _METADATA + 1
+assert (_CREATED, _LAST_ACCESSED) == (_METADATA - 2, _METADATA - 1)  # the times, then metadata
 _TIME_READERS: dict[tuple[str, str], Callable[[Any], Any]] = {}
 
 
@@ -117,21 +217,36 @@ def frame_hits(executor: Executor, rows: Sequence[Any]) -> list[LaneHit]:
         # read once and the same (immutable) datetime used twice, half of a search's reads.
         created, last = r[_CREATED], r[_LAST_ACCESSED]
         at = read(created)
-        frame = (frame_id, *r[2:_CREATED], at, at if last == created else read(last))
+        frame = (frame_id, *r[2:_CREATED], at, at if last == created else read(last),
+                 read_metadata(r[_METADATA]))
         append(LaneHit(frame_id, float(r[1]), frame, bool(r[_MENTIONS])))
     return hits
 
 
-def checked_knn(source: str, key: str, distance: str) -> str:
+def read_metadata(value: Any) -> dict[str, Any]:
+    """A frame's metadata as a lane row holds it: JSON text (SQLite), already decoded (JSONB
+    through psycopg), or NULL for none."""
+    if value is None:
+        return {}
+    if isinstance(value, str | bytes):
+        decoded = json.loads(value)
+        return decoded if isinstance(decoded, dict) else {}
+    return dict(value)
+
+
+def checked_knn(source: str, key: str, distance: str, attributes: str | None = None) -> str:
     """A KNN's candidates ``c`` (``source``: the derived table or CTE that yields them, frame id in
     ``c.<key>``, distance in ``c.<distance>``) with the manifest check riding along as LEFT JOINs,
     so one statement ranks, says which candidates are current and reads their frames. Rows:
-    ``(id, distance, *frame_select(), current, model still the mind's active one)`` (the mind
-    bound as ``check_mind``: a switch may have flipped it since the caller looked it up); see
-    :func:`current_hits`.
+    ``(id, distance, *frame_select(), [passes,] current, model still the mind's active one)``
+    (the mind bound as ``check_mind``: a switch may have flipped it since the caller looked it
+    up); see :func:`current_hits`. ``attributes``: conditions on the frame ``f``
+    (:func:`attribute_filters`) that a KNN over the vector table alone cannot apply; each row
+    then says whether its frame passes them (``passes``).
     """
+    passes = "" if attributes is None else f"coalesce({attributes}, false), "
     return (
-        f"SELECT c.{key}, c.{distance}, {frame_select()}, f.id IS NOT NULL, "
+        f"SELECT c.{key}, c.{distance}, {frame_select()}, {passes}f.id IS NOT NULL, "
         f"EXISTS (SELECT 1 FROM {T_MIND_MODELS} WHERE mind_id = :check_mind "
         "AND model_id = :model_id AND status = 'active') "
         f"FROM {source} "
@@ -141,12 +256,23 @@ def checked_knn(source: str, key: str, distance: str) -> str:
     )
 
 
-def current_hits(executor: Executor, rows: Sequence[Any], model_id: int) -> list[LaneHit]:
-    """The current candidates of :func:`checked_knn` rows, in their order;
-    :class:`ModelNotActiveError` if ``model_id`` is no longer the mind's active model."""
+def current_hits(executor: Executor, rows: Sequence[Any], model_id: int,
+                 attributes: bool = False) -> list[LaneHit]:
+    """The current candidates of :func:`checked_knn` rows, in their order (``attributes``: the
+    rows carry ``passes``, and only those passing are kept); :class:`ModelNotActiveError` if
+    ``model_id`` is no longer the mind's active model."""
     if rows and not rows[0][-1]:
         raise ModelNotActiveError(model_id)
+    if attributes:
+        return frame_hits(executor, [r for r in rows if r[-2] and r[-3]])
     return frame_hits(executor, [r for r in rows if r[-2]])
+
+
+def knn_attributes(where: LaneFilter, params: dict[str, Any], dialect: str) -> str | None:
+    """:func:`checked_knn`'s ``attributes`` for ``where`` (bound into ``params``), or None."""
+    if where.attributes is None:
+        return None
+    return " AND ".join(attribute_filters(where.attributes, params, "f", dialect))
 
 
 def like_search(
@@ -164,7 +290,8 @@ def like_search(
     for i, pattern in enumerate(patterns):
         params[f"p{i}"] = pattern
         likes.append(f"f.content {operator} :p{i} ESCAPE '\\'")
-    filters = frame_filters(where, params)
+    filters = frame_filters(where, params,
+                            dialect="postgresql" if operator == "ILIKE" else "sqlite")
     rows = run_lane(
         session,
         f"SELECT f.id, 0.0 AS score, {frame_select()} FROM {T_FRAMES} f "

@@ -61,6 +61,7 @@ _KEYFRAME = (
         .scalar_subquery(),
         _typed("content"), _typed("content_hash"), _typed("importance"), _typed("source"),
         literal(0), _typed("created_at"), bindparam("last_accessed", type_=_F.created_at.type),
+        _typed("metadata"),
     )
     .where(exists().where(_SESSIONS.c.mind_id == bindparam("mind_id"),
                           _SESSIONS.c.gop_id == bindparam("gop_id")),
@@ -69,7 +70,8 @@ _KEYFRAME = (
                            _F.frame_type == "I"))
 )
 _KEYFRAME_COLUMNS = ("mind_id", "frame_type", "gop_id", "t", "content", "content_hash",
-                     "importance", "source", "access_count", "created_at", "last_accessed")
+                     "importance", "source", "access_count", "created_at", "last_accessed",
+                     "metadata")
 
 #: The keyframe, if its checks pass: returns (id, t). SQLite.
 _INSERT_KEYFRAME: Final = (insert(_FRAMES)
@@ -103,6 +105,7 @@ def insert_keyframe(session: Session, *, mind_id: int, gop_id: str, content: str
                     content_hash: str, importance: str, source: str, created_at: datetime,
                     updated_at: datetime,
                     before: tuple[Executable, dict[str, Any]] | None = None,
+                    metadata: dict[str, Any] | None = None,
                     ) -> tuple[list[Any], tuple[int, int] | None]:
     """Write a keyframe (``access_count`` 0, last accessed at ``created_at``) and its pending
     manifest (``updated_at``) if the session exists and the mind has no I-frame with this
@@ -114,7 +117,7 @@ def insert_keyframe(session: Session, *, mind_id: int, gop_id: str, content: str
     was committed before the locks were granted."""
     params = {"mind_id": mind_id, "gop_id": gop_id, "content": content,
               "content_hash": content_hash, "importance": importance, "source": source,
-              "created_at": created_at, "last_accessed": created_at}
+              "created_at": created_at, "last_accessed": created_at, "metadata": metadata}
     first = [] if before is None else [before]
     both = session.get_bind().dialect.name == "postgresql"
     if both:

@@ -296,7 +296,8 @@ class Walk:
 
 
 def walk_parts(frame_counts: FrameCounts, where: LaneFilter, terms: Sequence[str],
-               dfs: Mapping[int, int], limit: int, *, expired: bool = False) -> Walk:
+               dfs: Mapping[int, int], limit: int, *, expired: bool = False,
+               dialect: str | None = None) -> Walk:
     """:class:`Walk` of a query of common ``terms`` (``dfs``: their known ``df``) for a page of
     ``limit``; ``N`` is the reused count (``expired``: even an expired one) or counted by the
     statement (a statement without candidates has none to count it among)."""
@@ -306,7 +307,7 @@ def walk_parts(frame_counts: FrameCounts, where: LaneFilter, terms: Sequence[str
     for i, df in dfs.items():
         params[f"df{i}"] = df
     minds = frame_filters(LaneFilter(where.mind_ids), params)
-    filters = frame_filters(where, params)
+    filters = frame_filters(where, params, dialect=dialect)
     known = frame_counts.reusable(where.mind_ids, expired=expired)
     if known is None:
         return Walk(params, minds, filters, f"({_count_sql(minds)})", True, None)

@@ -23,6 +23,7 @@ methods delegate to them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -46,12 +47,14 @@ from waggle_store.dialects.base import (
     vector_table_name,
 )
 from waggle_store.dialects.common import (
+    ATTRIBUTE_WIDENING,
     checked_knn,
     current_hits,
     frame_filters,
     frame_hits,
     frame_select,
     frames_missing_vectors,
+    knn_attributes,
     like_search,
     run_lane,
 )
@@ -92,6 +95,20 @@ def ef_search(k: int) -> int:
     small pages of near-alike frames: the graph search settles among close neighbours before it
     reaches the nearest."""
     return min(1000, max(EF_SEARCH_MIN, EF_SEARCH_PER_ROW * int(k)))
+
+
+def _few_pass(session: Executor, where: LaneFilter) -> bool:
+    """Whether fewer than :data:`KNN_MAX_K` frames pass the filter's where= attributes: then
+    the exact scan of them costs less than KNN pages they would thin out (each page widened
+    4x). Counted up to that cap only, from the indexes (GIN ``jsonb_path_ops`` for metadata,
+    ``(mind_id, source)``, ``(mind_id, importance)``)."""
+    if where.attributes is None:
+        return False
+    params: dict[str, Any] = {"cap": KNN_MAX_K}
+    filters = frame_filters(where, params, dialect="postgresql")
+    rows = run_lane(session, f"SELECT count(*) FROM (SELECT 1 FROM {T_FRAMES} f "
+                             f"WHERE {filters} LIMIT :cap) s", params)
+    return int(rows[0][0]) < KNN_MAX_K
 
 
 def _distance_expr(column: str, param: str, dims: int) -> str:
@@ -262,9 +279,14 @@ class PostgresAdapter:
             "check_mind": int(where.mind_ids[0]),
         }
         distance = _distance_expr("v.embedding", "q", dims)
-        if not where.narrowed or self._has_filter_columns(session, model_id):
-            filters = frame_filters(where, params, alias="v", mind_alias="v")
-            k = limit
+        if (not where.narrowed or self._has_filter_columns(session, model_id)) \
+                and not _few_pass(session, where):
+            # The vector table carries the mind, session and time; the frame's attributes
+            # (where=) are checked with the manifest, and a page they thin out widens.
+            filters = frame_filters(dataclasses.replace(where, attributes=None), params,
+                                    alias="v", mind_alias="v")
+            attributes = knn_attributes(where, params, self.dialect)
+            k = limit if attributes is None else limit * ATTRIBUTE_WIDENING
             while True:
                 # The candidate list follows the page (:func:`ef_search`), for this transaction.
                 run_lane(session, _HNSW_SETTINGS, {"ef": str(ef_search(k))})
@@ -273,10 +295,10 @@ class PostgresAdapter:
                     session,
                     f"WITH c AS MATERIALIZED (SELECT v.frame_id, {distance} AS d FROM {table} v "
                     f"WHERE {filters} ORDER BY {distance} LIMIT :k) "
-                    f"{checked_knn('c', 'frame_id', 'd')} ORDER BY c.d, c.frame_id",
+                    f"{checked_knn('c', 'frame_id', 'd', attributes)} ORDER BY c.d, c.frame_id",
                     {**params, "k": k},
                 )
-                hits = current_hits(session, rows, model_id)
+                hits = current_hits(session, rows, model_id, attributes is not None)
                 if len(hits) >= limit:
                     return hits[:limit]
                 # Fewer rows than asked: the candidates are exhausted, or the iterative scan hit
@@ -286,9 +308,10 @@ class PostgresAdapter:
                 k = min(k * 4, KNN_MAX_K)
             params = {"q": params["q"], "model_id": model_id, "check_mind": params["check_mind"]}
         # Exact scan of the frames that pass every filter ("+ 0" hides the indexed expression
-        # from the planner). Reached when the KNN came up short, or for a session/time filter on
-        # a vector table created before those columns existed.
-        filters = frame_filters(where, params, mind_alias="v")
+        # from the planner). Reached when the KNN came up short, when fewer than KNN_MAX_K
+        # frames pass the where= attributes, or for a session/time filter on a vector table
+        # created before those columns existed.
+        filters = frame_filters(where, params, mind_alias="v", dialect=self.dialect)
         rows = run_lane(
             session,
             f"SELECT v.frame_id, {distance} AS d, {frame_select()} FROM {table} v "

@@ -8,7 +8,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from waggle_store.dialects.base import T_FRAMES, Executor, LaneFilter
-from waggle_store.dialects.common import clean_term, frame_filters, frame_select, run_lane
+from waggle_store.dialects.common import (
+    clean_term,
+    frame_filters,
+    frame_select,
+    passes_column,
+    run_lane,
+)
 from waggle_store.dialects.keyword_rank import (
     FrameCounts,
     ranked_page_sql,
@@ -48,7 +54,8 @@ def keyword_statement(frame_counts: FrameCounts, session: Executor, values: Sequ
     for i, value in enumerate(values):
         params[f"t{i}"] = value
     minds = frame_filters(LaneFilter(where.mind_ids), params)
-    filters = frame_filters(where, params, alias="c")
+    filters = frame_filters(where, params, alias="c", dialect="postgresql", attributes="column")
+    passes = passes_column(where, params, "postgresql")
     queries = ", ".join(f"plainto_tsquery('english', :t{i}) AS q{i}" for i in n)
     # Per term: 2 matched in the own words, 1 only in the context, 0 neither — the context
     # is tested only where the own words lack the term (2–4 % of the statement at 100k).
@@ -75,7 +82,7 @@ def keyword_statement(frame_counts: FrameCounts, session: Executor, values: Sequ
         session,
         f"WITH q AS MATERIALIZED (SELECT {queries}), "
         f"c AS MATERIALIZED (SELECT f.id, f.mind_id, f.gop_id, f.created_at, "
-        f"{TEXT_BYTES} AS len, {matched} "
+        f"{TEXT_BYTES} AS len, {matched}{passes} "
         f"FROM {T_FRAMES} f, q "
         f"WHERE (f.content_tsv @@ ({anyq}) OR f.context_tsv @@ ({anyq})) AND {minds}), "
         f"w AS MATERIALIZED ("
@@ -96,7 +103,8 @@ def shortest_statement(frame_counts: FrameCounts, session: Executor, values: Seq
     walked frame's ``content_tsv`` tested): its rows and whether it counted ``N``. ``n`` and
     the ``df`` are typed as :meth:`_keyword_rows` has them (``float8``, ``bigint``), so the
     weights are the same floating-point operations."""
-    walk = walk_parts(frame_counts, where, values, dfs, limit, expired=expired_count)
+    walk = walk_parts(frame_counts, where, values, dfs, limit, expired=expired_count,
+                      dialect="postgresql")
     n = range(len(values))
     dfs_sql = [f"CAST(:df{i} AS bigint)" for i in n]
     counted = (f"SELECT GREATEST({walk.total}, {', '.join(dfs_sql)})::float8 AS n, "

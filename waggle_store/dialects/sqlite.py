@@ -43,6 +43,7 @@ from waggle_store.dialects.base import (
     vector_table_name,
 )
 from waggle_store.dialects.common import (
+    ATTRIBUTE_WIDENING,
     checked_knn,
     connection_of,
     current_hits,
@@ -50,6 +51,7 @@ from waggle_store.dialects.common import (
     frame_hits,
     frame_select,
     frames_missing_vectors,
+    knn_attributes,
     like_search,
     run_lane,
 )
@@ -219,18 +221,22 @@ class SQLiteAdapter:
             params["until_ts"] = where.until.timestamp()
             extra.append("AND created_ts <= :until_ts")
         # ``len(rows) < k`` still tells "every candidate seen": the manifest check is LEFT JOINs.
+        # The frame's attributes (where=) are checked with the manifest; a page they thin out
+        # widens like one of stale vectors.
+        attributes = knn_attributes(where, params, self.dialect)
         knn = checked_knn(
             f"(SELECT rowid, distance FROM {table} WHERE embedding MATCH :q AND k = :k "
             f"AND mind_id = :mind_id {' '.join(extra)}) c",
             "rowid",
             "distance",
+            attributes,
         )
         params["model_id"] = model_id
-        k = min(max(limit, 1), VEC0_MAX_K)
+        k = min(max(limit, 1) * (1 if attributes is None else ATTRIBUTE_WIDENING), VEC0_MAX_K)
         while True:
             # Sorted here: vec0 refuses any ORDER BY but its own distance.
             rows = sorted(run_lane(session, knn, {**params, "k": k}), key=lambda r: (r[1], r[0]))
-            hits = current_hits(session, rows, model_id)
+            hits = current_hits(session, rows, model_id, attributes is not None)
             if len(hits) >= limit or len(rows) < k:
                 return hits[:limit]  # full page, or every candidate seen
             if k >= VEC0_MAX_K:
@@ -247,10 +253,12 @@ class SQLiteAdapter:
         mind_id: int,
         limit: int,
     ) -> list[LaneHit]:
-        """Scan every matching frame: only reached when stale vectors crowd out a 4096-wide KNN."""
+        """Scan every matching frame: only reached when stale vectors, or frames failing the
+        where= attributes, crowd out a 4096-wide KNN."""
         params: dict[str, Any] = {"q": qvec, "model_id": model_id, "limit": limit}
         filters = frame_filters(
-            LaneFilter([mind_id], where.gop_id, where.since, where.until), params
+            LaneFilter([mind_id], where.gop_id, where.since, where.until, where.attributes),
+            params, dialect=self.dialect,
         )
         rows = run_lane(
             session,

@@ -9,7 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from waggle_store.dialects.base import T_FRAMES, T_FTS, Executor, LaneFilter
-from waggle_store.dialects.common import clean_term, frame_filters, frame_select, run_lane
+from waggle_store.dialects.common import (
+    clean_term,
+    frame_filters,
+    frame_select,
+    passes_column,
+    run_lane,
+)
 from waggle_store.dialects.context_index import CONTEXT_COLUMN
 from waggle_store.dialects.keyword_rank import (
     FrameCounts,
@@ -76,7 +82,8 @@ def keyword_statement(frame_counts: FrameCounts, session: Executor, phrases: Seq
     for i, phrase in enumerate(phrases):
         params[f"t{i}"] = phrase
     minds = frame_filters(LaneFilter(where.mind_ids), params)
-    filters = frame_filters(where, params, alias="c")
+    filters = frame_filters(where, params, alias="c", dialect="sqlite", attributes="column")
+    passes = passes_column(where, params, "sqlite")
     # Which (term, column) pairs a frame matched, as bits: term i sets bit 2i in the own words
     # and 2i + 1 in the context, in integer k = i // TERMS_PER_MASK. A frame is returned at
     # most once per (term, column) query, so the sum of its rows' bits is their OR, and one
@@ -132,7 +139,7 @@ def keyword_statement(frame_counts: FrameCounts, session: Executor, phrases: Seq
         f"WITH {generating}m AS MATERIALIZED ({matches}), "
         f"g AS MATERIALIZED (SELECT m.id, {sums} FROM m GROUP BY m.id), "
         f"c AS MATERIALIZED (SELECT g.*, f.mind_id, f.gop_id, f.created_at, "
-        f"{TEXT_BYTES} AS len "
+        f"{TEXT_BYTES} AS len{passes} "
         f"FROM g CROSS JOIN {T_FRAMES} f ON f.id = g.id WHERE {minds}), "
         f"w AS MATERIALIZED ("
         + weights_sql(f"SELECT {total} AS n, {', '.join(counts)} FROM c", len(phrases),
@@ -156,7 +163,8 @@ def shortest_statement(frame_counts: FrameCounts, session: Executor, phrases: Se
     their lists for the walked frame (``rowid =``), and the walk ends after about as many
     frames as its page; rarer ones' lists are read into sets first, as their walk is longer
     and a lookup costs far more than an entry read through."""
-    walk = walk_parts(frame_counts, where, phrases, dfs, limit, expired=expired_count)
+    walk = walk_parts(frame_counts, where, phrases, dfs, limit, expired=expired_count,
+                      dialect="sqlite")
     # (Terms taken as independent: the share holding them all is their shares' product.)
     probe = walk.n is not None and math.prod(df / walk.n for df in dfs.values()) >= PROBE_SHARE
     holds = " AND ".join(

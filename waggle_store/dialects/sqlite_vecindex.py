@@ -34,6 +34,7 @@ over the budget, :meth:`VectorIndex.search` returns None and the adapter runs ve
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -42,7 +43,15 @@ from typing import Any
 from sqlalchemy import Connection
 
 from waggle_store.dialects.base import T_FRAMES, T_MODELS, Executor, LaneFilter, LaneHit
-from waggle_store.dialects.common import checked_knn, current_hits, frame_filters, run_lane
+from waggle_store.dialects.common import (
+    ATTRIBUTE_WIDENING,
+    attribute_frames,
+    checked_knn,
+    current_hits,
+    frame_filters,
+    knn_attributes,
+    run_lane,
+)
 from waggle_store.dialects.sqlite_vecload import changed_rows_sql, current_frames, load
 from waggle_store.dialects.sqlite_veclog import (
     LOG_KEEP,
@@ -107,19 +116,30 @@ class VectorIndex:
         key = (mind_id, model_id)
         state = self.cache.state()
         rows_filter = topk.RowFilter(where.gop_id, _ts(where.since), _ts(where.until))
-        k, exact = limit, False
+        # The where= attributes are not in the index: the database checks them with the
+        # candidates (_verify), so the first page is wider.
+        attributes = where.attributes
+        k, exact = limit * (1 if attributes is None else ATTRIBUTE_WIDENING), False
         while True:
             with state.lock:
                 rows = self._current(executor, np_, state, key, seq, low)
                 if rows is None:
                     return None
                 found = topk.top_k(np_, rows, query, rows_filter, k, exact)
-            hits = self._verify(executor, model_id, found.pairs, where, mind_id)
-            if len(hits) < len(found.pairs):
+            hits, refused = self._verify(executor, model_id, found.pairs, where, mind_id)
+            if refused:
                 with state.lock:
                     rows.stale = True  # the log missed a change: reloaded by the next scan
             if len(hits) >= limit or found.k >= found.available:
                 return hits[:limit]
+            if attributes is not None and rows_filter.frame_ids is None:
+                # The attributes thinned the page out: the same scan over the frames the
+                # database says have them (one statement, from the metadata index), rather
+                # than verifying ever wider pages of mostly failing candidates.
+                allowed = attribute_frames(executor, attributes, mind_id)
+                rows_filter = dataclasses.replace(rows_filter, frame_ids=tuple(allowed))
+                k = limit
+                continue
             # Candidates were refused: the next page of them (4x as many), by the exact scan.
             k, exact = min(found.k * 4, found.available), True
 
@@ -183,21 +203,26 @@ class VectorIndex:
 
     @staticmethod
     def _verify(executor: Executor, model_id: int, pairs: list[list[Any]], where: LaneFilter,
-                mind_id: int) -> list[LaneHit]:
-        """The candidates that the database confirms, with their frames, in the given order.
+                mind_id: int) -> tuple[list[LaneHit], bool]:
+        """The candidates that the database confirms, with their frames, in the given order,
+        and whether it refused any (the rows missed a change). A frame failing the where=
+        attributes is left out but not refused: the index holds no attributes.
 
         The statement gets the candidates' ids alone and returns each one's position in
         ``pairs``; the distance is the scan's own, taken from ``pairs``."""
         if not pairs:
-            return []
+            return [], False
         params: dict[str, Any] = {"c": json.dumps([pair[0] for pair in pairs]),
                                   "model_id": model_id, "check_mind": mind_id}
         filters = frame_filters(LaneFilter([mind_id], where.gop_id, where.since, where.until),
                                 params, alias="m")
         source = ("(SELECT j.key AS pos, m.id AS id FROM json_each(:c) j "
                   f"JOIN {T_FRAMES} m ON m.id = j.value WHERE {filters}) c")
-        found = run_lane(executor, checked_knn(source, "id", "pos") + " ORDER BY c.pos", params)
-        hits = current_hits(executor, found, model_id)
+        attributes = knn_attributes(where, params, "sqlite")
+        found = run_lane(executor, checked_knn(source, "id", "pos", attributes) + " ORDER BY c.pos",
+                         params)
+        hits = current_hits(executor, found, model_id, attributes is not None)
         for hit in hits:  # (the hits are this lane's own until returned)
             hit.score = pairs[int(hit.score)][1]
-        return hits
+        refused = len(found) < len(pairs) or not all(r[-2] for r in found)
+        return hits, refused

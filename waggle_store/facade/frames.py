@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -36,14 +37,16 @@ class FramesAPI:
     # -- writes -------------------------------------------------------------------------------
 
     def create_i(self, gop_id: str, content: str, *, importance: str = "normal",
-                 source: str = "user_stated", created_at: datetime | str | None = None) -> Frame:
+                 source: str = "user_stated", created_at: datetime | str | None = None,
+                 metadata: dict[str, Any] | None = None) -> Frame:
         """A keyframe; an I-frame of this mind with the same memory is touched and returned
-        instead."""
+        instead (with its own metadata)."""
         with self.mind.write() as s:
             return (
                 self._repo(s)
                 .create_i(
-                    gop_id, content, importance=importance, source=source, created_at=created_at
+                    gop_id, content, importance=importance, source=source, created_at=created_at,
+                    metadata=metadata,
                 )
                 .frame
             )
@@ -56,10 +59,12 @@ class FramesAPI:
         *,
         importance: str = "normal",
         source: str = "user_stated",
+        metadata: dict[str, Any] | None = None,
     ) -> Frame:
         with self.mind.write() as s:
             return self._repo(s).create_p(
-                gop_id, content, base_frame_id, importance=importance, source=source
+                gop_id, content, base_frame_id, importance=importance, source=source,
+                metadata=metadata,
             )
 
     def create_b(

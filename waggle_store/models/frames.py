@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
+    JSON,
     CheckConstraint,
     Float,
     ForeignKey,
@@ -15,6 +17,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from waggle_store.models.base import PK, Base
@@ -52,6 +55,9 @@ class FrameRow(Base):
         # them, so ingest cost grew with the session's length). Migration 0005.
         Index("ix_waggle_memory_frames_mind_id_gop_id_frame_type_t", "mind_id", "gop_id",
               "frame_type", "t"),
+        # The search's where= source/importance filters (migration 0014).
+        Index("ix_waggle_memory_frames_mind_id_source", "mind_id", "source"),
+        Index("ix_waggle_memory_frames_mind_id_importance", "mind_id", "importance"),
         # AUTOINCREMENT: a deleted frame's id is never reused, so a stale index row can never
         # attach itself to a newer frame.
         {"sqlite_autoincrement": True},
@@ -78,3 +84,10 @@ class FrameRow(Base):
     #: same session, kept by database triggers (``dialects/context_index.py``, migration 0006)
     #: and indexed by the keyword lane at half weight. Not exported, not returned by search.
     search_context: Mapped[str | None] = mapped_column(Text, default=None)
+    #: The caller's JSON object (``records.Frame.metadata``); NULL for none. JSONB with a GIN
+    #: index (``jsonb_path_ops``) on PostgreSQL; JSON text on SQLite, its entries in the side
+    #: table ``waggle_frame_metadata`` kept by triggers (migration 0014; each dialect's own, so
+    #: not declared here). The attribute is ``meta``: ``metadata`` is the declarative base's.
+    meta: Mapped[dict[str, Any] | None] = mapped_column(
+        "metadata", JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql"),
+        default=None)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
-from typing import Final
+from typing import Any, Final
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
@@ -49,6 +49,7 @@ from waggle_store.repositories.vectors import (
     register_model,
 )
 from waggle_store.search.engine import HybridSearch
+from waggle_store.textinput import check_metadata
 from waggle_store.timeutil import optional_utc
 
 log = logging.getLogger(__name__)
@@ -60,8 +61,10 @@ BATCH_CHUNK: Final = 250
 
 def prepare_item(index: int, item: str | MemoryInput, importance: str, source: str,
                  extractor: Extractor) -> Item:
+    meta: object = None
     if isinstance(item, MemoryInput):
         content, created, imp, src = item.content, item.created_at, item.importance, item.source
+        meta = item.metadata
     elif isinstance(item, str):
         content, created, imp, src = item, None, None, None
     else:
@@ -72,9 +75,10 @@ def prepare_item(index: int, item: str | MemoryInput, importance: str, source: s
     imp = check_choice(imp or importance, IMPORTANCE_LEVELS, name="importance")
     src = check_choice(src or source, FRAME_SOURCES, name="source")
     when = optional_utc(created, name="created_at")
+    metadata = check_metadata(meta)
     found = extract(extractor, content)
     return Item(index, content, imp, src, when, found.entities, found.relations, found.error,
-                found.usage)
+                found.usage, metadata)
 
 
 def _resolve_gop(session: Session, mind_id: int, gop_id: str | None) -> str:
@@ -161,15 +165,16 @@ def _check_session(mind: MindContext, gop_id: str | None) -> None:
 
 def cognify(mind: MindContext, search: HybridSearch, content: str, *, importance: str = "normal",
             gop_id: str | None = None, created_at: datetime | str | None = None,
-            source: str = "user_stated", link: bool = True) -> CognifyResult:
+            source: str = "user_stated", link: bool = True,
+            metadata: dict[str, Any] | None = None) -> CognifyResult:
     """Store one memory; see the module docstring.
 
     The memory is embedded once: the linker's related-frames search reuses that vector. Linking
     runs after the commit, so its failure cannot undo the memory: it is logged and reported in
     ``CognifyResult.link_error``, never raised (a return means the memory is stored).
     """
-    item = prepare_item(0, MemoryInput(content, created_at, None, None), importance, source,
-                        extractor_of(mind.store))
+    item = prepare_item(0, MemoryInput(content, created_at, None, None, metadata), importance,
+                        source, extractor_of(mind.store))
     _check_session(mind, gop_id)
     use_vectors, error = vector_plan(mind)
     vectors, embed_error = embed_texts(mind, [item.content]) if use_vectors else (None, None)

@@ -70,6 +70,8 @@ class Item:
     extract_error: str | None = None
     #: What the extraction cost, for the usage log.
     usage: ExtractionUsage | None = None
+    #: Checked metadata (``textinput.check_metadata``): None for none.
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass
@@ -156,7 +158,8 @@ def write_chunk(session: Session, mind: MindContext, gop_id: str, items: Sequenc
     hashes = [content_hash(item.content) for item in items]
     writer = FrameWriter(session, mind.id)
     frame_ids, new_list, touches = writer.write_memories(gop_id, [
-        Memory(item.content, digest, item.importance, item.source, item.created_at)
+        Memory(item.content, digest, item.importance, item.source, item.created_at,
+               item.metadata)
         for item, digest in zip(items, hashes, strict=True)], now)
     new_ids = set(new_list)
     writer.add_accesses(touches, now)

@@ -68,6 +68,8 @@ class Frame:
     access_count: int
     created_at: datetime
     last_accessed: datetime
+    #: The caller's JSON object given when the memory was stored; ``{}`` when none.
+    metadata: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,21 @@ class MemoryInput:
     created_at: datetime | str | None = None
     importance: str | None = None
     source: str | None = None
+    #: The memory's metadata (a dict of JSON values, see ``Frame.metadata``), or None.
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Where:
+    """A search filter (``mind.search(where=...)``, also given as a dict of these keys); every
+    given part must hold. ``source``/``importance``: one value or a list of them;
+    ``min_salience``: the frame's salience (set by consolidation) at least this; ``metadata``:
+    each key's value in the frame's metadata equal to the given JSON scalar."""
+
+    source: str | Sequence[str] | None = None
+    importance: str | Sequence[str] | None = None
+    min_salience: float | None = None
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ _NEXT_T = select(func.coalesce(func.max(_F.t), -1) + 1).where(
 INSERT_FRAME: Final = insert(_FRAMES).values(
     {name: bindparam(f"v_{name}") for name in (
         "mind_id", "frame_type", "gop_id", "base_frame_id", "content", "content_hash",
-        "importance", "source", "access_count", "created_at", "last_accessed")}
+        "importance", "source", "access_count", "created_at", "last_accessed", "metadata")}
     | {"t": _NEXT_T}
 ).returning(_FRAMES.c.id, _FRAMES.c.t)
 

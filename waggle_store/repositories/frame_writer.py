@@ -50,6 +50,8 @@ class Memory(NamedTuple):
     importance: str
     source: str
     created_at: datetime | None
+    #: Checked metadata (``textinput.check_metadata``): None for none.
+    metadata: dict[str, Any] | None = None
 
 
 class Planned(NamedTuple):
@@ -146,7 +148,8 @@ class FrameWriter:
 
     def insert_one(self, *, frame_type: str, gop_id: str, content: str, content_hash: str,
                    base_frame_id: int | None, importance: str, source: str,
-                   created_at: datetime, updated_at: datetime) -> tuple[int, int]:
+                   created_at: datetime, updated_at: datetime,
+                   metadata: dict[str, Any] | None = None) -> tuple[int, int]:
         """One frame with ``t`` = the session's MAX(t) + 1 (a subquery of the INSERT: the caller
         holds the session lock) and its pending manifest; returns (id, t)."""
         frame_id, t = self.session.execute(INSERT_FRAME, {
@@ -154,7 +157,7 @@ class FrameWriter:
             "v_frame_type": frame_type, "v_gop_id": gop_id, "v_base_frame_id": base_frame_id,
             "v_content": content, "v_content_hash": content_hash, "v_importance": importance,
             "v_source": source, "v_access_count": 0, "v_created_at": created_at,
-            "v_last_accessed": created_at}).one()
+            "v_last_accessed": created_at, "v_metadata": metadata}).one()
         self.session.execute(INSERT_MANIFEST, {"frame_id": frame_id,
                                                "content_hash": content_hash,
                                                "updated_at": updated_at})
@@ -163,6 +166,7 @@ class FrameWriter:
     def insert_keyframe(self, *, gop_id: str, content: str, content_hash: str,
                         importance: str, source: str, created_at: datetime,
                         updated_at: datetime, before: tuple[Executable, dict[str, Any]] | None,
+                        metadata: dict[str, Any] | None = None,
                         ) -> tuple[list[Any], tuple[int, int] | None]:
         """``create_i``'s write: a keyframe and its pending manifest, only if the session exists
         and the mind has no I-frame of this content (checked in the INSERT itself, in the
@@ -171,7 +175,7 @@ class FrameWriter:
         return insert_keyframe(
             self.session, mind_id=self.mind_id, gop_id=gop_id, content=content,
             content_hash=content_hash, importance=importance, source=source,
-            created_at=created_at, updated_at=updated_at, before=before)
+            created_at=created_at, updated_at=updated_at, before=before, metadata=metadata)
 
     def write_memories(self, gop_id: str, memories: Sequence[Memory],
                        now: datetime) -> Planned:
@@ -205,7 +209,7 @@ class FrameWriter:
                     "content": memory.content, "content_hash": digest,
                     "importance": memory.importance, "source": memory.source,
                     "access_count": 0, "created_at": when, "last_accessed": when,
-                    "salience": None}
+                    "salience": None, "metadata": memory.metadata}
                 next_t += 1
         rows = list(planned.values())
         new_ids: list[int] = []

@@ -46,6 +46,7 @@ from waggle_store.repositories.common import (
 from waggle_store.repositories.frame_sql import DUPLICATE_I
 from waggle_store.repositories.frame_writer import FrameWriter
 from waggle_store.repositories.sessions import SessionRepository
+from waggle_store.textinput import check_metadata
 from waggle_store.timeutil import optional_utc, utcnow
 
 MERGE_THRESHOLD = 10  # compact() merges a session's P-frames when more than this many follow its I
@@ -70,7 +71,8 @@ class Compaction(NamedTuple):
 
 def to_frame(row: FrameRow) -> Frame:
     return Frame(row.id, row.frame_type, row.gop_id, row.t, row.base_frame_id, row.content,
-                 row.importance, row.source, row.access_count, row.created_at, row.last_accessed)
+                 row.importance, row.source, row.access_count, row.created_at, row.last_accessed,
+                 dict(row.meta or {}))
 
 
 def _chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
@@ -168,19 +170,20 @@ class FrameRepository:
     # -- inserts ------------------------------------------------------------------------------
 
     def _insert(self, frame_type: str, gop_id: str, content: str, *, base_frame_id: int | None,
-                importance: str, source: str, created_at: datetime | None) -> Frame:
+                importance: str, source: str, created_at: datetime | None,
+                metadata: dict[str, Any] | None = None) -> Frame:
         """One frame and its manifest (the caller holds the session row lock)."""
         digest, when = content_hash(content), created_at or utcnow()
         frame_id, t = self.writer.insert_one(
             frame_type=frame_type, gop_id=gop_id, content=content, content_hash=digest,
             base_frame_id=base_frame_id, importance=importance, source=source,
-            created_at=when, updated_at=utcnow())
+            created_at=when, updated_at=utcnow(), metadata=metadata)
         return Frame(frame_id, frame_type, gop_id, t, base_frame_id, content, importance,
-                     source, 0, when, when)
+                     source, 0, when, when, dict(metadata or {}))
 
     def create_i(self, gop_id: str, content: str, *, importance: str = "normal",
-                 source: str = "user_stated",
-                 created_at: datetime | str | None = None) -> FrameWrite:
+                 source: str = "user_stated", created_at: datetime | str | None = None,
+                 metadata: dict[str, Any] | None = None) -> FrameWrite:
         """Insert a keyframe, or touch and return the existing I-frame with the same memory.
 
         A dedup hit may belong to another session of this mind: the memory is stored once per
@@ -189,6 +192,7 @@ class FrameRepository:
         check_content(content)
         check_choice(importance, IMPORTANCE_LEVELS, name="importance")
         check_choice(source, FRAME_SOURCES, name="source")
+        meta = check_metadata(metadata)
         when = optional_utc(created_at, name="created_at") or utcnow()
         digest = content_hash(content)
         # The lock order of every write path: the mind row, then the session row. The mind row
@@ -198,12 +202,12 @@ class FrameRepository:
         lock = self.sessions.lock_with_mind(gop_id)
         locked, written = self.writer.insert_keyframe(
             gop_id=gop_id, content=content, content_hash=digest, importance=importance,
-            source=source, created_at=when, updated_at=utcnow(), before=lock)
+            source=source, created_at=when, updated_at=utcnow(), before=lock, metadata=meta)
         if lock is not None:
             self.sessions.locked(gop_id, locked)  # NotFoundError: no such session
         if written is not None:
             return FrameWrite(Frame(written[0], "I", gop_id, written[1], None, content,
-                                    importance, source, 0, when, when), True)
+                                    importance, source, 0, when, when, dict(meta or {})), True)
         # Nothing written: no such session (NotFoundError here), or a duplicate to touch.
         self.sessions.lock(gop_id)  # writers of one session queue here
         duplicate = self.session.scalar(DUPLICATE_I, {"mind_id": self.mind_id,
@@ -213,13 +217,15 @@ class FrameRepository:
         # Deleted since the INSERT read it (Postgres: a delete takes no mind lock): the plain
         # insert, under the locks still held and with no duplicate now.
         return FrameWrite(self._insert("I", gop_id, content, base_frame_id=None,
-                                       importance=importance, source=source, created_at=when),
-                          True)
+                                       importance=importance, source=source, created_at=when,
+                                       metadata=meta), True)
 
     def create_p(self, gop_id: str, content: str, base_frame_id: int, *,
-                 importance: str = "normal", source: str = "user_stated") -> Frame:
+                 importance: str = "normal", source: str = "user_stated",
+                 metadata: dict[str, Any] | None = None) -> Frame:
         check_name(gop_id, name="gop_id")
         check_content(content)
+        meta = check_metadata(metadata)
         check_id(base_frame_id, name="base_frame_id")
         check_choice(importance, IMPORTANCE_LEVELS, name="importance")
         check_choice(source, FRAME_SOURCES, name="source")
@@ -232,7 +238,7 @@ class FrameRepository:
                 "a P-frame is a delta on an I-frame of its own session"
             )
         return self._insert("P", gop_id, content, base_frame_id=base_frame_id,
-                            importance=importance, source=source, created_at=None)
+                            importance=importance, source=source, created_at=None, metadata=meta)
 
     def create_b(self, gop_id: str, description: str, base_frame_id: int,
                  referenced_frame_ids: Sequence[int]) -> Frame:

@@ -82,11 +82,11 @@ class MindExportRows:
 
     def frames(self) -> Iterator[Any]:
         """(id, frame_type, gop_id, t, base_frame_id, content, importance, source,
-        access_count, created_at, last_accessed, salience)."""
+        access_count, created_at, last_accessed, salience, metadata)."""
         f = FrameRow
         return pages(self.conn, select(f.id, f.frame_type, f.gop_id, f.t, f.base_frame_id,
                                        f.content, f.importance, f.source, f.access_count,
-                                       f.created_at, f.last_accessed, f.salience)
+                                       f.created_at, f.last_accessed, f.salience, f.meta)
                      .where(f.mind_id == self.mind_id), f.id)
 
     def entities(self) -> Iterator[Any]:

@@ -48,6 +48,8 @@ from waggle_store.search.fusion import LANE_CONFIDENCE, Fusion
 from waggle_store.search.graph import GraphDistances
 from waggle_store.search.plan import LANES, MAX_LIMIT, SearchPlan, plan_search, query_names
 from waggle_store.search.query import like_patterns
+from waggle_store.search.where import check_dimensions
+from waggle_store.search.where import query_vector as checked_query_vector
 from waggle_store.timeutil import utcnow
 from waggle_store.workers import WorkerPool
 
@@ -136,16 +138,19 @@ class HybridSearch:
                profile: str = "balanced", since: datetime | str | None = None,
                until: datetime | str | None = None, context: Mapping[int, int] | None = None,
                lanes: Collection[str] | None = None,
-               query_vector: Sequence[float] | None = None) -> list[SearchResult]:
+               query_vector: Sequence[float] | None = None, where: Any = None
+               ) -> list[SearchResult]:
         """Hybrid search of one mind; see the module docstring.
 
-        ``query_vector``: the query's embedding by the store's embedder when the caller has it
-        already (cognify's linker searches with the text it just embedded), so the query is not
-        embedded — and billed — a second time.
-        """
-        plan = plan_search(mind.id, query, limit, gop_id, profile, since, until, context, lanes)
+        ``query_vector``: the query's embedding by the mind's model when the caller has it
+        (cognify's linker, or the caller's own), so the query is not embedded — and billed —
+        again; ``query`` still drives the keyword lane. ``where``: a ``ws.Where`` (or a dict),
+        applied inside both lanes."""
+        plan = plan_search(mind.id, query, limit, gop_id, profile, since, until, context, lanes,
+                           where)  # every argument checked before anything runs
         degraded: list[str] = []
-        qvec, key = self._embed_query(mind, query, plan, degraded, query_vector)
+        qvec, key = self._embed_query(mind, query, plan, degraded,
+                                      checked_query_vector(query_vector))
         # A search only reads, so one that lost its pooled connection (the server restarted, or
         # ended the backend, since the connection's last use) runs once more on a fresh one:
         # the pool skips its ping for a connection used moments ago (postgres_engine.py). Not in
@@ -243,7 +248,9 @@ class HybridSearch:
         if embedder is None:
             degraded.append("vector lane off: no embedder configured")
             return None, None
-        if not query.strip():
+        if given is not None:  # InvalidInputError, not a degraded lane
+            check_dimensions(given, model_key(embedder))
+        if given is None and not query.strip():
             degraded.append("vector lane off: empty query")
             return None, None
         try:

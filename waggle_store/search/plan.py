@@ -16,6 +16,7 @@ from waggle_store.errors import InvalidInputError
 from waggle_store.search.periods import Period, named_periods
 from waggle_store.search.query import keyword_terms
 from waggle_store.search.scoring import get_profile
+from waggle_store.search.where import plan_where
 from waggle_store.textinput import check_identifier
 from waggle_store.timeutil import optional_bound, utcnow
 
@@ -43,7 +44,7 @@ class SearchPlan:
 
 
 def plan_search(mind_id: int, query: Any, limit: Any, gop_id: Any, profile: Any, since: Any,
-                until: Any, context: Any, lanes: Any) -> SearchPlan:
+                until: Any, context: Any, lanes: Any, where: Any = None) -> SearchPlan:
     """Validate a search's arguments (InvalidInputError naming the bad one) and plan it."""
     if not isinstance(query, str):
         raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
@@ -59,7 +60,7 @@ def plan_search(mind_id: int, query: Any, limit: Any, gop_id: Any, profile: Any,
             f"since ({since_utc.isoformat()}) is after until ({until_utc.isoformat()})")
     return SearchPlan(
         terms=keyword_terms(query),
-        where=LaneFilter((mind_id,), gop_id, since_utc, until_utc),
+        where=LaneFilter((mind_id,), gop_id, since_utc, until_utc, plan_where(where)),
         limit=limit,
         profile=chosen,
         context=_context(context),

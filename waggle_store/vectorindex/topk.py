@@ -28,11 +28,12 @@ RESCORED_SHARE: Final = 4
 @dataclass(frozen=True)
 class RowFilter:
     """What a search narrows a mind to: one session, a creation-time window (POSIX seconds,
-    inclusive). None: not narrowed."""
+    inclusive), a set of frame ids. None: not narrowed."""
 
     gop_id: str | None = None
     since: float | None = None
     until: float | None = None
+    frame_ids: Sequence[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,9 @@ def _mask(np_: Any, rows: Rows, where: RowFilter) -> tuple[Any, bool]:
         mask = _and(mask, rows.ts[:n] >= where.since)
     if where.until is not None:
         mask = _and(mask, rows.ts[:n] <= where.until)
+    if where.frame_ids is not None:
+        mask = _and(mask, np_.isin(rows.ids[:n], np_.asarray(where.frame_ids,
+                                                             dtype=rows.ids.dtype)))
     return mask, True
 
 

@@ -84,6 +84,7 @@ def emit_memory(conn: sa.Connection, mid: int, emit: Emit) -> None:
                 "created_at": iso(r[9]),
                 "last_accessed": iso(r[10]),
                 "salience": r[11],
+                "metadata": r[12] or {},
             },
         )
 

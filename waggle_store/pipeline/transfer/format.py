@@ -45,6 +45,7 @@ from waggle_store.pipeline.transfer.format_checks import (
 from waggle_store.pipeline.transfer.format_conversations import conversation_specs
 from waggle_store.repositories.common import MAX_KEY_LENGTH, MAX_NAME_LENGTH
 from waggle_store.repositories.knowledge_common import MAX_NAME_LENGTH as MAX_ENTITY_NAME_LENGTH
+from waggle_store.textinput import check_metadata
 
 __all__ = [
     "FORMAT_NAME",
@@ -117,6 +118,12 @@ def dump_line(record: Mapping[str, Any]) -> str:
         + "\n"
     )
 
+
+def _metadata(value: Any) -> dict[str, Any]:
+    try:
+        return check_metadata(_object(value)) or {}
+    except InvalidInputError as exc:
+        raise LineError(str(exc)) from exc
 
 
 _TEXT = _str()
@@ -228,7 +235,8 @@ SPECS: Final[dict[str, dict[str, Checker]]] = {
 #: ``embeddings/sentences.py``) came with migration 0007; every vector before it was "whole".
 OPTIONAL: Final[dict[str, dict[str, tuple[Any, Checker]]]] = {
     "vector": {"text_form": ("whole", _choice(TEXT_FORMS))},
-    "frame": {"salience": (None, _optional(_confidence))},
+    # A frame's metadata came with migration 0014; a frame before it had none.
+    "frame": {"salience": (None, _optional(_confidence)), "metadata": ({}, _metadata)},
 }
 
 

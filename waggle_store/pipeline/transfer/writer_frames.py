@@ -104,6 +104,7 @@ class FrameWriter(GraphWriter):
                     "created_at": r["created_at"],
                     "last_accessed": r["last_accessed"],
                     "salience": r.get("salience"),
+                    "metadata": r["metadata"] or None,
                 }
             )
             later.append((r["id"], waiting, later_base))
