@@ -118,6 +118,7 @@ def _fill_every_table(engine: sa.Engine) -> dict[str, int]:
             t=0,
             content="hello world",
             content_hash="h",
+            meta={"k": "v"},  # also fills SQLite's metadata side table (its triggers)
         )
         s.add(frame)
         s.flush()
