@@ -85,7 +85,8 @@ def test_every_command_with_its_exit_code(target: Any, tmp_path: Path) -> None:
     # a read of a mind the store does not have creates nothing and names the minds there are
     assert "its minds: 'default'" in cli("--mind", "other", "stats", code=1).stderr
 
-    assert set(cli.json("reconcile")) == {"fts_fixed", "vectors_fixed", "orphans_removed",
+    assert set(cli.json("reconcile")) == {"fts_fixed", "vectors_fixed", "extractions_fixed",
+                                          "orphans_removed",
                                           "problems", "repaired"}
     health = cli.json("health")
     assert health["dialect"] == target.dialect
