@@ -111,10 +111,6 @@ class LaneFilter:
         scans)."""
         return self.gop_id is not None or self.since is not None or self.until is not None
 
-    def session_and_time(self, mind_id: int) -> LaneFilter:
-        """This filter for one mind, without its attributes (what a vector table carries)."""
-        return LaneFilter((mind_id,), self.gop_id, self.since, self.until)
-
 
 @dataclass(frozen=True)
 class Attributes:

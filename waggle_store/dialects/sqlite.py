@@ -318,10 +318,6 @@ class SQLiteAdapter:
 
     # -- keyword index maintenance ------------------------------------------------------------
 
-    def _has_fts_table(self, session: Session) -> bool:
-        """A dropped FTS5 table has no rows to fix (``verify_derived`` reports it)."""
-        return sqlite_maint.has_fts_table(session)
-
     def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
         return sqlite_maint.repair_keyword_index(session, mind_id)
 

@@ -34,10 +34,8 @@ from waggle_store.embeddings.base import Embedder, embeds_beside_reads
 from waggle_store.embeddings.registry import (
     AUTO_ORDER,
     PROVIDER_NAMES,
-    PROVIDERS,
     build_provider,
     canonical_name,
-    missing_requirement,
     provider_spec,
 )
 from waggle_store.embeddings.retry import RetryPolicy
@@ -51,11 +49,6 @@ from waggle_store.errors import (
 )
 from waggle_store.records import EmbedderStatus
 from waggle_store.timeutil import utcnow
-
-
-def _skip_reason(provider: str) -> str | None:
-    """Why "auto" does not even try ``provider`` (no package, no key), or None to probe it."""
-    return missing_requirement(PROVIDERS[provider])
 
 
 class EmbeddingChain:
