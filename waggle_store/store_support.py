@@ -6,7 +6,6 @@ store's embedder. Plain functions on an engine or a session, so ``store.py`` sta
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from waggle_store import schema_version
@@ -15,8 +14,8 @@ from waggle_store.dialects.base import SearchAdapter
 from waggle_store.embeddings.base import Embedder
 from waggle_store.engine import connect, read_only
 from waggle_store.errors import MigrationError, WaggleStoreWarning, warn_at_caller
-from waggle_store.models import MindRow
 from waggle_store.repositories.mind_models import mismatch_reason, models_in_use, registered
+from waggle_store.repositories.minds import mind_names
 from waggle_store.repositories.vectors import model_key
 
 
@@ -54,7 +53,7 @@ def model_mismatches(session: Session, embedder: Embedder | None,
         return []
     key = model_key(embedder)
     keys = registered(session)
-    names = dict(session.execute(select(MindRow.id, MindRow.name)).all())
+    names = mind_names(session)
     return [mismatch_reason(names[mind_id], keys[model_id], key)
             for mind_id, model_id in sorted(models_in_use(session).items())
             if keys[model_id] != key and mind_id in names

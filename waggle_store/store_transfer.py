@@ -10,15 +10,13 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.errors import InvalidInputError, NotFoundError
-from waggle_store.models import MindRow
 from waggle_store.pipeline.transfer import export_mind, jsonl_records, run_import
 from waggle_store.pipeline.transfer.export import Destination
 from waggle_store.pipeline.transfer.importer import Source
 from waggle_store.records import ExportReport, ImportReport, PurgeReport
+from waggle_store.repositories.minds import MindRepository, check_mind_name
 from waggle_store.unitofwork import JoinedDatabase
 
 if TYPE_CHECKING:
@@ -27,12 +25,6 @@ if TYPE_CHECKING:
 __all__ = ["TransferMixin"]
 
 Progress = Callable[[int, int], None]
-
-
-def _check_mind_name(name: object) -> str:
-    if not isinstance(name, str) or not name.strip() or len(name) > 200 or "\x00" in name:
-        raise InvalidInputError("a mind name must be a non-empty string of at most 200 characters")
-    return name
 
 
 class TransferMixin:
@@ -45,11 +37,10 @@ class TransferMixin:
         if not isinstance(mind, str):
             return mind.context
         with self.context.read() as session:
-            row = session.execute(select(MindRow.id, MindRow.name, MindRow.kind)
-                                  .where(MindRow.name == _check_mind_name(mind))).first()
-        if row is None:
-            raise NotFoundError(f"no mind named {mind!r}")
-        return MindContext(self.context, int(row[0]), str(row[1]), str(row[2]))
+            row = MindRepository(session).get(check_mind_name(mind))
+            if row is None:
+                raise NotFoundError(f"no mind named {mind!r}")
+            return MindContext(self.context, int(row.id), str(row.name), str(row.kind))
 
     def export_mind(self, name: str | Mind, dest: Destination, *, include_vectors: bool = False,
                     progress: Progress | None = None) -> ExportReport:
@@ -67,7 +58,7 @@ class TransferMixin:
         caps: a bad line raises ``InvalidInputError`` naming it and nothing is imported.
         Imported harvest sources arrive with ``auto_sync`` off."""
         with jsonl_records(src) as (header, records):
-            name = _check_mind_name(into) if into is not None else header["mind"]
+            name = check_mind_name(into) if into is not None else header["mind"]
             return run_import(self.context, name, header["kind"], records, progress=progress,
                               merge=merge)
 
@@ -80,7 +71,7 @@ class TransferMixin:
         from waggle_store.pipeline.transfer.waggle_mind import waggle_mind_records
 
         with waggle_mind_records(path) as (records, problems):
-            return run_import(self.context, _check_mind_name(into), "workspace", records,
+            return run_import(self.context, check_mind_name(into), "workspace", records,
                               progress=progress, problems=problems, merge=merge)
 
     def import_openfang(self, src: Source, *, into: str, merge: bool = True,
@@ -90,7 +81,7 @@ class TransferMixin:
         from waggle_store.pipeline.transfer.openfang import openfang_records
 
         with openfang_records(src) as (records, problems):
-            return run_import(self.context, _check_mind_name(into), "workspace", records,
+            return run_import(self.context, check_mind_name(into), "workspace", records,
                               progress=progress, problems=problems, merge=merge)
 
     def export_openfang(

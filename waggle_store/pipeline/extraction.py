@@ -18,13 +18,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Final
 
-import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.errors import InvalidInputError, NotFoundError, WaggleStoreError
 from waggle_store.knowledge.extract import Extractor, RuleBasedExtractor
-from waggle_store.models import FrameEmbeddingRow, FrameRow
 from waggle_store.pipeline.ingest import Item, item_graph
 from waggle_store.records import (
     CognifyResult,
@@ -33,6 +31,7 @@ from waggle_store.records import (
     Extraction,
     ExtractionUsage,
 )
+from waggle_store.repositories.frame_upkeep import frame_content, vector_status
 from waggle_store.repositories.knowledge import KnowledgeRepository, MentionRepository
 from waggle_store.repositories.knowledge_common import (
     MAX_NAME_LENGTH,
@@ -157,11 +156,7 @@ def _write(session: Session, mind_id: int, frame_id: int, content: str,
 
 def _content(store: StoreContext, mind_id: int | None, frame_id: int) -> tuple[int, str] | None:
     with store.read() as session:
-        query = sa.select(FrameRow.mind_id, FrameRow.content).where(FrameRow.id == frame_id)
-        if mind_id is not None:
-            query = query.where(FrameRow.mind_id == mind_id)
-        row = session.execute(query).one_or_none()
-        return None if row is None else (int(row[0]), str(row[1]))
+        return frame_content(session, frame_id, mind_id)
 
 
 def recognify(mind: MindContext, frame_id: int) -> CognifyResult:
@@ -177,8 +172,7 @@ def recognify(mind: MindContext, frame_id: int) -> CognifyResult:
         raise WaggleStoreError(f"extraction of frame {frame_id} failed: {outcome.error}")
     with mind.write() as session:
         entities, relations = _write(session, mind.id, frame_id, found[1], outcome)
-        status = session.scalar(sa.select(FrameEmbeddingRow.status)
-                                .where(FrameEmbeddingRow.frame_id == frame_id))
+        status = vector_status(session, frame_id)
     return CognifyResult(frame_id=frame_id, entities_extracted=entities,
                          relations_created=relations, related_frames=[],
                          vector_status="ready" if status == "ready" else "pending")

@@ -23,10 +23,10 @@ from waggle_store.dialects.base import VectorRow
 from waggle_store.embeddings.base import Embedder, validate_vector
 from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.errors import EmbeddingProviderError, WaggleStoreError
-from waggle_store.models import MindRow
 from waggle_store.records import SwitchReport
 from waggle_store.repositories.knowledge_common import lock_graph
 from waggle_store.repositories.mind_models import MindModelRepository, describe
+from waggle_store.repositories.minds import mind_exists
 from waggle_store.repositories.vectors import (
     frame_rows,
     model_key,
@@ -94,7 +94,7 @@ def switch_embedding_model(mind: MindContext, embedder: Embedder, *,
             progress(embedded, total)
     with mind.write() as session:
         lock_graph(session, mind.id)
-        if session.get(MindRow, mind.id) is None:
+        if not mind_exists(session, mind.id):
             raise WaggleStoreError(f"mind {mind.name!r} was dropped during the switch")
         MindModelRepository(session, mind.id).flip(mind.adapter, target, form)
     log.info("mind %r switched from %s to %s (%d frames embedded)", mind.name, from_model,

@@ -1,5 +1,6 @@
 """Frame upkeep across a store: the reads and writes of consolidation (salience, merged access
-counts), reconcile (frames without a current vector) and the removal of deleted frames' vectors.
+counts), reconcile (frames without a current vector), extraction run again on a stored frame and
+the removal of deleted frames' vectors.
 """
 
 from __future__ import annotations
@@ -19,8 +20,24 @@ from waggle_store.models import (
     MindEmbeddingModelRow,
 )
 
-__all__ = ["StaleFrames", "drop_vectors", "last_frame_id", "model_ids", "salience_inputs",
-           "set_accesses", "set_salience"]
+__all__ = ["StaleFrames", "drop_vectors", "frame_content", "last_frame_id", "model_ids",
+           "salience_inputs", "set_accesses", "set_salience", "vector_status"]
+
+
+def frame_content(session: Session, frame_id: int,
+                  mind_id: int | None) -> tuple[int, str] | None:
+    """(mind id, content) of the frame, or None when there is none (in ``mind_id``, if given)."""
+    query = select(FrameRow.mind_id, FrameRow.content).where(FrameRow.id == frame_id)
+    if mind_id is not None:
+        query = query.where(FrameRow.mind_id == mind_id)
+    row = session.execute(query).one_or_none()
+    return None if row is None else (int(row[0]), str(row[1]))
+
+
+def vector_status(session: Session, frame_id: int) -> str | None:
+    """The status of the frame's vector manifest (``ready``, ``pending`` ...), None without one."""
+    return session.scalar(select(FrameEmbeddingRow.status)
+                          .where(FrameEmbeddingRow.frame_id == frame_id))
 
 
 def model_ids(session: Session) -> list[int]:

@@ -1,7 +1,8 @@
 """The reads of an export: every table of one mind, in keyset pages (``WHERE id > last ORDER BY
 id LIMIT n``), so memory stays one page whatever the mind's size. Rows come back as tuples in
-the column order each method names; ``pipeline/transfer/export_rows.py`` turns them into
-records.
+the column order each method names; ``pipeline/transfer/export_rows.py`` (the ``waggle-mind``
+JSONL export) and ``pipeline/transfer/openfang_export.py`` (OpenFang's JSON) turn them into
+records. The counts a progress report needs are read here too.
 """
 
 from __future__ import annotations
@@ -10,22 +11,24 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 import sqlalchemy as sa
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from waggle_store.models import (
     AwarenessRow,
     EmbeddingModelRow,
     EntityMentionRow,
     EntityRow,
+    FrameEmbeddingRow,
     FrameRow,
     HarvestSourceRow,
     IdentityRow,
     KVRow,
+    MindRow,
     RelationRow,
     SessionRow,
 )
 
-__all__ = ["PAGE", "MindExportRows", "id_pages", "pages"]
+__all__ = ["PAGE", "MindExportRows", "pages"]
 
 #: Rows per keyset page.
 PAGE: Final = 1000
@@ -43,7 +46,7 @@ def pages(conn: sa.Connection, stmt: Any, key: Any) -> Iterator[Any]:
         last = int(rows[-1][0])
 
 
-def id_pages(conn: sa.Connection, stmt: sa.Select[Any]) -> Iterator[list[int]]:
+def _id_pages(conn: sa.Connection, stmt: sa.Select[Any]) -> Iterator[list[int]]:
     """The frame ids ``stmt`` selects, in lists of :data:`PAGE`."""
     page: list[int] = []
     for row in pages(conn, stmt, FrameRow.id):
@@ -55,12 +58,66 @@ def id_pages(conn: sa.Connection, stmt: sa.Select[Any]) -> Iterator[list[int]]:
         yield page
 
 
+def _count(conn: sa.Connection, stmt: sa.Select[*tuple[Any, ...]]) -> int:
+    return int(conn.execute(select(func.count()).select_from(stmt.subquery())).scalar() or 0)
+
+
 class MindExportRows:
     """One mind's rows, table by table, for an export on ``conn``."""
 
     def __init__(self, conn: sa.Connection, mind_id: int) -> None:
         self.conn = conn
         self.mind_id = mind_id
+
+    def _frames(self) -> sa.Select[Any]:
+        return select(FrameRow.id).where(FrameRow.mind_id == self.mind_id)
+
+    def _ready(self) -> sa.Select[int | None, int, str, str]:
+        """The (model id, frame id, content hash, text form) of the mind's current vectors."""
+        e = FrameEmbeddingRow
+        return (select(e.model_id, e.frame_id, e.content_hash, e.text_form)
+                .join(FrameRow, FrameRow.id == e.frame_id)
+                .where(FrameRow.mind_id == self.mind_id, e.status == "ready",
+                       e.model_id.is_not(None), e.content_hash == FrameRow.content_hash))
+
+    def record_count(self) -> int:
+        """How many rows the memory, graph, kv and harvest-source tables hold for the mind
+        (what :meth:`identity` through :meth:`harvest_sources` yield)."""
+        mid = self.mind_id
+        return sum(_count(self.conn, stmt) for stmt in (
+            select(IdentityRow.mind_id).where(IdentityRow.mind_id == mid),
+            select(AwarenessRow.id).where(AwarenessRow.mind_id == mid),
+            select(SessionRow.id).where(SessionRow.mind_id == mid),
+            self._frames(),
+            select(EntityRow.id).where(EntityRow.mind_id == mid),
+            select(RelationRow.id).where(RelationRow.mind_id == mid),
+            select(EntityMentionRow.frame_id)
+            .join(FrameRow, FrameRow.id == EntityMentionRow.frame_id)
+            .where(FrameRow.mind_id == mid),
+            select(KVRow.key).where(KVRow.mind_id == mid),
+            select(HarvestSourceRow.id).where(HarvestSourceRow.mind_id == mid),
+        ))
+
+    def model_ids(self) -> list[int]:
+        """The ids of the embedding models the mind holds current vectors of, ascending."""
+        ready = self._ready().with_only_columns(FrameEmbeddingRow.model_id).distinct()
+        return sorted(int(m) for m in self.conn.execute(ready).scalars() if m is not None)
+
+    def vector_count(self) -> int:
+        """How many current vectors the mind holds (of every model)."""
+        return _count(self.conn, self._ready())
+
+    def vectors(self, model_id: int) -> Iterator[Any]:
+        """(frame_id, content_hash, text_form) of the frames with a current vector of
+        ``model_id``, by frame id."""
+        e = FrameEmbeddingRow
+        ready = self._ready().with_only_columns(e.frame_id, e.content_hash, e.text_form)
+        return pages(self.conn, ready.where(e.model_id == model_id), e.frame_id)
+
+    def settings(self) -> dict[str, Any]:
+        """The mind's settings (empty when it has none)."""
+        found = self.conn.scalar(select(MindRow.settings).where(MindRow.id == self.mind_id))
+        return dict(found or {})
 
     def identity(self) -> Iterator[sa.RowMapping]:
         yield from self.conn.execute(
@@ -89,28 +146,42 @@ class MindExportRows:
                                        f.created_at, f.last_accessed, f.salience, f.meta)
                      .where(f.mind_id == self.mind_id), f.id)
 
-    def entities(self) -> Iterator[Any]:
-        """(id, entity_type, name, properties, valid_from, valid_to, recorded_at)."""
+    def _active_entities(self) -> sa.Select[Any]:
+        return select(EntityRow.id).where(EntityRow.mind_id == self.mind_id,
+                                          EntityRow.valid_to.is_(None))
+
+    def entities(self, *, active: bool = False) -> Iterator[Any]:
+        """(id, entity_type, name, properties, valid_from, valid_to, recorded_at); with
+        ``active`` only the entities not superseded (no ``valid_to``)."""
         e = EntityRow
-        return pages(self.conn, select(e.id, e.entity_type, e.name, e.properties, e.valid_from,
-                                       e.valid_to, e.recorded_at).where(e.mind_id == self.mind_id),
-                     e.id)
+        stmt = select(e.id, e.entity_type, e.name, e.properties, e.valid_from, e.valid_to,
+                      e.recorded_at).where(e.mind_id == self.mind_id)
+        return pages(self.conn, stmt.where(e.valid_to.is_(None)) if active else stmt, e.id)
 
-    def relations(self) -> Iterator[Any]:
+    def relations(self, *, active: bool = False) -> Iterator[Any]:
         """(id, source_id, target_id, relation_type, confidence, properties, valid_from,
-        valid_to, recorded_at)."""
+        valid_to, recorded_at); with ``active`` only the relations not superseded whose both
+        ends are active entities."""
         x = RelationRow
-        return pages(self.conn, select(x.id, x.source_id, x.target_id, x.relation_type,
-                                       x.confidence, x.properties, x.valid_from, x.valid_to,
-                                       x.recorded_at).where(x.mind_id == self.mind_id), x.id)
+        stmt = select(x.id, x.source_id, x.target_id, x.relation_type, x.confidence,
+                      x.properties, x.valid_from, x.valid_to,
+                      x.recorded_at).where(x.mind_id == self.mind_id)
+        if active:
+            ends = self._active_entities()
+            stmt = stmt.where(x.valid_to.is_(None), x.source_id.in_(ends), x.target_id.in_(ends))
+        return pages(self.conn, stmt, x.id)
 
-    def mentions(self, frames_of_mind: sa.Select[Any]) -> Iterator[Any]:
-        """(frame_id, entity_id) of the frames ``frames_of_mind`` selects, paged by frame."""
+    def mentions(self) -> Iterator[Any]:
+        """(frame_id, entity_id) of the mind's frames, paged by frame."""
         m = EntityMentionRow
-        for ids in id_pages(self.conn, frames_of_mind):
+        for ids in _id_pages(self.conn, self._frames()):
             yield from self.conn.execute(select(m.frame_id, m.entity_id)
                                          .where(m.frame_id.in_(ids))
                                          .order_by(m.frame_id, m.entity_id))
+
+    def kv_count(self) -> int:
+        return int(self.conn.scalar(select(func.count()).select_from(KVRow)
+                                    .where(KVRow.mind_id == self.mind_id)) or 0)
 
     def kv(self) -> Iterator[Any]:
         """(key, value, updated_at), by key."""

@@ -12,17 +12,33 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from waggle_store.errors import InvalidInputError, NotFoundError
-from waggle_store.models import MIND_KINDS, MindRow
+from waggle_store.models import MIND_KINDS, Base, MindRow
 from waggle_store.records import MindInfo
 from waggle_store.repositories.common import get_or_create, rowcount
 
 MAX_MIND_NAME_LENGTH = 200  # minds.name is VARCHAR(200)
 
 
-def mind_names(session: Session, mind_ids: Iterable[int]) -> dict[int, str]:
-    """Mind id → name, for the ids that exist."""
-    return {int(i): str(n) for i, n in session.execute(
-        sa.select(MindRow.id, MindRow.name).where(MindRow.id.in_(set(mind_ids)))).all()}
+def mind_names(session: Session, mind_ids: Iterable[int] | None = None) -> dict[int, str]:
+    """Mind id → name, for the ids that exist (every mind when ``mind_ids`` is None)."""
+    stmt = sa.select(MindRow.id, MindRow.name)
+    if mind_ids is not None:
+        stmt = stmt.where(MindRow.id.in_(set(mind_ids)))
+    return {int(i): str(n) for i, n in session.execute(stmt).all()}
+
+
+def mind_holds_rows(session: Session, mind_id: int) -> bool:
+    """Whether any table keyed by mind holds a row of this mind."""
+    for table in Base.metadata.sorted_tables:
+        column = table.c.get("mind_id")
+        if column is not None and session.scalar(
+                sa.select(column).where(column == mind_id).limit(1)) is not None:
+            return True
+    return False
+
+
+def mind_exists(session: Session, mind_id: int) -> bool:
+    return session.get(MindRow, mind_id) is not None
 
 
 def check_mind_name(name: object) -> str:

@@ -8,8 +8,8 @@ written between two pages point at a frame the file does not hold, and the impor
 the file).
 
 This module holds the destination, the header, the record count for progress and the vectors;
-the per-table reads and their record layouts are in :mod:`.export_rows` (split off to keep both
-under 400 lines).
+the record layouts per table are in :mod:`.export_rows`, the reads in
+:class:`~waggle_store.repositories.mind_export.MindExportRows`.
 
 Records reference each other by the ids of this store; the order of the file (sessions before
 frames, frames and entities before mentions ...) lets the importer check every reference as it
@@ -28,23 +28,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import sqlalchemy as sa
-from sqlalchemy import func, select
 
 from waggle_store.context import MindContext
 from waggle_store.errors import InvalidInputError
-from waggle_store.models import (
-    AwarenessRow,
-    EntityMentionRow,
-    EntityRow,
-    FrameEmbeddingRow,
-    FrameRow,
-    HarvestSourceRow,
-    IdentityRow,
-    KVRow,
-    MindRow,
-    RelationRow,
-    SessionRow,
-)
 from waggle_store.pipeline.transfer.conversations import count_records, emit_conversations
 from waggle_store.pipeline.transfer.export_rows import (
     PAGE,
@@ -52,11 +38,11 @@ from waggle_store.pipeline.transfer.export_rows import (
     emit_graph,
     emit_memory,
     emit_small,
-    pages,
 )
 from waggle_store.pipeline.transfer.format import FORMAT_NAME, FORMAT_VERSION, dump_line, iso
 from waggle_store.records import ExportReport
 from waggle_store.repositories.knowledge_schema import SCHEMA_SETTINGS_KEY
+from waggle_store.repositories.mind_export import MindExportRows
 from waggle_store.timeutil import utcnow
 
 __all__ = ["PAGE", "Destination", "export_mind", "open_destination"]
@@ -111,10 +97,6 @@ def open_destination(dest: Destination) -> Iterator[tuple[Callable[[str], object
     )
 
 
-#: Kept under its old name: :mod:`.openfang` reads its tables with it.
-_pages = pages
-
-
 class _Counter:
     def __init__(self, total: int, progress: Progress | None) -> None:
         self.total, self.done, self.progress = total, 0, progress
@@ -125,10 +107,6 @@ class _Counter:
         self.by_type[kind] = self.by_type.get(kind, 0) + 1
         if self.progress is not None and (self.done % PAGE == 0 or self.done == self.total):
             self.progress(self.done, self.total)
-
-
-def _count(conn: sa.Connection, stmt: sa.Select[Any]) -> int:
-    return int(conn.execute(select(func.count()).select_from(stmt.subquery())).scalar() or 0)
 
 
 def export_mind(
@@ -170,39 +148,12 @@ def _export(
     include_vectors: bool,
 ) -> None:
     mid = mind.id
-    frames_of_mind = select(FrameRow.id).where(FrameRow.mind_id == mid)
-    ready = (
-        select(FrameEmbeddingRow.model_id)
-        .join(FrameRow, FrameRow.id == FrameEmbeddingRow.frame_id)
-        .where(
-            FrameRow.mind_id == mid,
-            FrameEmbeddingRow.status == "ready",
-            FrameEmbeddingRow.model_id.is_not(None),
-            FrameEmbeddingRow.content_hash == FrameRow.content_hash,
-        )
-    )
-    model_ids = sorted(int(m) for m in conn.execute(ready.distinct()).scalars() if m is not None)
-    plan: list[tuple[str, sa.Select[Any]]] = [
-        ("identity", select(IdentityRow.mind_id).where(IdentityRow.mind_id == mid)),
-        ("awareness", select(AwarenessRow.id).where(AwarenessRow.mind_id == mid)),
-        ("session", select(SessionRow.id).where(SessionRow.mind_id == mid)),
-        ("frame", frames_of_mind),
-        ("entity", select(EntityRow.id).where(EntityRow.mind_id == mid)),
-        ("relation", select(RelationRow.id).where(RelationRow.mind_id == mid)),
-        (
-            "mention",
-            select(EntityMentionRow.frame_id)
-            .join(FrameRow, FrameRow.id == EntityMentionRow.frame_id)
-            .where(FrameRow.mind_id == mid),
-        ),
-        ("kv", select(KVRow.key).where(KVRow.mind_id == mid)),
-        ("harvest_source", select(HarvestSourceRow.id).where(HarvestSourceRow.mind_id == mid)),
-    ]
-    counter.total = sum(_count(conn, stmt) for _, stmt in plan) + len(model_ids)
+    rows = MindExportRows(conn, mid)
+    model_ids = rows.model_ids()
+    counter.total = rows.record_count() + len(model_ids)
     if include_vectors:
-        counter.total += _count(conn, ready)
-    settings = conn.scalar(select(MindRow.settings).where(MindRow.id == mid)) or {}
-    schema = settings.get(SCHEMA_SETTINGS_KEY)
+        counter.total += rows.vector_count()
+    schema = rows.settings().get(SCHEMA_SETTINGS_KEY)
     counter.total += schema is not None
     counter.total += count_records(conn, mid)
 
@@ -225,7 +176,7 @@ def _export(
         )
     )
     emit_memory(conn, mid, emit)
-    emit_graph(conn, mid, frames_of_mind, emit)
+    emit_graph(conn, mid, emit)
     emit_small(conn, mid, schema, model_ids, emit)
     emit_conversations(conn, mid, emit)
     if include_vectors:
@@ -241,20 +192,10 @@ def _export_vectors(
     adapter = mind.adapter
     if not model_ids or not adapter.vector_backend_available(conn):
         return
-    e = FrameEmbeddingRow
+    rows = MindExportRows(conn, mind.id)
     for model_id in model_ids:
-        stmt = (
-            select(e.frame_id, e.content_hash, e.text_form)
-            .join(FrameRow, FrameRow.id == e.frame_id)
-            .where(
-                FrameRow.mind_id == mind.id,
-                e.status == "ready",
-                e.model_id == model_id,
-                e.content_hash == FrameRow.content_hash,
-            )
-        )
         batch: list[tuple[int, str, str]] = []
-        for row in pages(conn, stmt, e.frame_id):
+        for row in rows.vectors(model_id):
             batch.append((int(row[0]), str(row[1]), str(row[2])))
             if len(batch) == PAGE:
                 _emit_vectors(conn, adapter, model_id, batch, emit)

@@ -13,9 +13,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from waggle_store.pipeline.transfer.format import iso
-from waggle_store.repositories.mind_export import PAGE, MindExportRows, id_pages, pages
+from waggle_store.repositories.mind_export import PAGE, MindExportRows
 
-__all__ = ["PAGE", "Emit", "emit_graph", "emit_memory", "emit_small", "id_pages", "pages"]
+__all__ = ["PAGE", "Emit", "emit_graph", "emit_memory", "emit_small"]
 
 #: Writes one record of a type (``emit(kind, fields)``) and counts it.
 Emit = Callable[[str, dict[str, Any]], None]
@@ -89,8 +89,8 @@ def emit_memory(conn: sa.Connection, mid: int, emit: Emit) -> None:
         )
 
 
-def emit_graph(conn: sa.Connection, mid: int, frames_of_mind: sa.Select[Any], emit: Emit) -> None:
-    """Entities, relations, then mentions (paged by frame: ``frames_of_mind`` selects the ids)."""
+def emit_graph(conn: sa.Connection, mid: int, emit: Emit) -> None:
+    """Entities, relations, then mentions (paged by frame)."""
     rows = MindExportRows(conn, mid)
     for r in rows.entities():
         emit(
@@ -120,7 +120,7 @@ def emit_graph(conn: sa.Connection, mid: int, frames_of_mind: sa.Select[Any], em
                 "recorded_at": iso(r[8]),
             },
         )
-    for r in rows.mentions(frames_of_mind):
+    for r in rows.mentions():
         emit("mention", {"entity_id": r[1], "frame_id": r[0]})
 
 

@@ -23,19 +23,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
-from sqlalchemy import exc as sa_exc
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from waggle_store.context import StoreContext
 from waggle_store.errors import ConflictError, InvalidInputError, WaggleStoreError
-from waggle_store.models import MIND_KINDS, Base, MindRow
+from waggle_store.models import MIND_KINDS
 from waggle_store.pipeline.safe_files import open_regular, read_lines
 from waggle_store.pipeline.transfer.format import Line, LineError, parse_header, parse_line
 from waggle_store.pipeline.transfer.problems import Problems
 from waggle_store.pipeline.transfer.validate import check_records
 from waggle_store.pipeline.transfer.writer import MindWriter
 from waggle_store.records import ImportReport
+from waggle_store.repositories.minds import MindRepository, mind_holds_rows
 from waggle_store.repositories.vectors import ModelKey, model_key
 
 __all__ = ["RecordSource", "Source", "jsonl_records", "run_import"]
@@ -134,26 +133,16 @@ def jsonl_records(src: Source) -> Iterator[tuple[dict[str, Any], RecordSource]]:
         yield header, records
 
 
-def _has_rows(session: Session, mind_id: int) -> bool:
-    """Whether any table keyed by mind holds a row of this mind."""
-    for table in Base.metadata.sorted_tables:
-        column = table.c.get("mind_id")
-        if column is not None and session.scalar(
-                select(column).where(column == mind_id).limit(1)) is not None:
-            return True
-    return False
-
-
 def _refuse_unless_empty(session: Session, name: str, merge: bool) -> int | None:
     """The id of the mind ``name`` (None when missing). An existing mind that holds anything is
     refused unless ``merge``: an import must not write into another mind's memory (or
     overwrite its kv values) because the file names it."""
-    found = session.scalar(select(MindRow.id).where(MindRow.name == name))
-    if found is not None and not merge and _has_rows(session, int(found)):
+    found = MindRepository(session).get(name)
+    if found is not None and not merge and mind_holds_rows(session, int(found.id)):
         raise ConflictError(
             f"mind {name!r} already holds data; pass merge=True to import into it "
             "(waggle-store import --merge), or into=... (--into) for another mind")
-    return None if found is None else int(found)
+    return None if found is None else int(found.id)
 
 
 def _mind_id(session: Session, name: str, kind: str, *, merge: bool) -> int:
@@ -162,17 +151,9 @@ def _mind_id(session: Session, name: str, kind: str, *, merge: bool) -> int:
     found = _refuse_unless_empty(session, name, merge)
     if found is not None:
         return found
-    try:
-        with session.begin_nested():
-            row = MindRow(name=name, kind=kind if kind in MIND_KINDS else "workspace")
-            session.add(row)
-            session.flush()
-            return int(row.id)
-    except sa_exc.IntegrityError:
-        found = session.scalar(select(MindRow.id).where(MindRow.name == name))
-        if found is None:
-            raise
-        return int(found)
+    row, _ = MindRepository(session).get_or_create(
+        name, kind if kind in MIND_KINDS else "workspace")
+    return int(row.id)
 
 
 def _guarded(records: Iterator[tuple[int, Line]],

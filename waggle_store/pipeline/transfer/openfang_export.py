@@ -2,7 +2,8 @@
 
 Split from :mod:`.openfang` because writing shares nothing with reading but the vocabulary
 below: the reader converts a whole parsed document into checked records for the import path,
-the writer streams the store's rows out in keyset pages like the JSONL export (:mod:`.export`).
+the writer streams the store's rows out in keyset pages like the JSONL export (:mod:`.export`),
+through the same reads (:class:`~waggle_store.repositories.mind_export.MindExportRows`).
 The vocabulary lives here, not in :mod:`.openfang`, so that :mod:`.openfang` can re-export
 :func:`export_openfang` (where callers import it from) without an import cycle. The shape and
 the mapping are described in :mod:`.openfang`'s docstring and ``docs/export-format.md``.
@@ -13,13 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from sqlalchemy import func, select
-
 from waggle_store.context import MindContext
-from waggle_store.models import EntityRow, FrameRow, KVRow, RelationRow
-from waggle_store.pipeline.transfer.export import Destination, _pages, open_destination
+from waggle_store.pipeline.transfer.export import Destination, open_destination
 from waggle_store.pipeline.transfer.format import dump_line, iso
 from waggle_store.records import ExportReport
+from waggle_store.repositories.mind_export import MindExportRows
 from waggle_store.timeutil import utcnow
 
 __all__ = ["FORMAT", "LEVELS", "export_openfang"]
@@ -61,44 +60,28 @@ def export_openfang(
             conn.execution_options(isolation_level="REPEATABLE READ")
         head = {"format": FORMAT, "version": 1, "agent_id": agent, "exported_at": iso(utcnow())}
         write(dump_line(head)[:-2] + ',"fragments":[')
-        f = FrameRow
-        rows = _pages(
-            conn,
-            select(
-                f.id,
-                f.content,
-                f.source,
-                f.importance,
-                f.access_count,
-                f.created_at,
-                f.last_accessed,
-                f.frame_type,
-                f.gop_id,
-                f.t,
-            ).where(f.mind_id == mind.id),
-            f.id,
-        )
-        for n, r in enumerate(rows):
+        rows = MindExportRows(conn, mind.id)
+        for n, r in enumerate(rows.frames()):
             write(
                 _element(
                     n,
                     {
                         "id": str(r[0]),
                         "agent_id": agent,
-                        "content": r[1],
-                        "source": _FROM_SOURCE[r[2]],
-                        "importance": dict(LEVELS)[r[3]],
-                        "access_count": r[4],
-                        "created_at": iso(r[5]),
-                        "last_accessed_at": iso(r[6]),
+                        "content": r[5],
+                        "source": _FROM_SOURCE[r[7]],
+                        "importance": dict(LEVELS)[r[6]],
+                        "access_count": r[8],
+                        "created_at": iso(r[9]),
+                        "last_accessed_at": iso(r[10]),
                         "scope": "episodic",
                         "metadata": {
                             "waggle": {
-                                "frame_type": r[7],
-                                "gop_id": r[8],
-                                "t": r[9],
-                                "importance": r[3],
-                                "source": r[2],
+                                "frame_type": r[1],
+                                "gop_id": r[2],
+                                "t": r[3],
+                                "importance": r[6],
+                                "source": r[7],
                             }
                         },
                     },
@@ -106,16 +89,7 @@ def export_openfang(
             )
             counts["fragments"] += 1
         write('],\n"entities":[')
-        e = EntityRow
-        for n, r in enumerate(
-            _pages(
-                conn,
-                select(e.id, e.entity_type, e.name, e.properties, e.valid_from).where(
-                    e.mind_id == mind.id, e.valid_to.is_(None)
-                ),
-                e.id,
-            )
-        ):
+        for n, r in enumerate(rows.entities(active=True)):
             write(
                 _element(
                     n,
@@ -131,30 +105,7 @@ def export_openfang(
             )
             counts["entities"] += 1
         write('],\n"relations":[')
-        x = RelationRow
-        active = select(EntityRow.id).where(
-            EntityRow.mind_id == mind.id, EntityRow.valid_to.is_(None)
-        )
-        for n, r in enumerate(
-            _pages(
-                conn,
-                select(
-                    x.id,
-                    x.source_id,
-                    x.relation_type,
-                    x.target_id,
-                    x.properties,
-                    x.confidence,
-                    x.valid_from,
-                ).where(
-                    x.mind_id == mind.id,
-                    x.valid_to.is_(None),
-                    x.source_id.in_(active),
-                    x.target_id.in_(active),
-                ),
-                x.id,
-            )
-        ):
+        for n, r in enumerate(rows.relations(active=True)):
             write(
                 _element(
                     n,
@@ -162,28 +113,18 @@ def export_openfang(
                         "id": str(r[0]),
                         "agent_id": agent,
                         "from_entity_id": str(r[1]),
-                        "relation_type": r[2],
-                        "to_entity_id": str(r[3]),
-                        "properties": r[4] or {},
-                        "confidence": r[5],
+                        "relation_type": r[3],
+                        "to_entity_id": str(r[2]),
+                        "properties": r[5] or {},
+                        "confidence": r[4],
                         "created_at": iso(r[6]),
                     },
                 )
             )
             counts["relations"] += 1
         write('],\n"kv":[')
-        total = (
-            conn.scalar(select(func.count()).select_from(KVRow).where(KVRow.mind_id == mind.id))
-            or 0
-        )
-        for n, (key, value, at) in enumerate(
-            conn.execute(
-                select(KVRow.key, KVRow.value, KVRow.updated_at)
-                .where(KVRow.mind_id == mind.id)
-                .order_by(KVRow.key)
-                .execution_options(yield_per=1000)
-            )
-        ):
+        total = rows.kv_count()
+        for n, (key, value, at) in enumerate(rows.kv()):
             write(_element(n, {"key": key, "value": value, "updated_at": iso(at)}))
             counts["kv"] += 1
         write("]}\n")

@@ -48,6 +48,7 @@ from waggle_store.pipeline.transfer.waggle_mind_rows import (
     open_mind_file,
     refuse_computed,
     seed_time,
+    table_names,
 )
 from waggle_store.repositories.knowledge_common import name_key
 
@@ -158,11 +159,7 @@ class _Reader(MindRows, NumberedLines):
                 gops.add(gop)
                 yield item
             next_id = max(next_id, int(row["id"]) + 1)
-        frame_ids = (
-            {int(r[0]) for r in self.db.execute("SELECT id FROM memory_frames")}
-            if "memory_frames" in self.tables
-            else set()
-        )
+        frame_ids = self.ids("memory_frames")
         used: dict[str, set[int]] = {}
         for row in self.rows("memory_frames", "id"):
             fid, gop = int(row["id"]), row["gop_id"]
@@ -321,21 +318,21 @@ class _Reader(MindRows, NumberedLines):
                 yield item
 
     def _not_imported(self) -> None:
-        if "memory_frames_vec_rowids" in self.tables:
-            count = self.db.execute("SELECT count(*) FROM memory_frames_vec_rowids").fetchone()[0]
+        count = self.count("memory_frames_vec_rowids")
+        if count is not None:
             self.problems.add(
                 "vectors not imported",
                 "memory_frames_vec (1024 floats, zero-padded, model not recorded)",
                 "frames left pending: store.reconcile() embeds them with the store's model",
-                int(count),
+                count,
             )
-        if "embedding_usage" in self.tables:
-            count = self.db.execute("SELECT count(*) FROM embedding_usage").fetchone()[0]
+        count = self.count("embedding_usage")
+        if count is not None:
             self.problems.add(
                 "embedding_usage rows not imported",
                 "embedding_usage",
                 "a per-user quota counter of the old app, not memory",
-                int(count),
+                count,
             )
 
 
@@ -350,8 +347,7 @@ def waggle_mind_records(path: str | os.PathLike[str]) -> Iterator[tuple[RecordSo
         raise InvalidInputError(f"{where} cannot be opened as SQLite: {exc}") from exc
     with closing(conn):
         try:
-            tables = {r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            tables = table_names(conn)
             refuse_computed(conn, tables & _READ_TABLES, where)
         except sqlite3.DatabaseError as exc:
             raise InvalidInputError(f"{where} is not a SQLite database: {exc}") from exc

@@ -23,7 +23,7 @@ from waggle_store.pipeline.transfer.problems import Problems
 from waggle_store.timeutil import utcnow
 
 __all__ = ["MAX_VALUE_BYTES", "MindRows", "mind_uri", "open_mind_file", "refuse_computed",
-           "seed_time"]
+           "seed_time", "table_names"]
 
 
 def seed_time(value: Any, problems: Problems, what: str) -> datetime | None:
@@ -83,6 +83,11 @@ def open_mind_file(path: str | os.PathLike[str]) -> sqlite3.Connection:
     return conn
 
 
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    """The names of the file's tables."""
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
 def refuse_computed(conn: sqlite3.Connection, tables: set[str], where: str) -> None:
     """Refuse a file whose tables compute values (generated columns): the old app's schema has
     none, and a computed column can make a few-KB file read as gigabytes."""
@@ -100,9 +105,7 @@ class MindRows:
 
     def __init__(self, conn: sqlite3.Connection, problems: Problems) -> None:
         self.db, self.problems = conn, problems
-        self.tables = {
-            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        }
+        self.tables = table_names(conn)
         self.now = iso(utcnow())
 
     def rows(self, table: str, order: str = "rowid") -> Iterator[sqlite3.Row]:
@@ -114,6 +117,18 @@ class MindRows:
                 self.db.execute(f'SELECT * FROM "{table}" ORDER BY {order}'), start=1):
             self.at = f"table {table}, row {number}"
             yield row
+
+    def ids(self, table: str) -> set[int]:
+        """The ``id`` of every row of ``table`` (none when the file lacks it)."""
+        if table not in self.tables:
+            return set()
+        return {int(r[0]) for r in self.db.execute(f'SELECT id FROM "{table}"')}
+
+    def count(self, table: str) -> int | None:
+        """How many rows ``table`` holds; None when the file lacks it."""
+        if table not in self.tables:
+            return None
+        return int(self.db.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
 
     def time(
         self, row: sqlite3.Row, column: str, what: str, *, default: str | None = None
