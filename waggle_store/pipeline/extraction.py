@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.errors import InvalidInputError, NotFoundError, WaggleStoreError
 from waggle_store.knowledge.extract import Extractor, RuleBasedExtractor
-from waggle_store.pipeline.ingest import Item, item_graph
+from waggle_store.pipeline.ingest import Item, write_graph
 from waggle_store.records import (
     CognifyResult,
     ExtractedEntity,
@@ -32,11 +32,10 @@ from waggle_store.records import (
     ExtractionUsage,
 )
 from waggle_store.repositories.frame_upkeep import frame_content, vector_status
-from waggle_store.repositories.knowledge import KnowledgeRepository, MentionRepository
+from waggle_store.repositories.knowledge import KnowledgeRepository
 from waggle_store.repositories.knowledge_common import (
     MAX_NAME_LENGTH,
     MAX_TYPE_LENGTH,
-    EntitySpec,
     check_confidence,
     check_label,
     check_properties,
@@ -138,20 +137,12 @@ def _write(session: Session, mind_id: int, frame_id: int, content: str,
     """A stored frame's entities, mentions and edges; (entities, new edges)."""
     kg = KnowledgeRepository(session, mind_id)
     kg.lock()
-    schema = kg.schema.get()
-    specs = [EntitySpec(e.type, e.name, {**(e.properties or {}), "confidence": e.confidence,
-                                         "source": "cognify"}) for e in outcome.entities]
-    rows, refused = kg.entities.upsert_many(specs, schema)
     item = Item(0, content, "normal", "user_stated", None, outcome.entities, outcome.relations)
-    types: dict[int, str] = {}
-    ids, edges = item_graph(item, rows, types)
-    MentionRepository(session, mind_id).add_many(frame_id, ids)
-    created, edge_refused = kg.relations.ensure_many(edges, types, schema)
-    for why in refused + edge_refused:
-        log.info("extraction skipped a graph write the mind's schema refuses: %s", why)
+    counts, created = write_graph(session, mind_id, [item], [frame_id], set(), kg.schema.get(),
+                                  by="extraction")
     PendingExtractionRepository(session, mind_id).clear(frame_id)
     settle(session, mind_id, frame_id, Outcome(usage=outcome.usage))
-    return len(ids), created
+    return counts[0], created
 
 
 def _content(store: StoreContext, mind_id: int | None, frame_id: int) -> tuple[int, str] | None:

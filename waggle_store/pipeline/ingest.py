@@ -47,7 +47,7 @@ from waggle_store.repositories.knowledge import (
 )
 from waggle_store.timeutil import utcnow
 
-__all__ = ["Item", "Written", "item_graph", "write_chunk", "write_one_by_one"]
+__all__ = ["Item", "Written", "item_graph", "write_chunk", "write_graph", "write_one_by_one"]
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +118,13 @@ def item_graph(item: Item, rows: Sequence[EntityRow | None],
     return ids, edges
 
 
-def _write_graph(session: Session, mind_id: int, items: Sequence[Item], frame_ids: Sequence[int],
-                 new_ids: set[int], schema: ValidationSchema | None) -> tuple[list[int], int]:
-    """Entities, mentions and edges of the items; returns (entities per item, new edges).
+def write_graph(session: Session, mind_id: int, items: Sequence[Item], frame_ids: Sequence[int],
+                new_ids: set[int], schema: ValidationSchema | None,
+                by: str = "cognify") -> tuple[list[int], int]:
+    """Entities, mentions and edges of the items stored as ``frame_ids`` (``new_ids``: those this
+    transaction inserted, which hold no mention yet); returns (entities per item, new edges).
+    The write of cognify and of extraction run again on a stored frame (``by`` names it in the
+    log).
 
     What the mind's ValidationSchema refuses is skipped and logged, not fatal: the memory itself
     is still stored, and a schema too strict for the rule-based extractor shows in the log.
@@ -143,7 +147,7 @@ def _write_graph(session: Session, mind_id: int, items: Sequence[Item], frame_id
     MentionRepository(session, mind_id).add_missing(pairs, new_ids)
     created, edge_refused = RelationRepository(session, mind_id).ensure_many(edges, types, schema)
     for why in refused + edge_refused:
-        log.info("cognify skipped a graph write the mind's schema refuses: %s", why)
+        log.info("%s skipped a graph write the mind's schema refuses: %s", by, why)
     return counts, created
 
 
@@ -189,7 +193,7 @@ def write_chunk(session: Session, mind: MindContext, gop_id: str, items: Sequenc
     ready_ids = write_vectors(session, mind, hits, model_id, embed_error) if hits else set()
     if embedded:
         ready_ids |= new_ids
-    counts, relations = _write_graph(session, mind.id, items, frame_ids, new_ids, schema)
+    counts, relations = write_graph(session, mind.id, items, frame_ids, new_ids, schema)
     written: dict[int, Written] = {}
     for position, (item, frame_id, n_entities) in enumerate(
             zip(items, frame_ids, counts, strict=True)):
