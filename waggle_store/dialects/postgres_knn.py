@@ -3,9 +3,11 @@ HNSW index (with a candidate list that follows the page) above that size.
 
 HNSW misses neighbours that an exact scan finds, most for queries unlike any stored vector: a
 query of a few words embedded by the hashing embedder has a handful of non-zero coordinates,
-every stored vector is about as far from it as every other, and the graph search wanders. Below
-:data:`EXACT_SCAN_MAX` vectors the exact scan costs about what an HNSW search costs with a
-candidate list long enough to find them, and it misses nothing.
+every stored vector is about as far from it as every other, and the graph search wanders. Up to
+:data:`EXACT_SCAN_MAX` vectors the exact scan costs about what an HNSW search costs and misses
+nothing. Above it, it costs more than the search's other work together, and the HNSW candidate
+list is the trade between recall and time: longer lists find more of the nearest, and each
+candidate costs the server about as much at any size of mind.
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ from waggle_store.dialects.common import frame_filters, run_lane
 from waggle_store.dialects.postgres_maint import HNSW_MAX_VECTOR_DIMS
 
 #: Minds holding at most this many vectors (in one vector table) are searched by an exact scan.
-EXACT_SCAN_MAX: Final = 20_000
+EXACT_SCAN_MAX: Final = 5_000
 #: How long a count of the minds' vectors (:class:`VectorCounts`) is reused.
 VECTOR_COUNT_TTL: Final = 60.0
 #: The HNSW candidate list of a KNN page (:func:`ef_search`): at least this many candidates, and
-#: :data:`EF_SEARCH_PER_ROW` a row.
-EF_SEARCH_MIN: Final = 160
-EF_SEARCH_PER_ROW: Final = 4
+#: :data:`EF_SEARCH_PER_ROW` a row (a search's page of 20 asks the lane for 40 rows: 80).
+EF_SEARCH_MIN: Final = 80
+EF_SEARCH_PER_ROW: Final = 2
 #: Per transaction (``is_local``), so nothing leaks to the next user of the pooled connection
 #: (nor, behind a transaction-pooling PgBouncer, to another client's transaction).
 HNSW_SETTINGS: Final = (
@@ -38,8 +40,7 @@ def ef_search(k: int) -> int:
     """The HNSW candidate list (``hnsw.ef_search``) of a KNN page of ``k`` rows: at least
     :data:`EF_SEARCH_MIN`, and :data:`EF_SEARCH_PER_ROW` candidates a row, at most pgvector's
     maximum of 1,000. pgvector's fixed default (40) loses recall for every page size, most for
-    small pages of near-alike frames: the graph search settles among close neighbours before it
-    reaches the nearest."""
+    wide pages: the page would be the whole candidate list."""
     return min(1000, max(EF_SEARCH_MIN, EF_SEARCH_PER_ROW * int(k)))
 
 
