@@ -4,10 +4,10 @@ HNSW index (with a candidate list that follows the page) above that size.
 HNSW misses neighbours that an exact scan finds, most for queries unlike any stored vector: a
 query of a few words embedded by the hashing embedder has a handful of non-zero coordinates,
 every stored vector is about as far from it as every other, and the graph search wanders. Up to
-:data:`EXACT_SCAN_MAX` vectors the exact scan costs about what an HNSW search costs and misses
-nothing. Above it, it costs more than the search's other work together, and the HNSW candidate
-list is the trade between recall and time: longer lists find more of the nearest, and each
-candidate costs the server about as much at any size of mind.
+:data:`EXACT_SCAN_MAX` vectors the exact scan costs the server a few milliseconds (where the
+planner would choose it over the index itself) and misses nothing. Above that it soon costs more
+than the rest of a search, and the HNSW candidate list is the trade between recall and time:
+a longer list finds more of the nearest and costs the server more per search.
 """
 
 from __future__ import annotations
