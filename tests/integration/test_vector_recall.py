@@ -20,8 +20,8 @@ import pytest
 import sqlalchemy as sa
 
 import waggle_store as ws
-from waggle_store.embeddings.base import Embedder
 from waggle_store.dialects.base import LaneFilter
+from waggle_store.embeddings.base import Embedder
 from waggle_store.models import MindEmbeddingModelRow
 
 #: Frames of the mind, per embedder (MiniLM embeds a frame ~100x slower than hashing).

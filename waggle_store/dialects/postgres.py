@@ -239,8 +239,8 @@ class PostgresAdapter:
     ) -> list[LaneHit]:
         """The KNN over the vector table alone, then the manifest check on its candidates (see
         the module docstring): through the HNSW index, or an exact scan of minds holding at most
-        :data:`~postgres_knn.EXACT_SCAN_MAX` vectors; an exact scan with the frames when the KNN comes up
-        short."""
+        :data:`~postgres_knn.EXACT_SCAN_MAX` vectors; an exact scan with the frames when the
+        KNN comes up short."""
         if not where.mind_ids:
             return []
         dims = len(vector)
