@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 import waggle_store as ws
+from waggle_store.dialects import postgres_knn
 from waggle_store.models import MindRow
 
 from conftest import Target, only_postgres, only_sqlite
@@ -58,7 +59,9 @@ def test_searches_leave_the_pooled_connection_transactional(store_factory: objec
 
 @only_postgres
 def test_postgres_settings_are_per_search_and_never_leak(
-        target: Target, store_factory: object) -> None:
+        target: Target, store_factory: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Through the HNSW index, which the settings are for (a mind this small is scanned exactly).
+    monkeypatch.setattr(postgres_knn, "EXACT_SCAN_MAX", 0)
     store = store_factory()  # type: ignore[operator]
     mind = _fill(store)
     own = {limit: _found(mind, "pelican heron", limit) for limit in (20, 30)}

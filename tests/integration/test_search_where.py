@@ -14,6 +14,7 @@ from sqlalchemy import update
 import waggle_store as ws
 from tests.conftest import only_postgres, only_sqlite
 from waggle_store.dialects import postgres as postgres_adapter
+from waggle_store.dialects import postgres_knn
 from waggle_store.models import FrameRow
 
 META = {"project": "apollo", "n": 3, "ok": True, "tags": ["a", "b"], "nested": {"k": [1, 2.5]}}
@@ -216,8 +217,10 @@ def test_a_rare_filter_fills_the_page_through_vec0_too(
 def test_a_rare_filter_fills_the_page_through_the_hnsw_pages(
         rare_mind: ws.Mind, monkeypatch: pytest.MonkeyPatch) -> None:
     """PostgreSQL answers a filter that fewer than 4,096 frames pass with an exact scan of
-    them; as if more did, the HNSW pages are checked and widened until the page is full."""
+    them; as if more did, the HNSW pages are checked and widened until the page is full (the
+    mind's vectors as if too many for an exact scan of them all)."""
     monkeypatch.setattr(postgres_adapter, "_few_pass", lambda session, where: False)
+    monkeypatch.setattr(postgres_knn, "EXACT_SCAN_MAX", 0)
     for where in ({"metadata": {"rare": "yes"}}, {"source": "tool_verified"}):
         results = rare_mind.search("pump station pressure report", limit=20, where=where,
                                    lanes={"vector"})

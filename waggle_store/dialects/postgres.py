@@ -6,11 +6,13 @@ mind_id, embedding vector(d), gop_id, created_at)`` with an HNSW index (``vector
 Vectors travel as text literals cast to ``vector`` so no pgvector adapter has to be registered on
 the host's driver.
 
-Filtered KNN: the ordered query reads the vector table alone, so the planner can use the HNSW
-index (a join to ``memory_frames``/``frame_embeddings`` inside it made Postgres sort the whole
-mind instead). The mind, session and time filters are on the vector table's own columns (copied
-from the frame when the vector is stored, like the SQLite ``vec0`` metadata columns) and
-``hnsw.iterative_scan = relaxed_order`` keeps the index scanning until ``LIMIT`` rows pass them.
+KNN: minds of few vectors are scanned exactly, larger ones through the HNSW index
+(:mod:`waggle_store.dialects.postgres_knn` says when and why). The ordered query reads the vector
+table alone, so the planner can use the HNSW index (a join to ``memory_frames``/
+``frame_embeddings`` inside it made Postgres sort the whole mind instead). The mind, session and
+time filters are on the vector table's own columns (copied from the frame when the vector is
+stored, like the SQLite ``vec0`` metadata columns) and ``hnsw.iterative_scan = relaxed_order``
+keeps the index scanning until ``LIMIT`` rows pass them.
 The manifest (is this vector current for the frame's content?) is checked on the materialised
 candidates; stale ones are dropped and the KNN widens until the page is full. Iterative scans stop
 at ``hnsw.max_scan_tuples``, so a short page is completed by an exact scan, which is only reached
@@ -33,7 +35,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
 
-from waggle_store.dialects import derived, postgres_keyword, postgres_maint
+from waggle_store.dialects import derived, postgres_keyword, postgres_knn, postgres_maint
 from waggle_store.dialects.base import (
     T_EMBEDDINGS,
     T_FRAMES,
@@ -73,30 +75,6 @@ from waggle_store.models.idioms import rowcount
 
 #: Widest KNN page asked of the HNSW index before an exact scan takes over.
 KNN_MAX_K: Final = 4096
-#: The HNSW candidate list of a KNN page (:func:`ef_search`): at least this many candidates, and
-#: :data:`EF_SEARCH_PER_ROW` a row. Measured on 10k hashing vectors (Zipf words), tie-aware
-#: recall against an exact scan: 160 candidates give 0.990 for 10 rows, 0.985 for 20, 0.984 for
-#: 40, where pgvector's default 40 gave 0.956, 0.951 and 0.939.
-EF_SEARCH_MIN: Final = 160
-EF_SEARCH_PER_ROW: Final = 4
-#: Per transaction (``is_local``), so nothing leaks to the next user of the pooled connection
-#: (nor, behind a transaction-pooling PgBouncer, to another client's transaction).
-_HNSW_SETTINGS: Final = (
-    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-    "set_config('hnsw.ef_search', :ef, true)"
-)
-
-
-
-def ef_search(k: int) -> int:
-    """The HNSW candidate list (``hnsw.ef_search``) of a KNN page of ``k`` rows: at least
-    :data:`EF_SEARCH_MIN`, and :data:`EF_SEARCH_PER_ROW` candidates a row, at most pgvector's
-    maximum of 1,000. pgvector's fixed default (40) lost recall for every page size, most for
-    small pages of near-alike frames: the graph search settles among close neighbours before it
-    reaches the nearest."""
-    return min(1000, max(EF_SEARCH_MIN, EF_SEARCH_PER_ROW * int(k)))
-
-
 def _few_pass(session: Executor, where: LaneFilter) -> bool:
     """Whether fewer than :data:`KNN_MAX_K` frames pass the filter's where= attributes: then
     the exact scan of them costs less than KNN pages they would thin out (each page widened
@@ -111,13 +89,6 @@ def _few_pass(session: Executor, where: LaneFilter) -> bool:
     return int(rows[0][0]) < KNN_MAX_K
 
 
-def _distance_expr(column: str, param: str, dims: int) -> str:
-    """The expression the HNSW index was built on, so the planner can use it."""
-    if dims > HNSW_MAX_VECTOR_DIMS:
-        return f"({column}::halfvec({dims}) <=> CAST(:{param} AS halfvec({dims})))"
-    return f"({column} <=> CAST(:{param} AS vector({dims})))"
-
-
 class PostgresAdapter:
     dialect = "postgresql"
 
@@ -126,6 +97,7 @@ class PostgresAdapter:
         self._has_vector: bool | None = None
         self._filter_columns: set[int] = set()
         self._vector_tables = VectorTables()
+        self._vector_counts = postgres_knn.VectorCounts()
         #: Minds searched -> frames counted (idf's N): see :mod:`keyword_rank`.
         self.frame_counts = FrameCounts()
         #: Minds searched and a common term -> the frames holding it: see :mod:`keyword_rank`.
@@ -265,8 +237,10 @@ class PostgresAdapter:
         where: LaneFilter,
         limit: int,
     ) -> list[LaneHit]:
-        """The HNSW KNN over the vector table alone, then the manifest check on its candidates
-        (see the module docstring); an exact scan when the KNN comes up short."""
+        """The KNN over the vector table alone, then the manifest check on its candidates (see
+        the module docstring): through the HNSW index, or an exact scan of minds holding at most
+        :data:`~postgres_knn.EXACT_SCAN_MAX` vectors; an exact scan with the frames when the
+        KNN comes up short."""
         if not where.mind_ids:
             return []
         dims = len(vector)
@@ -278,7 +252,7 @@ class PostgresAdapter:
             "model_id": model_id,
             "check_mind": int(where.mind_ids[0]),
         }
-        distance = _distance_expr("v.embedding", "q", dims)
+        distance = postgres_knn.distance_expr("v.embedding", "q", dims)
         if (not where.narrowed or self._has_filter_columns(session, model_id)) \
                 and not _few_pass(session, where):
             # The vector table carries the mind, session and time; the frame's attributes
@@ -287,19 +261,23 @@ class PostgresAdapter:
                                     alias="v", mind_alias="v")
             attributes = knn_attributes(where, params, self.dialect)
             k = limit if attributes is None else limit * ATTRIBUTE_WIDENING
+            exact = self._vector_counts.few(session, table, where.mind_ids)
+            # "+ 0" hides the indexed expression from the planner: an exact scan.
+            order = f"{distance} + 0" if exact else distance
             while True:
-                # The candidate list follows the page (:func:`ef_search`), for this transaction.
-                run_lane(session, _HNSW_SETTINGS, {"ef": str(ef_search(k))})
+                if not exact:  # the candidate list follows the page, for this transaction
+                    run_lane(session, postgres_knn.HNSW_SETTINGS,
+                             {"ef": str(postgres_knn.ef_search(k))})
                 # relaxed_order can return rows slightly out of order: the page is re-sorted.
                 rows = run_lane(
                     session,
                     f"WITH c AS MATERIALIZED (SELECT v.frame_id, {distance} AS d FROM {table} v "
-                    f"WHERE {filters} ORDER BY {distance} LIMIT :k) "
+                    f"WHERE {filters} ORDER BY {order} LIMIT :k) "
                     f"{checked_knn('c', 'frame_id', 'd', attributes)} ORDER BY c.d, c.frame_id",
                     {**params, "k": k},
                 )
                 hits = current_hits(session, rows, model_id, attributes is not None)
-                if len(hits) >= limit:
+                if len(hits) >= limit or (exact and len(rows) < k):
                     return hits[:limit]
                 # Fewer rows than asked: the candidates are exhausted, or the iterative scan hit
                 # hnsw.max_scan_tuples; the exact scan below settles both.
