@@ -186,24 +186,15 @@ class SearchAdapter(Protocol):
 
     # -- lanes ------------------------------------------------------------------------------
 
-    #: The cached frame counts of the keyword lane's idf (``N``), which a store that owns its
-    #: connections recounts off the searches' way (:mod:`~waggle_store.dialects.keyword_rank`).
+    #: The cached frame counts of the keyword lane's idf (``N``) and the cached ``df`` of
+    #: common query terms (:mod:`~waggle_store.dialects.keyword_rank`).
     frame_counts: FrameCounts
-    #: The cached ``df`` of common query terms, recounted the same way (:meth:`count_term_frames`).
     term_counts: TermCounts
 
     def keyword_search(
-        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int,
-        expired_count: bool = False,
+        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
-        """Best first. ``terms`` come from :func:`waggle_store.search.query.keyword_terms`.
-        ``expired_count``: ``N`` may be an expired count of :attr:`frame_counts` (the caller
-        has it recounted) instead of a count in the statement."""
-        ...
-
-    def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
-        """How many frames of the minds hold ``term`` (as :attr:`term_counts` keys it), the
-        ``df`` :meth:`keyword_search` counts."""
+        """Best first. ``terms`` come from :func:`waggle_store.search.query.keyword_terms`."""
         ...
 
     def like_search(

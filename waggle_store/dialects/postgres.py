@@ -62,7 +62,6 @@ from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.keyword_rank import (
     FrameCounts,
     TermCounts,
-    count_frames,
     keyword_rows,
 )
 from waggle_store.dialects.postgres_keyword import tsquery_terms as tsquery_terms
@@ -199,8 +198,7 @@ class PostgresAdapter:
     # -- lanes ------------------------------------------------------------------------------
 
     def keyword_search(
-        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int,
-        expired_count: bool = False,
+        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
         """The idf sum of :mod:`~waggle_store.dialects.keyword_rank` in one statement, the same
         formula as the SQLite lane's, so an exported mind ranks alike on both dialects.
@@ -224,32 +222,24 @@ class PostgresAdapter:
         if not values or not where.mind_ids:
             return []
         rows = keyword_rows(
-            lambda common: self._keyword_rows(session, values, where, limit, expired_count,
-                                              common),
-            lambda dfs: self._shortest_rows(session, values, where, limit, expired_count, dfs),
-            self.frame_counts, self.term_counts, where.mind_ids, values, limit,
-            expired=expired_count)
+            lambda common: self._keyword_rows(session, values, where, limit, common),
+            lambda dfs: self._shortest_rows(session, values, where, limit, dfs),
+            self.frame_counts, self.term_counts, where.mind_ids, values, limit)
         return frame_hits(session, rows)
 
-    def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
-        """The frames of the minds holding ``term`` (a value of :func:`tsquery_terms`) in their
-        own words or context: the ``df`` the keyword statement counts."""
-        return count_frames(session, mind_ids, "(f.content_tsv @@ plainto_tsquery('english', :t) "
-                            "OR f.context_tsv @@ plainto_tsquery('english', :t))", term)
-
     def _keyword_rows(self, session: Executor, terms: Sequence[str], where: LaneFilter,
-                      limit: int, expired_count: bool, common: Mapping[int, int]
+                      limit: int, common: Mapping[int, int]
                       ) -> tuple[list[Any], bool]:
         """The lane's statement (:func:`postgres_keyword.keyword_statement`)."""
-        return postgres_keyword.keyword_statement(self.frame_counts, session, terms, where, limit,
-                                                 expired_count, common)
+        return postgres_keyword.keyword_statement(self.frame_counts, session, terms, where,
+                                                  limit, common)
 
     def _shortest_rows(self, session: Executor, terms: Sequence[str], where: LaneFilter,
-                       limit: int, expired_count: bool, dfs: Mapping[int, int]
+                       limit: int, dfs: Mapping[int, int]
                        ) -> tuple[list[Any], bool]:
         """The walk of a query of common terms (:func:`postgres_keyword.shortest_statement`)."""
-        return postgres_keyword.shortest_statement(self.frame_counts, session, terms, where, limit,
-                                                  expired_count, dfs)
+        return postgres_keyword.shortest_statement(self.frame_counts, session, terms, where,
+                                                   limit, dfs)
 
     def like_search(
         self, session: Executor, *, patterns: Sequence[str], where: LaneFilter, limit: int

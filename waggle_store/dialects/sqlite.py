@@ -32,7 +32,6 @@ from waggle_store.dialects import derived, sqlite_keyword, sqlite_maint
 from waggle_store.dialects.base import (
     T_EMBEDDINGS,
     T_FRAMES,
-    T_FTS,
     Capabilities,
     DerivedProblem,
     Executor,
@@ -59,7 +58,6 @@ from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.keyword_rank import (
     FrameCounts,
     TermCounts,
-    count_frames,
     keyword_rows,
 )
 from waggle_store.dialects.sqlite_keyword import TERMS_PER_MASK as TERMS_PER_MASK
@@ -126,8 +124,7 @@ class SQLiteAdapter:
     # -- lanes ------------------------------------------------------------------------------
 
     def keyword_search(
-        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int,
-        expired_count: bool = False,
+        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
         """The idf sum of :mod:`~waggle_store.dialects.keyword_rank`, the Postgres lane's formula,
         in one statement over FTS5.
@@ -146,32 +143,24 @@ class SQLiteAdapter:
         if not phrases or not where.mind_ids:
             return []
         rows = keyword_rows(
-            lambda common: self._keyword_rows(session, phrases, where, limit, expired_count,
-                                              common),
-            lambda dfs: self._shortest_rows(session, phrases, where, limit, expired_count, dfs),
-            self.frame_counts, self.term_counts, where.mind_ids, phrases, limit,
-            expired=expired_count)
+            lambda common: self._keyword_rows(session, phrases, where, limit, common),
+            lambda dfs: self._shortest_rows(session, phrases, where, limit, dfs),
+            self.frame_counts, self.term_counts, where.mind_ids, phrases, limit)
         return frame_hits(session, rows)
 
-    def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
-        """The frames of the minds holding ``term`` (a phrase of :func:`fts5_phrases`) in either
-        column: the ``df`` the keyword statement counts."""
-        return count_frames(session, mind_ids,
-                            f"f.id IN (SELECT rowid FROM {T_FTS} WHERE {T_FTS} MATCH :t)", term)
-
     def _keyword_rows(self, session: Executor, terms: Sequence[str], where: LaneFilter,
-                      limit: int, expired_count: bool, common: Mapping[int, int]
+                      limit: int, common: Mapping[int, int]
                       ) -> tuple[list[Any], bool]:
         """The lane's statement (:func:`sqlite_keyword.keyword_statement`)."""
-        return sqlite_keyword.keyword_statement(self.frame_counts, session, terms, where, limit,
-                                               expired_count, common)
+        return sqlite_keyword.keyword_statement(self.frame_counts, session, terms, where,
+                                                limit, common)
 
     def _shortest_rows(self, session: Executor, terms: Sequence[str], where: LaneFilter,
-                       limit: int, expired_count: bool, dfs: Mapping[int, int]
+                       limit: int, dfs: Mapping[int, int]
                        ) -> tuple[list[Any], bool]:
         """The walk of a query of common terms (:func:`sqlite_keyword.shortest_statement`)."""
-        return sqlite_keyword.shortest_statement(self.frame_counts, session, terms, where, limit,
-                                                expired_count, dfs)
+        return sqlite_keyword.shortest_statement(self.frame_counts, session, terms, where,
+                                                 limit, dfs)
 
     def like_search(
         self, session: Executor, *, patterns: Sequence[str], where: LaneFilter, limit: int
