@@ -12,20 +12,15 @@ from sqlalchemy import Select, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import SearchAdapter
+from waggle_store.dialects.derived import registered_models
 from waggle_store.models import (
-    EmbeddingModelRow,
     FrameEmbeddingRow,
     FrameRow,
     MindEmbeddingModelRow,
 )
 
-__all__ = ["StaleFrames", "drop_vectors", "last_frame_id", "model_ids", "salience_inputs",
-           "set_accesses", "set_salience"]
-
-
-def model_ids(session: Session) -> list[int]:
-    """Every registered embedding model's id."""
-    return [int(i) for i in session.scalars(select(EmbeddingModelRow.id))]
+__all__ = ["StaleFrames", "drop_vectors", "last_frame_id", "salience_inputs", "set_accesses",
+           "set_salience"]
 
 
 def last_frame_id(session: Session) -> int:
@@ -38,7 +33,7 @@ def drop_vectors(session: Session, adapter: SearchAdapter, frame_ids: Sequence[i
     ``delete_vectors`` raises NotImplementedError cleans up after deleted frames itself."""
     if not frame_ids:
         return
-    for model_id in model_ids(session):
+    for model_id in registered_models(session):
         try:
             adapter.delete_vectors(session, model_id, list(frame_ids))
         except NotImplementedError:

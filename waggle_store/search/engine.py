@@ -293,7 +293,7 @@ class HybridSearch:
         if qvec is None or key is None:
             return None
         adapter = self._store.adapter
-        if not adapter.vector_backend_available(conn):
+        if adapter.vector_off(conn) is not None:
             degraded.append("vector lane off: no vector backend (see store.health())")
             return None
         for cached in (True, False):
