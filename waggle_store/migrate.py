@@ -324,9 +324,8 @@ def check(bind: Bind, *, schema: str | None = None) -> list[Any]:
                                                      compare_metadata_target()))
             if current(conn, schema=schema) is not None:  # an empty database has nothing derived
                 problems = get_adapter(conn.engine).verify_derived(conn)
-                diffs.extend(("broken_derived_object", p.name, str(p)) for p in problems
-                             if p.lane != "rows")
-                diffs.extend(("orphan_rows", str(p)) for p in problems if p.lane == "rows")
+                diffs.extend(("orphan_rows", str(p)) if p.lane == "rows"  # listed last
+                             else ("broken_derived_object", p.name, str(p)) for p in problems)
             return diffs
         finally:
             if ops is not None and previous is not None:
