@@ -44,7 +44,7 @@ its frames; the default queries' terms are each in 0.1–4 % of the frames. With
 ``--sporadic``: each library search is timed as one that comes more than a minute after the
 previous (an agent's searches are minutes apart more often than milliseconds): the cached count
 of the mind's frames that the keyword lane's idf uses (``dialects/keyword_rank.py``) is aged past
-its TTL first, and a recount that the search started is waited for, untimed, after it. The raw
+its TTL first, so the search counts the frames again in its statement. The raw
 side is unchanged (the lane statements as recorded with a fresh count).
 
 "lib cpu"/"raw cpu": the p50 of this process's CPU time per search (``time.process_time``,
@@ -98,7 +98,6 @@ from waggle_store.embeddings.local import DEFAULT_MODEL, bundled_model_path
 from waggle_store.models import FrameRow, SessionRow
 from waggle_store.pipeline.embed import embed_frames
 from waggle_store.repositories.vectors import register_model
-from waggle_store.search import engine as search_engine
 from waggle_store.testing import embedded_postgres
 from waggle_store.vectorindex import codes, topk
 
@@ -412,14 +411,12 @@ def recall_vs_exact_pg(store: ws.Store, mind: ws.Mind, count: int = 50,
     return found / max(total, 1)
 
 
-def _after_a_pause(store: ws.Store) -> Callable[[], None]:
+def _after_a_pause(store: ws.Store) -> None:
     """``--sporadic``: make the next search find every cached frame count expired, as a search
-    does that comes more than ``FRAME_COUNT_TTL`` after the previous one; the returned call waits
-    (untimed) for any recount that search started (it would be long done by the next one)."""
+    does that comes more than ``FRAME_COUNT_TTL`` after the previous one."""
     counts = store.adapter.frame_counts
     for key, (frames, at) in list(counts._known.items()):
         counts._known[key] = (frames, at - keyword_rank.FRAME_COUNT_TTL - 1)
-    return lambda: search_engine.COUNT_THREAD.submit(lambda: None).result()
 
 
 def measure(store: ws.Store, mind: ws.Mind, n: int, count: int,
@@ -436,7 +433,8 @@ def measure(store: ws.Store, mind: ws.Mind, n: int, count: int,
     for i, q in enumerate(queries):
         # Alternate who goes first: the second run of a query finds its pages already cached.
         for which in (0, 1) if i % 2 == 0 else (1, 0):
-            settle = _after_a_pause(store) if sporadic and which == 0 else None
+            if sporadic and which == 0:
+                _after_a_pause(store)
             c0 = time.process_time()
             t0 = time.perf_counter()
             if which == 0:
@@ -444,8 +442,6 @@ def measure(store: ws.Store, mind: ws.Mind, n: int, count: int,
                 lib_t.append(time.perf_counter() - t0)
                 lib_cpu.append(time.process_time() - c0)
                 assert results, q
-                if settle is not None:
-                    settle()
             else:
                 raw(q)
                 raw_t.append(time.perf_counter() - t0)

@@ -324,8 +324,8 @@ def check(bind: Bind, *, schema: str | None = None) -> list[Any]:
                                                      compare_metadata_target()))
             if current(conn, schema=schema) is not None:  # an empty database has nothing derived
                 problems = get_adapter(conn.engine).verify_derived(conn)
-                diffs.extend(("broken_derived_object", p.name, str(p)) for p in problems)
-                diffs.extend(("orphan_rows", p) for p in get_adapter(conn.engine).orphan_rows(conn))
+                diffs.extend(("orphan_rows", str(p)) if p.lane == "rows"  # listed last
+                             else ("broken_derived_object", p.name, str(p)) for p in problems)
             return diffs
         finally:
             if ops is not None and previous is not None:
@@ -361,7 +361,7 @@ def ensure_vector_table(bind: Bind, embedder: str | Embedder, *,
             try:
                 with OrmSession(bind=conn) as session:
                     adapter = get_adapter(conn.engine)
-                    if adapter.vector_backend_available(session):
+                    if adapter.vector_off(session) is None:
                         model_id = register_model(session, adapter, key)
                         session.flush()
             finally:

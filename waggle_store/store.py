@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session as OrmSession
 from waggle_store import schema_version
 from waggle_store.config import StoreConfig
 from waggle_store.context import MindContext, StoreContext
-from waggle_store.dialects import SearchAdapter, check_schema, get_adapter, spec_of
+from waggle_store.dialects import SearchAdapter, check_schema, get_adapter, release_caches, spec_of
 from waggle_store.dialects.host import bound_engine, waggle_engine, without_ddl
 from waggle_store.embeddings.base import Embedder
 from waggle_store.embeddings.chain import resolve_embedder
@@ -317,7 +317,7 @@ class Store(BoundMixin):
             self.engine.dispose()
         self.db.closed = True
         if self._owns_adapter:
-            self.adapter.release_caches()  # e.g. SQLite's in-memory vector index
+            release_caches(self.adapter)  # e.g. SQLite's in-memory vector index
 
     def __enter__(self) -> Store:
         return self

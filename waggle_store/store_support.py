@@ -70,9 +70,9 @@ def warn_without_vectors(adapter: SearchAdapter, session: Session) -> None:
     """A store given an embedder on a database without a vector backend (PostgreSQL without
     pgvector, SQLite without sqlite-vec) warns once per process and reason: its memories stay
     ``pending`` and its searches keyword-only until the backend is there."""
-    if adapter.vector_backend_available(session):
+    reason = adapter.vector_off(session)
+    if reason is None:
         return
-    reason = adapter.vector_off_reason(session)
     if reason not in _vector_warnings:
         _vector_warnings.add(reason)
         warn_at_caller(reason, WaggleStoreWarning)

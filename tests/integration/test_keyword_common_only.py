@@ -49,14 +49,14 @@ class _Lane:
         adapter: Any = store.adapter
         whole, walk = adapter._keyword_rows, adapter._shortest_rows
 
-        def keyword_rows(session: Any, values: Any, where: Any, limit: int, expired: bool,
+        def keyword_rows(session: Any, values: Any, where: Any, limit: int,
                          common: Mapping[int, int]) -> Any:
             self.runs.append(("whole", dict(common)))
-            return whole(session, values, where, limit, expired, common)
+            return whole(session, values, where, limit, common)
 
-        def shortest_rows(session: Any, values: Any, where: Any, limit: int, expired: bool,
+        def shortest_rows(session: Any, values: Any, where: Any, limit: int,
                           dfs: Mapping[int, int]) -> Any:
-            rows, counting = walk(session, values, where, limit, expired, dfs)
+            rows, counting = walk(session, values, where, limit, dfs)
             self.runs.append(("walk", len(rows)))
             return rows, counting
 

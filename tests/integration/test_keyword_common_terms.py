@@ -15,7 +15,6 @@ import pytest
 import waggle_store as ws
 from waggle_store.dialects import keyword_rank
 from waggle_store.pipeline.embed import embed_frames
-from waggle_store.search import engine as search_engine
 
 COMMON = "kestrel"  # in every frame, as a speaker's name
 #: Words of each frame besides the common one: "harbour" in 14 frames, "lantern" in 3.
@@ -47,10 +46,10 @@ class _Statements:
         adapter: Any = store.adapter
         real = adapter._keyword_rows
 
-        def keyword_rows(session: Any, values: Any, where: Any, limit: int, expired: bool,
+        def keyword_rows(session: Any, values: Any, where: Any, limit: int,
                          common: Mapping[int, int]) -> Any:
             self.runs.append(dict(common))
-            return real(session, values, where, limit, expired, common)
+            return real(session, values, where, limit, common)
 
         monkeypatch.setattr(adapter, "_keyword_rows", keyword_rows)
 
@@ -121,34 +120,34 @@ def test_nothing_is_pruned_when_every_term_is_common(
     assert statements.runs == [{}]
 
 
-def _count_thread_idle() -> None:
-    search_engine.COUNT_THREAD.submit(lambda: None).result(timeout=30)
-
-
-def test_an_expired_count_is_used_and_counted_again_off_the_search(
+def test_an_expired_count_is_counted_again_by_the_next_search(
         store: ws.Store, monkeypatch: pytest.MonkeyPatch, common_from_40: None) -> None:
-    """As the frame count: a search more than a minute after the count still prunes with it
-    and has the term's frames counted again on the count thread; the next search uses the new
-    count, and its page is the whole lane's again."""
+    """As the frame count: a search more than a TTL after the count does not prune with it; its
+    statement counts the term's frames again (two frames added meanwhile), its page is the whole
+    lane's, and the next search prunes with the new count, on the searching thread alone."""
+    import threading
+
     mind = _seed(store)
     query = f"{COMMON} {MANY}"
     _page(mind, query)  # counts "kestrel": 48 frames
     gop = mind.sessions.ensure("morning").gop_id
     mind.frames.create_i(gop, f"{COMMON}: item48 colour0")
     mind.frames.create_i(gop, f"{COMMON}: item49 colour1")
-    monkeypatch.setattr(keyword_rank, "FRAME_COUNT_TTL", 0.0)  # every known count expired
-    statements = _Statements(store, monkeypatch)
-    _page(mind, query)  # the expired 48, and a recount
-    _count_thread_idle()
     expected = _reference(store, mind, monkeypatch, query)
-    assert _page(mind, query) == expected
-    assert statements.runs == [{0: 48}, {}, {0: 50}]
+    threads = set(threading.enumerate())
+    statements = _Statements(store, monkeypatch)
+    with monkeypatch.context() as expired:
+        expired.setattr(keyword_rank, "FRAME_COUNT_TTL", 0.0)  # every known count expired
+        assert _page(mind, query) == expected  # the whole lane: counts "kestrel" again
+    assert _page(mind, query) == expected  # the new count, fresh: pruned, and the page held
+    assert statements.runs == [{}, {0: 50}]
+    assert set(threading.enumerate()) == threads
 
 
 def test_in_a_hosts_transaction_an_expired_count_is_not_used(
         store: ws.Store, monkeypatch: pytest.MonkeyPatch, common_from_40: None) -> None:
-    """A store joined to a host's transaction has no connection of its own to recount on: an
-    expired count is counted by the statement, as the frame count is."""
+    """A store joined to a host's transaction counts an expired count in the statement too, as
+    the frame count is."""
     mind = _seed(store)
     query = f"{COMMON} {MANY}"
     _page(mind, query)
@@ -176,22 +175,6 @@ def test_a_hybrid_search_with_a_common_term_returns_the_whole_lanes_page(
     assert page() == expected
     assert page() == expected
     assert statements.runs[1] == {0: 48}
-
-
-def test_a_recount_counts_the_frames_the_lane_counts(
-        store: ws.Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``count_term_frames`` (the recount) and the lane's statement agree on each term's ``df``:
-    frames holding it in their own words or only in their context."""
-    mind = _seed(store)
-    monkeypatch.setattr(keyword_rank, "COMMON_TERM_FRAMES", 1)  # remember every term's count
-    monkeypatch.setattr(keyword_rank, "COMMON_TERM_SHARE", 0.0)
-    _page(mind, f"{COMMON} {MANY} {FEW} colour3 item7")
-    known = dict(store.adapter.term_counts._known)
-    assert len(known) == 5
-    with store.read_connection() as conn:
-        recounted = {key: store.adapter.count_term_frames(conn, *key) for key in known}
-    assert recounted == {key: df for key, (df, _, _) in known.items()}
-    assert sorted(recounted.values()) == [2, 6, 18, 28, 48]
 
 
 def test_a_term_under_a_sixteenth_of_the_frames_is_not_common(

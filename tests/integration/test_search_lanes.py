@@ -13,7 +13,6 @@ from sqlalchemy import text
 import waggle_store as ws
 from waggle_store.dialects.base import LaneFilter
 from waggle_store.pipeline.embed import embed_frames
-from waggle_store.search.engine import COUNT_THREAD
 from waggle_store.search.query import keyword_terms
 
 from conftest import KeywordIndexProbe, only_postgres
@@ -183,55 +182,17 @@ def test_the_keyword_lane_reuses_a_large_minds_frame_count_for_a_while(
     assert alpha_score() == pytest.approx(idf(4))  # counted, and now remembered
     add(["epsilon five", "zeta six", "eta seven", "theta eight"])
     assert alpha_score() == pytest.approx(idf(4))  # the remembered count
-    monkeypatch.setattr(keyword_rank, "FRAME_COUNT_TTL", 0.0)
-    # Expired: the search still uses it and has the frames recounted on the count thread (off
-    # its way: an agent's searches are minutes apart, each would pay the count) ...
-    assert alpha_score() == pytest.approx(idf(4))
-    COUNT_THREAD.submit(lambda: None).result()  # (one thread: the recount has run)
-    assert alpha_score() == pytest.approx(idf(8))  # ... and the next search uses the recount
-    COUNT_THREAD.submit(lambda: None).result()
-    # Inside a host's transaction there is no connection of the store's own to recount on: an
-    # expired count is counted in the statement, as it always was.
+    with monkeypatch.context() as expired:
+        expired.setattr(keyword_rank, "FRAME_COUNT_TTL", 0.0)
+        # Expired: the search's own statement counts the frames again ...
+        assert alpha_score() == pytest.approx(idf(8))
     add(["iota nine", "kappa ten"])
+    assert alpha_score() == pytest.approx(idf(8))  # ... and the searches after it reuse it
+    # Inside a host's transaction an expired count is counted in the statement too.
+    monkeypatch.setattr(keyword_rank, "FRAME_COUNT_TTL", 0.0)
     with store.engine.connect() as conn, conn.begin():
         hit, *_ = store.within(conn).mind(mind.name).search("alpha", lanes=("keyword",))
         assert float(hit.explain["lanes"]["keyword"]["score"]) == pytest.approx(idf(10))
-    assert not store.adapter.frame_counts._recounting
-
-
-def test_a_recount_that_fails_drops_the_count(
-    store: ws.Store, mind: ws.Mind, monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture
-) -> None:
-    """The store closes while its recount waits on the count thread: the recount fails on the
-    worker, where nobody could catch it; the count is dropped (a later search would count in its
-    statement), nothing is raised, and a closed store's failure is logged at DEBUG only."""
-    import threading
-
-    from waggle_store.dialects import keyword_rank
-
-    gop = mind.sessions.ensure("g").gop_id
-    for t in ("alpha one", "beta two", "gamma three"):
-        mind.frames.create_i(gop, t)
-    monkeypatch.setattr(keyword_rank, "FRAME_COUNT_EXACT_BELOW", 3)
-    assert mind.search("alpha", lanes=("keyword",))  # counted and remembered
-    counts = store.adapter.frame_counts
-    key = [mind.context.id]
-    assert counts.reusable(key) == 3
-    monkeypatch.setattr(keyword_rank, "FRAME_COUNT_TTL", 0.0)
-    release = threading.Event()
-    blocker = COUNT_THREAD.submit(release.wait, 30)
-    assert mind.search("alpha", lanes=("keyword",))  # expired: a recount queued behind it
-    assert counts.reusable(key, expired=True) == 3
-    store.close()
-    with caplog.at_level("DEBUG", logger="waggle_store.search.engine"):
-        release.set()
-        assert blocker.result(timeout=30)
-        COUNT_THREAD.submit(lambda: None).result(timeout=30)
-    assert counts.reusable(key, expired=True) is None
-    assert not counts._recounting
-    failures = [r for r in caplog.records if "recounting the frames" in r.getMessage()]
-    assert [r.levelname for r in failures] == ["DEBUG"]
 
 
 def test_the_keyword_score_is_the_idf_sum_of_own_and_context_words(mind: ws.Mind) -> None:

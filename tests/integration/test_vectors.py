@@ -10,6 +10,7 @@ from sqlalchemy import event, select, text
 
 import waggle_store as ws
 from waggle_store.dialects import vector_table_name
+from waggle_store.dialects.derived import vector_table_exists
 from waggle_store.embeddings import HashingEmbedder
 from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow
 from waggle_store.pipeline.embed import embed_frames
@@ -70,7 +71,7 @@ def test_register_model_is_idempotent_and_changes_no_mind(store: ws.Store) -> No
         first = register_model(s, store.adapter, ModelKey("hashing", "m", 8))
         again = register_model(s, store.adapter, ModelKey("hashing", "m", 8))
         assert first == again
-        assert store.adapter.vector_table_exists(s, first)
+        assert vector_table_exists(s, store.adapter.dialect, first)
     with store.write() as s:
         second = register_model(s, store.adapter, ModelKey("hashing", "m", 12))
         assert second != first

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 import sqlalchemy as sa
 
 import waggle_store as ws
+from waggle_store.dialects.derived import vector_table_exists
 from waggle_store.embeddings import HashingEmbedder
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.models import EmbeddingModelRow, FrameEmbeddingRow
@@ -91,7 +92,7 @@ def _vector_rows(store: ws.Store, frame_id: int) -> dict[int, list[float]]:
     adapter = store.adapter
     with store.read() as s:
         for model_id in s.scalars(sa.select(EmbeddingModelRow.id)):
-            if adapter.vector_table_exists(s, model_id):
+            if vector_table_exists(s, adapter.dialect, model_id):
                 vector = adapter.read_vectors(s, model_id, [frame_id]).get(frame_id)
                 if vector is not None:
                     found[model_id] = vector

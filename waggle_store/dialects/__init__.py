@@ -36,6 +36,15 @@ from waggle_store.dialects.registry import (
 from waggle_store.dialects.sqlite import SQLiteAdapter
 from waggle_store.dialects.sqlite_engine import create_sqlite_engine
 
+
+def release_caches(adapter: SearchAdapter) -> None:
+    """Free what ``adapter`` holds in memory for its store (the store is closing): SQLite's
+    in-process vector index, up to ``WAGGLE_VECTOR_INDEX_BYTES`` of vectors; a later search
+    rebuilds it. PostgreSQL's adapter keeps a few counters and flags: nothing worth freeing."""
+    if isinstance(adapter, SQLiteAdapter):
+        adapter.vector_index.clear()
+
+
 register_dialect("sqlite", DialectSpec(
     adapter=SQLiteAdapter, create_engine=create_sqlite_engine, batch_alter=True,
     example_url="sqlite:///path/to/store.db", drivers=("pysqlite",), extra="sqlite",
@@ -61,6 +70,7 @@ __all__ = [
     "dialect_spec",
     "get_adapter",
     "register_dialect",
+    "release_caches",
     "spec_for_url",
     "spec_of",
     "supported_dialects",

@@ -19,16 +19,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
+from typing import Any, Final, Literal, Protocol, TypeAlias
 
-from sqlalchemy import ColumnElement, Connection, event
+from sqlalchemy import ColumnElement, Connection, any_, bindparam, event
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeEngine
 
 from waggle_store.models.base import table_name
-
-if TYPE_CHECKING:  # keyword_rank builds on this module
-    from waggle_store.dialects.keyword_rank import FrameCounts, TermCounts
 
 #: What the read-side methods run on: searches use a bare Core connection (cheaper per search than
 #: an ORM Session); maintenance runs inside a write Session.
@@ -45,6 +43,22 @@ T_MIND_MODELS: Final = table_name("mind_embedding_models")
 
 def vector_table_name(model_id: int) -> str:
     return table_name(f"frame_vectors_{int(model_id)}")
+
+
+def vector_key(dialect: str) -> str:
+    """The column of a vector table holding the frame id: vec0's ``rowid`` on SQLite."""
+    return "rowid" if dialect == "sqlite" else "frame_id"
+
+
+def in_values(dialect: str, column: ColumnElement[Any], name: str,
+              type_: TypeEngine[Any]) -> ColumnElement[bool]:
+    """``column IN <the list bound as name>``, in the form ``dialect`` runs cheapest: on
+    PostgreSQL one array parameter (the statement text does not change with the list's length,
+    so psycopg prepares it and the server plans it once; an expanded IN is re-parsed,
+    re-rendered and re-planned on every search), elsewhere an expanding ``IN``."""
+    if dialect == "postgresql":
+        return column == any_(bindparam(name, type_=ARRAY(type_)))
+    return column.in_(bindparam(name, expanding=True, type_=type_))
 
 
 @dataclass
@@ -78,15 +92,33 @@ class LaneHit:
 class DerivedProblem:
     """One missing or broken derived object (:mod:`waggle_store.dialects.derived`): the FTS5 table
     or a trigger, the tsvector column or its GIN index, a vector table or its index/trigger
-    (``model_id`` set for those)."""
+    (``model_id`` set for those); or (``lane`` "rows") the rows of table ``name`` whose parent
+    row is gone (a host's delete on a SQLite connection with foreign keys off skips the
+    cascades; PostgreSQL always enforces them), ``problem`` saying so in a sentence."""
 
-    lane: Literal["keyword", "vector"]
+    lane: Literal["keyword", "vector", "rows"]
     name: str
     problem: str
     model_id: int | None = None
 
     def __str__(self) -> str:
+        if self.lane == "rows":
+            return self.problem
         return f"{self.lane} index: {self.name} {self.problem}"
+
+
+@dataclass(frozen=True)
+class DerivedRepair:
+    """What :meth:`SearchAdapter.repair_derived` did."""
+
+    #: Of the problems it was given, what is still broken afterwards (a fresh
+    #: :meth:`SearchAdapter.verify_derived`; empty when it was given none).
+    remaining: list[DerivedProblem]
+    #: Frames re-indexed in the keyword index (missing or stale there, or a stale context).
+    keyword_fixed: int
+    #: Rows removed: orphan rows named by the problems, and keyword-index and vector rows whose
+    #: frame is gone.
+    orphans: int
 
 
 class ModelNotActiveError(Exception):
@@ -161,49 +193,26 @@ class VectorTables:
 
 
 class SearchAdapter(Protocol):
+    """What differs between the SQL dialects: the three lanes, the vector rows, and the derived
+    objects (keyword index, vector tables) with their checks and repairs."""
+
     dialect: str
 
-    def capabilities(self, session: Session) -> Capabilities: ...
-
-    def release_caches(self) -> None:
-        """Free what this adapter holds in memory for its store (the store is closing); a
-        later search rebuilds it."""
+    def capabilities(self, session: Session) -> Capabilities:
+        """What this backend can do right now, and why not (``health()``)."""
         ...
 
-    def vector_backend_available(self, session: Executor) -> bool:
-        """Cheap (cached) check used on every search; ``capabilities`` says why not."""
-        ...
-
-    def vector_off_reason(self, session: Executor) -> str:
-        """Why :meth:`vector_backend_available` is false, and how to fix it, in one line."""
-        ...
-
-    def in_values(
-        self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]
-    ) -> ColumnElement[bool]:
-        """``column IN <the list bound as name>``, in the form this backend runs cheapest."""
+    def vector_off(self, session: Executor) -> str | None:
+        """None when the vector backend is usable; else why not, and how to fix it, in one line.
+        Cheap (cached): checked on every search and write."""
         ...
 
     # -- lanes ------------------------------------------------------------------------------
 
-    #: The cached frame counts of the keyword lane's idf (``N``), which a store that owns its
-    #: connections recounts off the searches' way (:mod:`~waggle_store.dialects.keyword_rank`).
-    frame_counts: FrameCounts
-    #: The cached ``df`` of common query terms, recounted the same way (:meth:`count_term_frames`).
-    term_counts: TermCounts
-
     def keyword_search(
-        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int,
-        expired_count: bool = False,
+        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
-        """Best first. ``terms`` come from :func:`waggle_store.search.query.keyword_terms`.
-        ``expired_count``: ``N`` may be an expired count of :attr:`frame_counts` (the caller
-        has it recounted) instead of a count in the statement."""
-        ...
-
-    def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
-        """How many frames of the minds hold ``term`` (as :attr:`term_counts` keys it), the
-        ``df`` :meth:`keyword_search` counts."""
+        """Best first. ``terms`` come from :func:`waggle_store.search.query.keyword_terms`."""
         ...
 
     def like_search(
@@ -226,7 +235,7 @@ class SearchAdapter(Protocol):
         ``model_id`` is no longer the active model."""
         ...
 
-    # -- vector index maintenance -------------------------------------------------------------
+    # -- vector rows --------------------------------------------------------------------------
 
     def ensure_vector_table(
         self, session: Session, model_id: int, dimensions: int, *, repair: bool = False
@@ -234,8 +243,6 @@ class SearchAdapter(Protocol):
         """Create the model's vector table and what keeps it in step (indexes, trigger) if
         missing. Once per store and model (see :class:`VectorTables`); ``repair`` runs it again."""
         ...
-
-    def vector_table_exists(self, session: Session, model_id: int) -> bool: ...
 
     def upsert_vectors(self, session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
         """Replace the vectors of these frames (already validated and unit-normalised)."""
@@ -250,49 +257,22 @@ class SearchAdapter(Protocol):
         as stored, i.e. unit-normalised. Frames without one are left out."""
         ...
 
-    def frames_missing_vectors(
-        self, session: Session, model_id: int, mind_id: int | None,
-        *, after: int = 0, limit: int | None = None, up_to: int | None = None,
-    ) -> list[int]:
-        """Frames whose manifest says ready for ``model_id`` (for their current content) but
-        whose vector row is gone; by id, after ``after``, up to ``up_to``, at most ``limit``."""
-        ...
-
-    def remove_vector_orphans(self, session: Session, model_id: int) -> int:
-        """Delete vector rows whose frame no longer exists; returns how many."""
-        ...
-
-    # -- keyword index maintenance ------------------------------------------------------------
-
-    def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
-        """Re-index frames missing from (or stale in) the keyword index; returns how many."""
-        ...
-
-    def remove_keyword_orphans(self, session: Session) -> int:
-        """Delete keyword-index rows whose frame no longer exists; returns how many."""
-        ...
-
-    def orphan_rows(self, session: Executor) -> list[str]:
-        """One sentence per store table with rows whose parent row is gone (a host's delete on
-        a SQLite connection with foreign keys off skips the cascades); PostgreSQL always
-        enforces them, so there are none."""
-        ...
-
-    def remove_orphan_rows(self, session: Session) -> int:
-        """Delete the rows :meth:`orphan_rows` counts (and what cascades from them)."""
-        ...
-
     # -- derived objects (waggle_store.dialects.derived) -------------------------------------
 
     def verify_derived(self, session: Executor) -> list[DerivedProblem]:
         """What is missing or broken of the keyword index and of each live model's vector
-        table; empty when everything is in place. Reads catalogues only (cheap: health())."""
+        table, then the store tables with orphan rows (lane "rows"); empty when everything is
+        in place. Reads catalogues (and on SQLite ``PRAGMA foreign_key_check``): ``health()``
+        runs it."""
         ...
 
     def repair_derived(
-        self, session: Session, problems: Sequence[DerivedProblem]
-    ) -> list[DerivedProblem]:
+        self, session: Session, problems: Sequence[DerivedProblem], *, mind_id: int | None = None
+    ) -> DerivedRepair:
         """Recreate what ``problems`` (from :meth:`verify_derived`) names, with the same DDL the
-        migration and ``ensure_vector_table`` use; returns what is still broken afterwards.
-        Rows the objects missed meanwhile are re-indexed by reconcile, not here."""
+        migration and ``ensure_vector_table`` use, and delete the orphan rows it names; then
+        bring the derived rows in step with the frames: re-index the frames of ``mind_id`` (or
+        all) missing from or stale in the keyword index, and delete keyword-index and vector
+        rows whose frame is gone (store-wide). Vectors lost with a dropped table are re-embedded
+        by reconcile, not here."""
         ...

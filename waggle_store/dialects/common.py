@@ -26,6 +26,8 @@ from waggle_store.dialects.base import (
     LaneFilter,
     LaneHit,
     ModelNotActiveError,
+    vector_key,
+    vector_table_name,
 )
 from waggle_store.dialects.statements import connection_of as connection_of
 from waggle_store.dialects.statements import driver_statement as driver_statement
@@ -303,13 +305,14 @@ def like_search(
 
 
 def frames_missing_vectors(
-    session: Session, table: str, key: str, model_id: int, mind_id: int | None,
+    session: Session, dialect: str, model_id: int, mind_id: int | None,
     *, after: int = 0, limit: int | None = None, up_to: int | None = None,
 ) -> list[int]:
     """Frames whose manifest says ready for ``model_id`` (and matches their content) but whose
-    row in the vector ``table`` (frame id in column ``key``: ``rowid`` for vec0, ``frame_id``
-    on Postgres) is missing. A manifest for other content is stale whatever the vector table
-    holds (reconcile finds those by the manifest alone), so the two sets never overlap.
+    row in the model's vector table (frame id in column :func:`vector_key`: ``rowid`` for vec0,
+    ``frame_id`` on Postgres) is missing. A manifest for other content is stale whatever the
+    vector table holds (reconcile finds those by the manifest alone), so the two sets never
+    overlap.
 
     By id, from ``after`` (exclusive) to ``up_to`` (inclusive), at most ``limit`` of them:
     reconcile walks a large store page by page instead of holding every id."""
@@ -330,7 +333,8 @@ def frames_missing_vectors(
             f"SELECT f.id FROM {T_FRAMES} f JOIN {T_EMBEDDINGS} e ON e.frame_id = f.id "
             f"WHERE e.status = 'ready' AND e.model_id = :model_id "
             f"AND e.content_hash = f.content_hash AND f.id > :after{mind} AND NOT EXISTS "
-            f"(SELECT 1 FROM {table} v WHERE v.{key} = f.id) ORDER BY f.id{page}"
+            f"(SELECT 1 FROM {vector_table_name(model_id)} v "
+            f"WHERE v.{vector_key(dialect)} = f.id) ORDER BY f.id{page}"
         ),
         params,
     ).all()

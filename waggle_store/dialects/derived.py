@@ -109,9 +109,34 @@ __all__ = [
     "keyword_broken",
     "live_models",
     "postgres_problems",
+    "registered_models",
     "repair_vector_tables",
     "sqlite_problems",
+    "vector_table_exists",
+    "vector_tables",
 ]
+
+
+def registered_models(session: Executor) -> list[int]:
+    """Every registered embedding model's id."""
+    return [int(r[0]) for r in session.execute(text(f"SELECT id FROM {T_MODELS}")).all()]
+
+
+def vector_table_exists(session: Executor, dialect: str, model_id: int) -> bool:
+    """Whether model ``model_id``'s vector table exists: a vec0 table is listed in
+    ``sqlite_master`` as a table, like its shadow tables; on PostgreSQL ``to_regclass`` answers
+    without an error for a missing table (a catalog probe would not see the search path)."""
+    name = vector_table_name(model_id)
+    if dialect == "sqlite":
+        sql = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"
+    else:
+        sql = "SELECT 1 WHERE to_regclass(:name) IS NOT NULL"
+    return session.execute(text(sql), {"name": name}).scalar() is not None
+
+
+def vector_tables(session: Executor, dialect: str) -> list[int]:
+    """The registered models whose vector table exists (reconcile removes their orphan rows)."""
+    return [m for m in registered_models(session) if vector_table_exists(session, dialect, m)]
 
 
 def live_models(session: Executor) -> list[tuple[int, int]]:
@@ -335,6 +360,8 @@ def keyword_broken(problems: Sequence[DerivedProblem]) -> bool:
 
 
 def derived_reasons(problems: Sequence[DerivedProblem]) -> list[str]:
-    """``health().reasons`` lines: one per problem, with what repairs it."""
-    return [f"{p.lane} search degraded: {p} (store.reconcile(repair=True) recreates it)"
+    """``health().reasons`` lines: one per problem, with what repairs it (an orphan rows
+    problem says it itself)."""
+    return [str(p) if p.lane == "rows" else
+            f"{p.lane} search degraded: {p} (store.reconcile(repair=True) recreates it)"
             for p in problems]

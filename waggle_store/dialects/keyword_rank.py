@@ -30,13 +30,11 @@ split, which changes which frames match a term only for rare words.
 
 ``N`` is counted by the lane's statement (an index-only scan of the minds' frames) while the
 minds hold fewer than :data:`FRAME_COUNT_EXACT_BELOW` frames; above that the count costs more than
-the rest of the search, so the last count is reused for
-:data:`FRAME_COUNT_TTL` seconds (:class:`FrameCounts`; idf moves with ``ln N``: frames added
-meanwhile shift every term's weight alike and by a hair) and never taken below the number of
-frames matching a term. A store that owns its connections goes on using an expired count and has
-it recounted on a thread of its own (:meth:`FrameCounts.due`, ``search/engine.py``): an agent
-searches now and then, and every search more than a minute after the last would otherwise pay
-the count.
+the rest of the search, so the last count is reused for :data:`FRAME_COUNT_TTL` seconds
+(:class:`FrameCounts`; idf moves with ``ln N``: frames added meanwhile shift every term's weight
+alike and by a hair) and never taken below the number of frames matching a term. Once it has
+expired, the next search's statement counts again, on the searching thread, and its count is
+kept for the searches after it.
 
 A *common* term's ``df`` (one that a sixteenth of the frames and at least
 :data:`COMMON_TERM_FRAMES` hold: a speaker's name, a word the mind says all the time) is reused
@@ -51,14 +49,13 @@ an index on the length: migration 0008) instead of reading and sorting every fra
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
-from waggle_store.dialects.base import T_FRAMES, Executor, LaneFilter
-from waggle_store.dialects.common import frame_filters, run_lane
+from waggle_store.dialects.base import T_FRAMES, LaneFilter
+from waggle_store.dialects.common import frame_filters
 from waggle_store.dialects.keyword_sql import idf_sql as idf_sql
 from waggle_store.dialects.keyword_sql import ranked_page_sql as ranked_page_sql
 from waggle_store.dialects.keyword_sql import score_sql as score_sql
@@ -68,8 +65,6 @@ from waggle_store.dialects.stop_words import (
     POSTGRES_ENGLISH_STOP_WORDS as POSTGRES_ENGLISH_STOP_WORDS,
 )
 from waggle_store.dialects.stop_words import only_stop_words as only_stop_words
-
-_K = TypeVar("_K")
 
 #: Below this many frames in the searched minds, every keyword statement counts them (idf's N).
 FRAME_COUNT_EXACT_BELOW: Final = 5000
@@ -93,93 +88,49 @@ COMMON_TERM_SHARE: Final = 1 / 16
 SHORTEST_WALK: Final = 64
 
 def _count_sql(minds: str) -> str:
-    """``N``: the frames of the minds (``minds``: their filter on ``f``), as every count of it
-    is made — inside a keyword statement or alone (:meth:`FrameCounts.recount`)."""
+    """``N``: the frames of the minds (``minds``: their filter on ``f``), as a keyword statement
+    counts it."""
     return f"SELECT count(*) FROM {T_FRAMES} f WHERE {minds}"
 
 
-def count_frames(executor: Executor, mind_ids: Sequence[int], holding: str = "",
-                 term: str = "") -> int:
-    """The frames of the minds, or (``holding``: the dialect's condition on ``f`` that a frame
-    holds the term bound as ``:t``) those holding ``term``."""
-    params: dict[str, Any] = {"t": term} if holding else {}
-    minds = frame_filters(LaneFilter(tuple(mind_ids)), params)
-    if holding:
-        minds = f"{holding} AND {minds}"
-    rows = run_lane(executor, _count_sql(minds), params)
-    return int(rows[0][0])
-
-
-def _claim(recounting: dict[_K, tuple[int, float]], key: _K, now: float) -> bool:
-    """Claim the recount of ``key`` unless this process claimed it less than
-    :data:`FRAME_COUNT_TTL` ago (a recount that never ended does not block the next; a forked
-    child has not the parent's threads, so the parent's claims are not its own)."""
-    claim = recounting.get(key)
-    if claim is not None and claim[0] == os.getpid() and now - claim[1] < FRAME_COUNT_TTL:
-        return False
-    recounting[key] = (os.getpid(), now)
-    return True
+def _fresh(at: float) -> bool:
+    """Whether a count made at ``at`` (``time.monotonic()``) may still be reused."""
+    return time.monotonic() - at < FRAME_COUNT_TTL
 
 
 class FrameCounts:
     """The last count of each set of searched minds' frames at or above
     :data:`FRAME_COUNT_EXACT_BELOW`, reused for :data:`FRAME_COUNT_TTL` seconds (an adapter
-    keeps one) — or, where the caller recounts off the search's way (:meth:`due`,
-    :meth:`recount`), for as long as that takes.
+    keeps one); an expired one is counted again by the next statement, which remembers it.
 
     No lock: each method reads or writes one dict entry (atomic under the GIL); two searches that
-    both find a count due may both recount it, which costs a count and changes nothing."""
+    both find a count expired both count, which costs a count and changes nothing."""
 
     def __init__(self) -> None:
         self._known: dict[tuple[int, ...], tuple[int, float]] = {}
-        #: Counts being recounted: by which process (a forked child has not the parent's
-        #: threads) and since when (a recount that never ended does not block the next).
-        self._recounting: dict[tuple[int, ...], tuple[int, float]] = {}
 
-    def reusable(self, mind_ids: Sequence[int], *, expired: bool = False) -> int | None:
-        """A count that may stand for ``N`` — fresh, or any known one with ``expired`` — or None:
-        count in the statement."""
+    def reusable(self, mind_ids: Sequence[int]) -> int | None:
+        """A fresh count that may stand for ``N``, or None: count in the statement."""
         known = self._known.get(tuple(mind_ids))
-        if known is not None and (expired or time.monotonic() - known[1] < FRAME_COUNT_TTL):
+        if known is not None and _fresh(known[1]):
             return known[0]
         return None
 
     def counted(self, mind_ids: Sequence[int], n: int) -> None:
         """A statement counted ``n`` frames: remember it if counting is costly at that size."""
         key = tuple(mind_ids)
-        self._recounting.pop(key, None)
         if n >= FRAME_COUNT_EXACT_BELOW:
             self._known[key] = (n, time.monotonic())
         else:
             self._known.pop(key, None)
 
-    def due(self, mind_ids: Sequence[int]) -> bool:
-        """Whether the minds' count is known but expired and nobody recounts it; True claims the
-        recount: the caller must end it with :meth:`recount` (or :meth:`forget` if it fails)."""
-        key, now = tuple(mind_ids), time.monotonic()
-        known = self._known.get(key)
-        if known is None or now - known[1] < FRAME_COUNT_TTL:
-            return False
-        return _claim(self._recounting, key, now)
-
-    def recount(self, executor: Executor, mind_ids: Sequence[int]) -> None:
-        """Count the minds' frames on ``executor`` (the statement's own count, alone)."""
-        self.counted(mind_ids, count_frames(executor, mind_ids))
-
-    def forget(self, mind_ids: Sequence[int]) -> None:
-        """Drop the minds' count (a recount failed): the next search counts in its statement."""
-        key = tuple(mind_ids)
-        self._known.pop(key, None)
-        self._recounting.pop(key, None)
-
     def total_sql(self, mind_ids: Sequence[int], count_minds: str, params: dict[str, object],
-                  greatest: str, *, expired: bool = False) -> tuple[str, bool]:
-        """The SQL for ``N`` — a fresh count (``count_minds``: the filter on the minds' frames) or
-        the reused one (``expired``: even an expired one, see :meth:`reusable`), bound as ``:n``
-        and never below the candidates' ``count(*)`` (``greatest``: the dialect's two-argument
-        maximum) — and whether the statement counts (so its ``N`` should be passed to
-        :meth:`counted`)."""
-        known = self.reusable(mind_ids, expired=expired)
+                  greatest: str) -> tuple[str, bool]:
+        """The SQL for ``N`` — a count (``count_minds``: the filter on the minds' frames) or the
+        reused one (:meth:`reusable`), bound as ``:n`` and never below the candidates'
+        ``count(*)`` (``greatest``: the dialect's two-argument maximum) — and whether the
+        statement counts (so its ``N`` should be passed to :meth:`counted`)."""
+        known = self.reusable(mind_ids)
         if known is None:
             return f"({_count_sql(count_minds)})", True
         params["n"] = known
@@ -189,9 +140,9 @@ class FrameCounts:
 class TermCounts:
     """The ``df`` of each *common* query term (one that at least :data:`COMMON_TERM_FRAMES`
     frames of the searched minds hold, and :data:`COMMON_TERM_SHARE` of them) as the last
-    statement that counted it found, reused for :data:`FRAME_COUNT_TTL` seconds — or, where the
-    caller recounts off the search's way (:meth:`due`), for as long as that takes, as
-    :class:`FrameCounts` does for ``N`` (an adapter keeps one).
+    statement that counted it found, reused for :data:`FRAME_COUNT_TTL` seconds as
+    :class:`FrameCounts` reuses ``N`` (an adapter keeps one); an expired one is not used, so the
+    next statement counts the term in full and remembers it again.
 
     Why: a query holding such a term (a speaker's name, in half a conversation's frames; a word
     the mind says all the time) would make the lane read every frame holding it, to count its
@@ -210,75 +161,33 @@ class TermCounts:
     def __init__(self) -> None:
         #: (minds, term) -> (df, N when counted, when).
         self._known: dict[tuple[tuple[int, ...], str], tuple[int, int, float]] = {}
-        #: Expired counts a statement used, for :meth:`due` to hand out for recounting.
-        self._stale: set[tuple[tuple[int, ...], str]] = set()
-        #: Counts being recounted: by which process and since when (as in :class:`FrameCounts`).
-        self._recounting: dict[tuple[tuple[int, ...], str], tuple[int, float]] = {}
 
-    def common(self, mind_ids: Sequence[int], terms: Sequence[str], *,
-               expired: bool = False) -> dict[int, int]:
-        """The position and known ``df`` of each of ``terms`` known to be common — fresh, or
-        any known one with ``expired`` (then it is due for a recount: :meth:`due`); every term
+    def common(self, mind_ids: Sequence[int], terms: Sequence[str]) -> dict[int, int]:
+        """The position and fresh ``df`` of each of ``terms`` known to be common; every term
         when all are (then no term finds candidates: :func:`shortest_page_sql`)."""
-        key, now = tuple(mind_ids), time.monotonic()
+        key = tuple(mind_ids)
         found: dict[int, int] = {}
-        stale: list[tuple[tuple[int, ...], str]] = []
         for i, term in enumerate(terms):
             known = self._known.get((key, term))
-            if known is None:
-                continue
-            if now - known[2] >= FRAME_COUNT_TTL:
-                if not expired:
-                    continue
-                stale.append((key, term))
-            found[i] = known[0]
-        self._stale.update(stale)
+            if known is not None and _fresh(known[2]):
+                found[i] = known[0]
         return found
 
     def counted(self, mind_ids: Sequence[int], terms: Sequence[str], dfs: Sequence[int],
                 common: Mapping[int, int], n: int) -> None:
         """A statement counted ``dfs`` of ``n`` frames: remember the common terms among those it
         counted in full (not the ``common`` ones it took from here, counted among the candidates
-        only)."""
+        only); forget a term no longer common."""
         for i, (term, df) in enumerate(zip(terms, dfs, strict=True)):
-            if i not in common:
-                self.recounted(mind_ids, term, df, n)
-
-    def due(self) -> list[tuple[tuple[int, ...], str]]:
-        """The (minds, term) counts that statements used expired and nobody recounts; the
-        caller claims them and must end each with :meth:`recounted` (or :meth:`forget`)."""
-        claimed = []
-        now = time.monotonic()
-        while self._stale:
-            try:
-                item = self._stale.pop()
-            except KeyError:  # another thread took the last one
-                break
-            if _claim(self._recounting, item, now):
-                claimed.append(item)
-        return claimed
-
-    def recounted(self, mind_ids: Sequence[int], term: str, df: int,
-                  n: int | None = None) -> None:
-        """``df`` of ``n`` frames of the minds hold ``term`` (``n`` None: as many as when it was
-        last counted): remember it if the term is common."""
-        key = (tuple(mind_ids), term)
-        self._recounting.pop(key, None)
-        if n is None:
-            known = self._known.get(key)
-            n = known[1] if known is not None else df
-        if df >= max(COMMON_TERM_FRAMES, COMMON_TERM_SHARE * n):
-            if len(self._known) > 4096:  # a few names and words per mind; never grow unbounded
-                self._known.clear()
-            self._known[key] = (df, n, time.monotonic())
-        else:
-            self._known.pop(key, None)
-
-    def forget(self, mind_ids: Sequence[int], term: str) -> None:
-        """Drop a count (its recount failed): the next statement counts the term in full."""
-        key = (tuple(mind_ids), term)
-        self._known.pop(key, None)
-        self._recounting.pop(key, None)
+            if i in common:
+                continue
+            key = (tuple(mind_ids), term)
+            if df >= max(COMMON_TERM_FRAMES, COMMON_TERM_SHARE * n):
+                if len(self._known) > 4096:  # a few names and words per mind: never unbounded
+                    self._known.clear()
+                self._known[key] = (df, n, time.monotonic())
+            else:
+                self._known.pop(key, None)
 
 
 @dataclass
@@ -296,11 +205,10 @@ class Walk:
 
 
 def walk_parts(frame_counts: FrameCounts, where: LaneFilter, terms: Sequence[str],
-               dfs: Mapping[int, int], limit: int, *, expired: bool = False,
-               dialect: str | None = None) -> Walk:
+               dfs: Mapping[int, int], limit: int, *, dialect: str | None = None) -> Walk:
     """:class:`Walk` of a query of common ``terms`` (``dfs``: their known ``df``) for a page of
-    ``limit``; ``N`` is the reused count (``expired``: even an expired one) or counted by the
-    statement (a statement without candidates has none to count it among)."""
+    ``limit``; ``N`` is the reused count or counted by the statement (a statement without
+    candidates has none to count it among)."""
     params: dict[str, Any] = {"limit": int(limit), "walk": SHORTEST_WALK * int(limit)}
     for i, term in enumerate(terms):
         params[f"t{i}"] = term
@@ -308,7 +216,7 @@ def walk_parts(frame_counts: FrameCounts, where: LaneFilter, terms: Sequence[str
         params[f"df{i}"] = df
     minds = frame_filters(LaneFilter(where.mind_ids), params)
     filters = frame_filters(where, params, dialect=dialect)
-    known = frame_counts.reusable(where.mind_ids, expired=expired)
+    known = frame_counts.reusable(where.mind_ids)
     if known is None:
         return Walk(params, minds, filters, f"({_count_sql(minds)})", True, None)
     params["n"] = known
@@ -323,16 +231,15 @@ def lane_tail(row: Sequence[Any], terms: int) -> tuple[int, list[int], float]:
 def keyword_rows(statement: Callable[[Mapping[int, int]], tuple[list[Any], bool]],
                  shortest: Callable[[Mapping[int, int]], tuple[list[Any], bool]],
                  frame_counts: FrameCounts, term_counts: TermCounts, mind_ids: Sequence[int],
-                 terms: Sequence[str], limit: int, *, expired: bool = False) -> list[Any]:
+                 terms: Sequence[str], limit: int) -> list[Any]:
     """The keyword lane's rows on both dialects: ``statement(common)`` runs the adapter's
     statement with the known common terms (position -> ``df``; empty: every term finds
     candidates) and says whether it counted ``N``; a pruned page that does not hold
     (:func:`page_holds`) is ranked again by the whole lane. When every term is known common and
     one mind is searched, ``shortest(common)`` walks for the page first
     (:func:`shortest_page_sql`); a page it does not fill is ranked by the whole lane. The counts
-    the statements made are remembered (``expired``: known counts may be used expired; see
-    :class:`TermCounts`)."""
-    common = term_counts.common(mind_ids, terms, expired=expired)
+    the statements made are remembered (:class:`FrameCounts`, :class:`TermCounts`)."""
+    common = term_counts.common(mind_ids, terms)
     if len(common) == len(terms):
         if len(mind_ids) == 1:
             rows, counting = shortest(common)

@@ -29,11 +29,9 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, any_, bindparam, text
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
-from sqlalchemy.types import TypeEngine
 
 from waggle_store.dialects import derived, postgres_keyword, postgres_knn, postgres_maint
 from waggle_store.dialects.base import (
@@ -41,6 +39,7 @@ from waggle_store.dialects.base import (
     T_FRAMES,
     Capabilities,
     DerivedProblem,
+    DerivedRepair,
     Executor,
     LaneFilter,
     LaneHit,
@@ -55,7 +54,6 @@ from waggle_store.dialects.common import (
     frame_filters,
     frame_hits,
     frame_select,
-    frames_missing_vectors,
     knn_attributes,
     like_search,
     run_lane,
@@ -64,7 +62,6 @@ from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.keyword_rank import (
     FrameCounts,
     TermCounts,
-    count_frames,
     keyword_rows,
 )
 from waggle_store.dialects.postgres_keyword import tsquery_terms as tsquery_terms
@@ -89,12 +86,22 @@ def _few_pass(session: Executor, where: LaneFilter) -> bool:
     return int(rows[0][0]) < KNN_MAX_K
 
 
+def _pgvector_missing(available: bool) -> str:
+    """Why vector search is off without pgvector: the extension not created in the database
+    (``available`` on the server), or not installed on the server."""
+    return (PGVECTOR_NOT_INSTALLED if available else
+            "vector search off: the pgvector extension is not installed on this PostgreSQL "
+            "server (install pgvector, then a superuser runs `CREATE EXTENSION vector;`)")
+
+
 class PostgresAdapter:
     dialect = "postgresql"
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._has_vector: bool | None = None
+        #: Why the vector backend is off (:meth:`vector_off`), once asked.
+        self._vector_off: str | None = None
         self._filter_columns: set[int] = set()
         self._vector_tables = VectorTables()
         self._vector_counts = postgres_knn.VectorCounts()
@@ -102,9 +109,6 @@ class PostgresAdapter:
         self.frame_counts = FrameCounts()
         #: Minds searched and a common term -> the frames holding it: see :mod:`keyword_rank`.
         self.term_counts = TermCounts()
-
-    def release_caches(self) -> None:
-        pass  # a few counters and flags: nothing worth freeing
 
     def capabilities(self, session: Session) -> Capabilities:
         reasons: list[str] = []
@@ -118,13 +122,9 @@ class PostgresAdapter:
             available = session.execute(
                 text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
             ).scalar()
-            reasons.append(
-                PGVECTOR_NOT_INSTALLED if available
-                else "vector search off: the pgvector extension is not installed on this "
-                     "PostgreSQL server (install pgvector, then a superuser runs "
-                     "`CREATE EXTENSION vector;`)"
-            )
+            reasons.append(_pgvector_missing(available is not None))
         self._has_vector = bool(vec_version)
+        self._vector_off = None if vec_version else reasons[-1]
         problems = self.verify_derived(session)
         tsv = not derived.keyword_broken(problems)
         reasons.extend(derived.derived_reasons(problems))
@@ -136,43 +136,22 @@ class PostgresAdapter:
             versions=versions,
         )
 
-    def vector_backend_available(self, session: Executor) -> bool:
+    def vector_off(self, session: Executor) -> str | None:
         if self._has_vector is None:
-            self._has_vector = (
-                session.execute(
-                    text("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
-                ).scalar()
-                is not None
-            )
-        return self._has_vector
-
-    def orphan_rows(self, session: Executor) -> list[str]:
-        return []  # foreign keys are always enforced: no delete skips its cascade
-
-    def remove_orphan_rows(self, session: Session) -> int:
-        return 0
-
-    def vector_off_reason(self, session: Executor) -> str:
-        available = session.execute(
-            text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
-        ).scalar()
-        return (PGVECTOR_NOT_INSTALLED if available else
-                "vector search off: the pgvector extension is not installed on this PostgreSQL "
-                "server (install pgvector, then a superuser runs `CREATE EXTENSION vector;`)")
-
-    def in_values(
-        self, column: ColumnElement[Any], name: str, type_: TypeEngine[Any]
-    ) -> ColumnElement[bool]:
-        # One array parameter: the statement text does not change with the list's length, so
-        # psycopg prepares it and the server plans it once (an expanded IN was re-parsed,
-        # re-rendered and re-planned on every search).
-        return column == any_(bindparam(name, type_=ARRAY(type_)))
+            self._has_vector = session.execute(
+                text("SELECT 1 FROM pg_extension WHERE extname = 'vector'")).scalar() is not None
+        if self._has_vector:
+            return None
+        if self._vector_off is None:  # kept until capabilities() looks again
+            available = session.execute(
+                text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).scalar()
+            self._vector_off = _pgvector_missing(available is not None)
+        return self._vector_off
 
     # -- lanes ------------------------------------------------------------------------------
 
     def keyword_search(
-        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int,
-        expired_count: bool = False,
+        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
         """The idf sum of :mod:`~waggle_store.dialects.keyword_rank` in one statement, the same
         formula as the SQLite lane's, so an exported mind ranks alike on both dialects.
@@ -196,32 +175,24 @@ class PostgresAdapter:
         if not values or not where.mind_ids:
             return []
         rows = keyword_rows(
-            lambda common: self._keyword_rows(session, values, where, limit, expired_count,
-                                              common),
-            lambda dfs: self._shortest_rows(session, values, where, limit, expired_count, dfs),
-            self.frame_counts, self.term_counts, where.mind_ids, values, limit,
-            expired=expired_count)
+            lambda common: self._keyword_rows(session, values, where, limit, common),
+            lambda dfs: self._shortest_rows(session, values, where, limit, dfs),
+            self.frame_counts, self.term_counts, where.mind_ids, values, limit)
         return frame_hits(session, rows)
 
-    def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
-        """The frames of the minds holding ``term`` (a value of :func:`tsquery_terms`) in their
-        own words or context: the ``df`` the keyword statement counts."""
-        return count_frames(session, mind_ids, "(f.content_tsv @@ plainto_tsquery('english', :t) "
-                            "OR f.context_tsv @@ plainto_tsquery('english', :t))", term)
-
     def _keyword_rows(self, session: Executor, terms: Sequence[str], where: LaneFilter,
-                      limit: int, expired_count: bool, common: Mapping[int, int]
+                      limit: int, common: Mapping[int, int]
                       ) -> tuple[list[Any], bool]:
         """The lane's statement (:func:`postgres_keyword.keyword_statement`)."""
-        return postgres_keyword.keyword_statement(self.frame_counts, session, terms, where, limit,
-                                                 expired_count, common)
+        return postgres_keyword.keyword_statement(self.frame_counts, session, terms, where,
+                                                  limit, common)
 
     def _shortest_rows(self, session: Executor, terms: Sequence[str], where: LaneFilter,
-                       limit: int, expired_count: bool, dfs: Mapping[int, int]
+                       limit: int, dfs: Mapping[int, int]
                        ) -> tuple[list[Any], bool]:
         """The walk of a query of common terms (:func:`postgres_keyword.shortest_statement`)."""
-        return postgres_keyword.shortest_statement(self.frame_counts, session, terms, where, limit,
-                                                  expired_count, dfs)
+        return postgres_keyword.shortest_statement(self.frame_counts, session, terms, where,
+                                                   limit, dfs)
 
     def like_search(
         self, session: Executor, *, patterns: Sequence[str], where: LaneFilter, limit: int
@@ -319,9 +290,6 @@ class PostgresAdapter:
         postgres_maint.create_vector_table(session, model_id, dimensions, self._filter_columns)
         self._vector_tables.ensured_in(session, model_id)
 
-    def vector_table_exists(self, session: Session, model_id: int) -> bool:
-        return postgres_maint.vector_table_exists(session, model_id)
-
     def upsert_vectors(self, session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
         postgres_maint.upsert_vectors(session, model_id, rows)
 
@@ -333,41 +301,29 @@ class PostgresAdapter:
     ) -> dict[int, list[float]]:
         return postgres_maint.read_vectors(session, model_id, frame_ids)
 
-    def frames_missing_vectors(
-        self, session: Session, model_id: int, mind_id: int | None,
-        *, after: int = 0, limit: int | None = None, up_to: int | None = None,
-    ) -> list[int]:
-        return frames_missing_vectors(
-            session, vector_table_name(model_id), "frame_id", model_id, mind_id,
-            after=after, limit=limit, up_to=up_to,
-        )
-
-    def remove_vector_orphans(self, session: Session, model_id: int) -> int:
-        return postgres_maint.remove_vector_orphans(session, model_id)
-
-    # -- keyword index maintenance ------------------------------------------------------------
-
-    def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
-        """The generated tsvectors are computed by the server on every write: never missing or
-        stale. Frame contexts are kept by triggers; the ones found stale (a store written around
-        them, or cleared) are recomputed here, which regenerates their ``context_tsv``."""
-        params = {} if mind_id is None else {"mind_id": mind_id}
-        result = session.execute(text(stale_context_update("postgresql", mind_id)), params)
-        return rowcount(result)
-
-    def remove_keyword_orphans(self, session: Session) -> int:
-        return 0
-
     # -- derived objects ----------------------------------------------------------------------
 
     def verify_derived(self, session: Executor) -> list[DerivedProblem]:
-        return derived.postgres_problems(session, vectors=self.vector_backend_available(session))
+        """The keyword index's and vector tables' problems; never orphan rows: foreign keys are
+        always enforced, so no delete skips its cascade."""
+        return derived.postgres_problems(session, vectors=self.vector_off(session) is None)
 
     def repair_derived(
-        self, session: Session, problems: Sequence[DerivedProblem]
-    ) -> list[DerivedProblem]:
+        self, session: Session, problems: Sequence[DerivedProblem], *, mind_id: int | None = None
+    ) -> DerivedRepair:
+        """The generated tsvectors are computed by the server on every write: never missing or
+        stale, and the foreign keys leave no keyword or vector row without its frame. Frame
+        contexts are kept by triggers; the ones found stale (a store written around them, or
+        cleared) are recomputed here, which regenerates their ``context_tsv``."""
         if derived.keyword_broken(problems):
             derived.postgres_repair_keyword(session, problems)
         derived.postgres_drop_broken_vector_indexes(session, problems)
         derived.repair_vector_tables(self, session, problems)
-        return self.verify_derived(session)
+        params = {} if mind_id is None else {"mind_id": mind_id}
+        fixed = rowcount(session.execute(text(stale_context_update(self.dialect, mind_id)),
+                                         params))
+        orphans = 0
+        if self.vector_off(session) is None:
+            for model_id in derived.vector_tables(session, self.dialect):
+                orphans += postgres_maint.remove_vector_orphans(session, model_id)
+        return DerivedRepair(self.verify_derived(session) if problems else [], fixed, orphans)

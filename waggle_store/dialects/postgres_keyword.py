@@ -44,8 +44,8 @@ TEXT_BYTES: Final = "octet_length(f.content) + coalesce(octet_length(f.search_co
 
 
 def keyword_statement(frame_counts: FrameCounts, session: Executor, values: Sequence[str],
-                      where: LaneFilter, limit: int, expired_count: bool,
-                      common: Mapping[int, int]) -> tuple[list[Any], bool]:
+                      where: LaneFilter, limit: int, common: Mapping[int, int]
+                      ) -> tuple[list[Any], bool]:
     """The lane's statement (see :meth:`keyword_search`): its rows and whether it counted
     ``N``. Its candidates are the frames holding a term not in ``common`` (terms known to be
     common, with their ``df``: :class:`~waggle_store.dialects.keyword_rank.TermCounts`)."""
@@ -70,8 +70,7 @@ def keyword_statement(frame_counts: FrameCounts, session: Executor, values: Sequ
             params[f"df{i}"] = common[i]
             count = f"GREATEST(:df{i}, {count})"
         counts.append(f"{count} AS d{i}")
-    total, counting = frame_counts.total_sql(where.mind_ids, minds, params,
-                                                  "GREATEST", expired=expired_count)
+    total, counting = frame_counts.total_sql(where.mind_ids, minds, params, "GREATEST")
     score = score_sql([f"w.w{i}" for i in n], [f"c.m{i} = 2" for i in n],
                       [f"c.m{i} > 0" for i in n])
     anyq = " || ".join(f"q.q{i}" for i in n if i not in common)
@@ -96,15 +95,14 @@ def keyword_statement(frame_counts: FrameCounts, session: Executor, values: Sequ
 
 
 def shortest_statement(frame_counts: FrameCounts, session: Executor, values: Sequence[str],
-                       where: LaneFilter, limit: int, expired_count: bool,
-                       dfs: Mapping[int, int]) -> tuple[list[Any], bool]:
+                       where: LaneFilter, limit: int, dfs: Mapping[int, int]
+                       ) -> tuple[list[Any], bool]:
     """The page of a query of common terms only (``dfs``: each one's known ``df``), walked
     shortest first (:func:`~waggle_store.dialects.keyword_rank.shortest_page_sql`; each
     walked frame's ``content_tsv`` tested): its rows and whether it counted ``N``. ``n`` and
     the ``df`` are typed as :meth:`_keyword_rows` has them (``float8``, ``bigint``), so the
     weights are the same floating-point operations."""
-    walk = walk_parts(frame_counts, where, values, dfs, limit, expired=expired_count,
-                      dialect="postgresql")
+    walk = walk_parts(frame_counts, where, values, dfs, limit, dialect="postgresql")
     n = range(len(values))
     dfs_sql = [f"CAST(:df{i} AS bigint)" for i in n]
     counted = (f"SELECT GREATEST({walk.total}, {', '.join(dfs_sql)})::float8 AS n, "

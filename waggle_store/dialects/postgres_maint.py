@@ -253,17 +253,6 @@ def create_vector_table(
         session.execute(text(statement))
 
 
-def vector_table_exists(session: Session, model_id: int) -> bool:
-    """``to_regclass`` answers without an error for a missing table (a catalog probe would not
-    see the search path)."""
-    return (
-        session.execute(
-            text("SELECT to_regclass(:name) IS NOT NULL"), {"name": vector_table_name(model_id)}
-        ).scalar()
-        is True
-    )
-
-
 def upsert_vectors(session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
     """One ``INSERT .. ON CONFLICT`` batch; the filter columns are copied from the frame so the
     KNN can filter on the vector table alone."""

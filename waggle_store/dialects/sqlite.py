@@ -23,18 +23,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from sqlalchemy import ColumnElement, bindparam, text
+from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
-from sqlalchemy.types import TypeEngine
 
 from waggle_store.dialects import derived, sqlite_keyword, sqlite_maint
 from waggle_store.dialects.base import (
     T_EMBEDDINGS,
     T_FRAMES,
-    T_FTS,
     Capabilities,
     DerivedProblem,
+    DerivedRepair,
     Executor,
     LaneFilter,
     LaneHit,
@@ -50,7 +49,6 @@ from waggle_store.dialects.common import (
     frame_filters,
     frame_hits,
     frame_select,
-    frames_missing_vectors,
     knn_attributes,
     like_search,
     run_lane,
@@ -59,7 +57,6 @@ from waggle_store.dialects.info import engine_info
 from waggle_store.dialects.keyword_rank import (
     FrameCounts,
     TermCounts,
-    count_frames,
     keyword_rows,
 )
 from waggle_store.dialects.sqlite_keyword import TERMS_PER_MASK as TERMS_PER_MASK
@@ -89,17 +86,13 @@ class SQLiteAdapter:
         #: Minds searched and a common term -> the frames holding it: see :mod:`keyword_rank`.
         self.term_counts = TermCounts()
 
-    def release_caches(self) -> None:
-        self.vector_index.clear()  # up to WAGGLE_VECTOR_INDEX_BYTES of vectors
-
     def capabilities(self, session: Session) -> Capabilities:
         info = engine_info(self.engine)
         reasons: list[str] = []
         versions: dict[str, str] = {"sqlite": info.sqlite_version or "?"}
-        problems = self.verify_derived(session)
+        problems = self.verify_derived(session)  # with the orphan rows, last
         fts = not derived.keyword_broken(problems)
         reasons.extend(derived.derived_reasons(problems))
-        reasons.extend(sqlite_maint.orphan_rows(session))
         vec = bool(info.vector_extension)
         if vec:
             versions["sqlite_vec"] = str(session.execute(text("SELECT vec_version()")).scalar())
@@ -109,25 +102,18 @@ class SQLiteAdapter:
         return Capabilities("sqlite", keyword_search=fts, vector_backend=vec, reasons=reasons,
                             versions=versions)
 
-    def vector_backend_available(self, session: Executor) -> bool:
+    def vector_off(self, session: Executor) -> str | None:
         info = engine_info(self.engine)
         if info.vector_extension is None:
             connection_of(session)  # no connection made yet: the probe runs on connect
-        return bool(info.vector_extension)
-
-    def vector_off_reason(self, session: Executor) -> str:
-        info = engine_info(self.engine)
+        if info.vector_extension:
+            return None
         return f"vector search off: {info.vector_reason or 'sqlite-vec is not loaded'}"
-
-    def in_values(self, column: ColumnElement[Any], name: str,
-                  type_: TypeEngine[Any]) -> ColumnElement[bool]:
-        return column.in_(bindparam(name, expanding=True, type_=type_))
 
     # -- lanes ------------------------------------------------------------------------------
 
     def keyword_search(
-        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int,
-        expired_count: bool = False,
+        self, session: Executor, *, terms: Sequence[str], where: LaneFilter, limit: int
     ) -> list[LaneHit]:
         """The idf sum of :mod:`~waggle_store.dialects.keyword_rank`, the Postgres lane's formula,
         in one statement over FTS5.
@@ -146,32 +132,24 @@ class SQLiteAdapter:
         if not phrases or not where.mind_ids:
             return []
         rows = keyword_rows(
-            lambda common: self._keyword_rows(session, phrases, where, limit, expired_count,
-                                              common),
-            lambda dfs: self._shortest_rows(session, phrases, where, limit, expired_count, dfs),
-            self.frame_counts, self.term_counts, where.mind_ids, phrases, limit,
-            expired=expired_count)
+            lambda common: self._keyword_rows(session, phrases, where, limit, common),
+            lambda dfs: self._shortest_rows(session, phrases, where, limit, dfs),
+            self.frame_counts, self.term_counts, where.mind_ids, phrases, limit)
         return frame_hits(session, rows)
 
-    def count_term_frames(self, session: Executor, mind_ids: Sequence[int], term: str) -> int:
-        """The frames of the minds holding ``term`` (a phrase of :func:`fts5_phrases`) in either
-        column: the ``df`` the keyword statement counts."""
-        return count_frames(session, mind_ids,
-                            f"f.id IN (SELECT rowid FROM {T_FTS} WHERE {T_FTS} MATCH :t)", term)
-
     def _keyword_rows(self, session: Executor, terms: Sequence[str], where: LaneFilter,
-                      limit: int, expired_count: bool, common: Mapping[int, int]
+                      limit: int, common: Mapping[int, int]
                       ) -> tuple[list[Any], bool]:
         """The lane's statement (:func:`sqlite_keyword.keyword_statement`)."""
-        return sqlite_keyword.keyword_statement(self.frame_counts, session, terms, where, limit,
-                                               expired_count, common)
+        return sqlite_keyword.keyword_statement(self.frame_counts, session, terms, where,
+                                                limit, common)
 
     def _shortest_rows(self, session: Executor, terms: Sequence[str], where: LaneFilter,
-                       limit: int, expired_count: bool, dfs: Mapping[int, int]
+                       limit: int, dfs: Mapping[int, int]
                        ) -> tuple[list[Any], bool]:
         """The walk of a query of common terms (:func:`sqlite_keyword.shortest_statement`)."""
-        return sqlite_keyword.shortest_statement(self.frame_counts, session, terms, where, limit,
-                                                expired_count, dfs)
+        return sqlite_keyword.shortest_statement(self.frame_counts, session, terms, where,
+                                                 limit, dfs)
 
     def like_search(
         self, session: Executor, *, patterns: Sequence[str], where: LaneFilter, limit: int
@@ -284,9 +262,6 @@ class SQLiteAdapter:
         sqlite_maint.create_vector_table(session, model_id, dimensions)
         self._vector_tables.ensured_in(session, model_id)
 
-    def vector_table_exists(self, session: Session, model_id: int) -> bool:
-        return sqlite_maint.vector_table_exists(session, model_id)
-
     def upsert_vectors(self, session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
         if not rows:
             return
@@ -302,43 +277,25 @@ class SQLiteAdapter:
     ) -> dict[int, list[float]]:
         return sqlite_maint.read_vectors(session, model_id, frame_ids)
 
-    def frames_missing_vectors(
-        self, session: Session, model_id: int, mind_id: int | None,
-        *, after: int = 0, limit: int | None = None, up_to: int | None = None,
-    ) -> list[int]:
-        return frames_missing_vectors(
-            session, vector_table_name(model_id), "rowid", model_id, mind_id,
-            after=after, limit=limit, up_to=up_to,
-        )
-
-    def remove_vector_orphans(self, session: Session, model_id: int) -> int:
-        ids = sqlite_maint.vector_orphans(session, model_id)
-        self.delete_vectors(session, model_id, ids)
-        return len(ids)
-
-    # -- keyword index maintenance ------------------------------------------------------------
-
-    def repair_keyword_index(self, session: Session, mind_id: int | None) -> int:
-        return sqlite_maint.repair_keyword_index(session, mind_id)
-
-    def remove_keyword_orphans(self, session: Session) -> int:
-        return sqlite_maint.remove_keyword_orphans(session)
-
-    def orphan_rows(self, session: Executor) -> list[str]:
-        return sqlite_maint.orphan_rows(session)
-
-    def remove_orphan_rows(self, session: Session) -> int:
-        return sqlite_maint.remove_orphan_rows(session)
-
     # -- derived objects ----------------------------------------------------------------------
 
     def verify_derived(self, session: Executor) -> list[DerivedProblem]:
-        return derived.sqlite_problems(session, vectors=self.vector_backend_available(session))
+        return [*derived.sqlite_problems(session, vectors=self.vector_off(session) is None),
+                *sqlite_maint.orphan_rows(session)]
 
     def repair_derived(
-        self, session: Session, problems: Sequence[DerivedProblem]
-    ) -> list[DerivedProblem]:
+        self, session: Session, problems: Sequence[DerivedProblem], *, mind_id: int | None = None
+    ) -> DerivedRepair:
         if derived.keyword_broken(problems):
             derived.sqlite_repair_keyword(session)
         derived.repair_vector_tables(self, session, problems)
-        return self.verify_derived(session)
+        orphans = (sqlite_maint.remove_orphan_rows(session)
+                   if any(p.lane == "rows" for p in problems) else 0)
+        fixed = sqlite_maint.repair_keyword_index(session, mind_id)
+        orphans += sqlite_maint.remove_keyword_orphans(session)
+        if self.vector_off(session) is None:
+            for model_id in derived.vector_tables(session, self.dialect):
+                ids = sqlite_maint.vector_orphans(session, model_id)
+                self.delete_vectors(session, model_id, ids)  # logged for the vector index
+                orphans += len(ids)
+        return DerivedRepair(self.verify_derived(session) if problems else [], fixed, orphans)

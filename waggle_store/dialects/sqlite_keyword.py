@@ -71,8 +71,8 @@ TEXT_BYTES: Final = ("length(CAST(f.content AS BLOB)) "
 
 
 def keyword_statement(frame_counts: FrameCounts, session: Executor, phrases: Sequence[str],
-                      where: LaneFilter, limit: int, expired_count: bool,
-                      common: Mapping[int, int]) -> tuple[list[Any], bool]:
+                      where: LaneFilter, limit: int, common: Mapping[int, int]
+                      ) -> tuple[list[Any], bool]:
     """The lane's statement (see :meth:`keyword_search`): its rows and whether it counted
     ``N``. Its candidates are the frames holding a term not in ``common`` (terms known to be
     common, with their ``df``: :class:`~waggle_store.dialects.keyword_rank.TermCounts`),
@@ -125,8 +125,7 @@ def keyword_statement(frame_counts: FrameCounts, session: Executor, phrases: Seq
             params[f"df{i}"] = common[i]
             count = f"max(:df{i}, {count})"
         counts.append(f"{count} AS d{i}")
-    total, counting = frame_counts.total_sql(where.mind_ids, minds, params, "max",
-                                                  expired=expired_count)
+    total, counting = frame_counts.total_sql(where.mind_ids, minds, params, "max")
     score = score_sql(
         [f"w.w{i}" for i in n], [f"({mask(i)} & {bit(i, 0)}) != 0" for i in n], anywhere
     )
@@ -152,8 +151,8 @@ def keyword_statement(frame_counts: FrameCounts, session: Executor, phrases: Seq
 
 
 def shortest_statement(frame_counts: FrameCounts, session: Executor, phrases: Sequence[str],
-                       where: LaneFilter, limit: int, expired_count: bool,
-                       dfs: Mapping[int, int]) -> tuple[list[Any], bool]:
+                       where: LaneFilter, limit: int, dfs: Mapping[int, int]
+                       ) -> tuple[list[Any], bool]:
     """The page of a query of common terms only (``dfs``: each one's known ``df``), walked
     shortest first (:func:`~waggle_store.dialects.keyword_rank.shortest_page_sql`): its rows
     and whether it counted ``N``.
@@ -163,8 +162,7 @@ def shortest_statement(frame_counts: FrameCounts, session: Executor, phrases: Se
     their lists for the walked frame (``rowid =``), and the walk ends after about as many
     frames as its page; rarer ones' lists are read into sets first, as their walk is longer
     and a lookup costs far more than an entry read through."""
-    walk = walk_parts(frame_counts, where, phrases, dfs, limit, expired=expired_count,
-                      dialect="sqlite")
+    walk = walk_parts(frame_counts, where, phrases, dfs, limit, dialect="sqlite")
     # (Terms taken as independent: the share holding them all is their shares' product.)
     probe = walk.n is not None and math.prod(df / walk.n for df in dfs.values()) >= PROBE_SHARE
     holds = " AND ".join(

@@ -24,7 +24,14 @@ from typing import Any
 from sqlalchemy import Engine, bindparam, text
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects.base import T_FRAMES, T_FTS, Executor, VectorRow, vector_table_name
+from waggle_store.dialects.base import (
+    T_FRAMES,
+    T_FTS,
+    DerivedProblem,
+    Executor,
+    VectorRow,
+    vector_table_name,
+)
 from waggle_store.dialects.common import connection_of
 from waggle_store.dialects.context_index import stale_context_update
 from waggle_store.dialects.sqlite_vecindex import ensure_log, log_changes
@@ -66,17 +73,6 @@ def create_vector_table(session: Session, model_id: int, dimensions: int) -> Non
         )
     )
     ensure_log(session)  # what keeps the in-process index coherent with the tables
-
-
-def vector_table_exists(session: Session, model_id: int) -> bool:
-    """A vec0 table is listed in ``sqlite_master`` as a table, like its shadow tables."""
-    return (
-        session.execute(
-            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = :name"),
-            {"name": vector_table_name(model_id)},
-        ).scalar()
-        is not None
-    )
 
 
 def insert_vectors(session: Session, model_id: int, rows: Sequence[VectorRow]) -> None:
@@ -263,16 +259,17 @@ def purge(engine: Engine) -> tuple[int, int]:
     return before, _file_bytes(path)
 
 
-def orphan_rows(session: Executor) -> list[str]:
-    """``PRAGMA foreign_key_check`` over the store's tables, as one sentence per table."""
+def orphan_rows(session: Executor) -> list[DerivedProblem]:
+    """``PRAGMA foreign_key_check`` over the store's tables, as one problem per table."""
     counts: dict[str, int] = {}
     for row in connection_of(session).execute(text("PRAGMA foreign_key_check")):
         table = str(row[0])
         if table.startswith(TABLE_PREFIX):
             counts[table] = counts.get(table, 0) + 1
-    return [f"{n} row(s) of {table} belong to a deleted parent row (deleted with foreign keys "
-            "off, so nothing cascaded): store.reconcile(repair=True) removes them"
-            for table, n in sorted(counts.items())]
+    return [DerivedProblem(
+        "rows", table, f"{n} row(s) of {table} belong to a deleted parent row (deleted with "
+        "foreign keys off, so nothing cascaded): store.reconcile(repair=True) removes them")
+        for table, n in sorted(counts.items())]
 
 
 def remove_orphan_rows(session: Session) -> int:

@@ -87,8 +87,9 @@ def vector_plan(mind: MindContext) -> tuple[bool, str | None]:
     if embedder is None:
         return False, None
     with mind.read() as session:
-        if not mind.adapter.vector_backend_available(session):
-            return False, mind.adapter.vector_off_reason(session)
+        off = mind.adapter.vector_off(session)
+        if off is not None:
+            return False, off
         active = MindModelRepository(session, mind.id).active()
         active_key = model_key_of(session, active) if active is not None else None
     key = model_key(embedder)

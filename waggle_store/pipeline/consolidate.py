@@ -128,7 +128,7 @@ def _load(session: Session, mind: MindContext) -> tuple[list[_Frame], int | None
                model_id is not None and r[9] == "ready" and r[10] == model_id and r[11] == r[7])
         for r in salience_inputs(session, mind.id)
     ]
-    usable = model_id is not None and mind.adapter.vector_backend_available(session)
+    usable = model_id is not None and mind.adapter.vector_off(session) is None
     return frames, model_id if usable else None
 
 

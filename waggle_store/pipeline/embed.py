@@ -76,7 +76,7 @@ def embed_frames(store: StoreContext, frame_ids: Sequence[int], *,
     if embedder is None or not ids:
         return EmbedReport(0, 0)
     with store.read() as session:
-        if not store.adapter.vector_backend_available(session):
+        if store.adapter.vector_off(session) is not None:
             return EmbedReport(0, 0)
     key = model_key(embedder)  # may resolve an "auto" embedder: outside any transaction
     form = text_form_of(embedder)

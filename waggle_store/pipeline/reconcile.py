@@ -36,12 +36,13 @@ from collections.abc import Callable, Iterator
 from typing import Final
 
 from waggle_store.context import StoreContext
+from waggle_store.dialects.common import frames_missing_vectors
 from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.errors import VectorTableMissingError
 from waggle_store.pipeline.embed import EMBED_BATCH_SIZE, embed_frames
 from waggle_store.records import ReconcileReport
 from waggle_store.repositories.conversations import counter_drift
-from waggle_store.repositories.frame_upkeep import StaleFrames, last_frame_id, model_ids
+from waggle_store.repositories.frame_upkeep import StaleFrames, last_frame_id
 from waggle_store.repositories.vectors import model_key, register_model
 
 __all__ = ["reconcile"]
@@ -79,8 +80,8 @@ class _StaleFrames:
         after = 0
         while True:
             with self.store.read() as session:
-                page = self.store.adapter.frames_missing_vectors(
-                    session, self.model_id, self.mind_id,
+                page = frames_missing_vectors(
+                    session, self.store.adapter.dialect, self.model_id, self.mind_id,
                     after=after, limit=PAGE_SIZE, up_to=self.up_to)
             if not page:
                 return
@@ -117,33 +118,30 @@ def reconcile(
     missing or broken derived objects first (store-wide: they belong to no mind).
     """
     with store.write() as session:
+        # Broken derived objects, then rows whose mind (or other parent) a host deleted with
+        # foreign keys off: reported, and recreated or removed with repair=True. The keyword
+        # index's rows and the vector rows are brought in step either way.
         found = store.adapter.verify_derived(session)
-        remaining = store.adapter.repair_derived(session, found) if repair and found else found
+        fixed = store.adapter.repair_derived(session, found if repair else [], mind_id=mind_id)
+        objects = [p for p in found if p.lane != "rows"]
+        stray = [str(p) for p in found if p.lane == "rows"]
+        remaining = [p for p in (fixed.remaining if repair else found) if p.lane != "rows"]
         for problem in remaining:
             log.warning("reconcile: %s%s", problem, "" if repair else " (repair=True recreates it)")
-        # Rows whose mind (or other parent) a host deleted with foreign keys off: reported,
-        # and removed with repair=True, like a broken derived object.
-        stray = store.adapter.orphan_rows(session)
         for sentence in stray:
             log.warning("reconcile: %s", sentence)
-        orphans = store.adapter.remove_orphan_rows(session) if repair and stray else 0
-        fts_fixed = store.adapter.repair_keyword_index(session, mind_id)
-        orphans += store.adapter.remove_keyword_orphans(session)
-        vector_backend = store.adapter.vector_backend_available(session)
+        fts_fixed, orphans = fixed.keyword_fixed, fixed.orphans
+        vector_backend = store.adapter.vector_off(session) is None
         still = set(map(str, remaining))
         # ReconcileReport's problems and repaired, in that order.
-        problems = ([*map(str, found), *stray],
-                    [str(p) for p in found if str(p) not in still] + (stray if repair else []))
+        problems = ([*map(str, objects), *stray],
+                    [str(p) for p in objects if str(p) not in still] + (stray if repair else []))
         # Conversation counters that disagree with their message rows: listed, and set from
         # the rows with repair=True (a cheap UPDATE of the counters, no lock on the messages).
         drift = counter_drift(session, mind_id, repair=repair)
         problems[0].extend(drift)
         if repair:
             problems[1].extend(drift)
-        if vector_backend:
-            for model_id in model_ids(session):
-                if store.adapter.vector_table_exists(session, model_id):
-                    orphans += store.adapter.remove_vector_orphans(session, model_id)
 
     vectors_fixed = 0
     if store.embedder is not None and vector_backend:

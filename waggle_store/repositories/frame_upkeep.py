@@ -13,14 +13,14 @@ from sqlalchemy import Select, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import SearchAdapter
+from waggle_store.dialects.derived import registered_models
 from waggle_store.models import (
-    EmbeddingModelRow,
     FrameEmbeddingRow,
     FrameRow,
     MindEmbeddingModelRow,
 )
 
-__all__ = ["StaleFrames", "drop_vectors", "frame_content", "last_frame_id", "model_ids",
+__all__ = ["StaleFrames", "drop_vectors", "frame_content", "last_frame_id",
            "salience_inputs", "set_accesses", "set_salience", "vector_status"]
 
 
@@ -40,11 +40,6 @@ def vector_status(session: Session, frame_id: int) -> str | None:
                           .where(FrameEmbeddingRow.frame_id == frame_id))
 
 
-def model_ids(session: Session) -> list[int]:
-    """Every registered embedding model's id."""
-    return [int(i) for i in session.scalars(select(EmbeddingModelRow.id))]
-
-
 def last_frame_id(session: Session) -> int:
     """The highest frame id of the store (0 when it has none)."""
     return int(session.scalar(select(func.max(FrameRow.id))) or 0)
@@ -55,7 +50,7 @@ def drop_vectors(session: Session, adapter: SearchAdapter, frame_ids: Sequence[i
     ``delete_vectors`` raises NotImplementedError cleans up after deleted frames itself."""
     if not frame_ids:
         return
-    for model_id in model_ids(session):
+    for model_id in registered_models(session):
         try:
             adapter.delete_vectors(session, model_id, list(frame_ids))
         except NotImplementedError:

@@ -41,7 +41,8 @@ MAX_NODES = 1000
 #: Largest ``max_nodes`` accepted.
 MAX_NODES_LIMIT = 100_000
 
-#: ``column IN <list bound as name>`` in the form the dialect runs cheapest (the adapter's).
+#: ``column IN <list bound as name>`` in the form the dialect runs cheapest
+#: (:func:`waggle_store.dialects.base.in_values`).
 InValues = Callable[[sa.ColumnElement[Any], str, TypeEngine[Any]], sa.ColumnElement[bool]]
 
 

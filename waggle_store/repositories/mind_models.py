@@ -19,6 +19,7 @@ from sqlalchemy import delete, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import SearchAdapter
+from waggle_store.dialects.derived import vector_table_exists
 from waggle_store.models import (
     EmbeddingModelRow,
     EmbeddingStagingRow,
@@ -190,7 +191,8 @@ class MindModelRepository:
                    MindEmbeddingModelRow.model_id == target_id)
             .values(status="active", updated_at=now))
         self._drop_staging(target_id)
-        if old is not None and old != target_id and adapter.vector_table_exists(self.session, old):
+        if (old is not None and old != target_id
+                and vector_table_exists(self.session, adapter.dialect, old)):
             for start in range(0, len(frame_ids), 500):
                 adapter.delete_vectors(self.session, old, frame_ids[start:start + 500])
         return old, len(ready)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
 from typing import Any, Final
@@ -51,7 +51,6 @@ from waggle_store.search.query import like_patterns
 from waggle_store.search.where import check_dimensions
 from waggle_store.search.where import query_vector as checked_query_vector
 from waggle_store.timeutil import utcnow
-from waggle_store.workers import WorkerPool
 
 __all__ = ["LANES", "MAX_LIMIT", "HybridSearch"]
 
@@ -70,9 +69,6 @@ MAX_VECTOR_DISTANCE: Final = 1.0 - 1e-6
 #: sentence said on three days) and flipped the lane's median test, so the same memory ranked
 #: differently on the two backends. Quantised, such hits tie, and ties go by frame id.
 DISTANCE_DECIMALS: Final = 5
-#: Recounts of searched minds' frames (the keyword lane's ``N``) whose cached count expired
-#: (:class:`~waggle_store.dialects.keyword_rank.FrameCounts`), off the searches' way.
-COUNT_THREAD: Final = WorkerPool("waggle-frame-counts", 1)
 
 #: A mind's active embedding model: search may only compare the query (embedded by the store's
 #: embedder) with vectors of that model (:mod:`waggle_store.repositories.mind_models`).
@@ -168,8 +164,6 @@ class HybridSearch:
                     raise
                 log.warning("search lost its database connection, running it again: %s", exc)
                 retry = False
-        if self._store.db.owns_connections and "keyword" in plan.lanes and plan.terms:
-            self._recount_if_due(plan.where.mind_ids)
         if found is None:
             return []
         ran, fusion, distances = found
@@ -273,10 +267,9 @@ class HybridSearch:
                       query: str) -> list[LaneHit] | None:
         adapter = self._store.adapter
         try:
-            # A store with connections of its own recounts an expired N on COUNT_THREAD
-            # (_recount_if_due); one inside a host's transaction counts in the statement.
-            return adapter.keyword_search(conn, terms=plan.terms, where=plan.where, limit=k,
-                                          expired_count=self._store.db.owns_connections)
+            # An expired cached count (N, a common term's df) is counted again by this
+            # statement, on this thread (dialects/keyword_rank.py).
+            return adapter.keyword_search(conn, terms=plan.terms, where=plan.where, limit=k)
         except sa_exc.DBAPIError as exc:
             _recover(conn, exc)
             log.warning("keyword index failed, using the LIKE fallback: %s", exc.orig)
@@ -300,7 +293,7 @@ class HybridSearch:
         if qvec is None or key is None:
             return None
         adapter = self._store.adapter
-        if not adapter.vector_backend_available(conn):
+        if adapter.vector_off(conn) is not None:
             degraded.append("vector lane off: no vector backend (see store.health())")
             return None
         for cached in (True, False):
@@ -329,59 +322,6 @@ class HybridSearch:
                 return settled(hits)
         degraded.append("vector lane off: the mind's embedding model changed during the search")
         return None
-
-    def _recount_if_due(self, mind_ids: Sequence[int]) -> None:
-        """Have the minds' frames counted on :data:`COUNT_THREAD` if the keyword lane used an
-        expired count of them, and the frames holding each common term it used an expired
-        count of (``term_counts``): the next searches use the new counts."""
-        counts = self._store.adapter.frame_counts
-        if counts.due(mind_ids):
-            self._count_off_search(
-                lambda conn: counts.recount(conn, mind_ids), lambda: counts.forget(mind_ids),
-                f"recounting the frames of minds {list(mind_ids)}")
-        terms = self._store.adapter.term_counts.due()
-        if terms:
-            self._count_off_search(*self._term_recount(terms))
-
-    def _term_recount(self, terms: list[tuple[tuple[int, ...], str]]
-                      ) -> tuple[Callable[[Connection], None], Callable[[], None], str]:
-        """:meth:`_count_off_search`'s parts for the claimed (minds, term) counts: each term's
-        frames counted in turn; a failure drops the counts not yet made."""
-        counts, left = self._store.adapter.term_counts, list(terms)
-
-        def count(conn: Connection) -> None:
-            while left:
-                minds, term = left[0]
-                counts.recounted(minds, term,
-                                 self._store.adapter.count_term_frames(conn, minds, term))
-                left.pop(0)
-
-        def forget() -> None:
-            for minds, term in left:
-                counts.forget(minds, term)
-
-        return count, forget, f"counting the frames holding {[term for _, term in terms]!r}"
-
-    def _count_off_search(self, count: Callable[[Connection], None], forget: Callable[[], None],
-                          what: str) -> None:
-        """``count`` on :data:`COUNT_THREAD`, on a connection of the store's own. A failure
-        (the store closed meanwhile, the database gone), or no thread to run it on (the
-        interpreter shutting down), calls ``forget``: the next search counts in its statement
-        again, as without this thread."""
-
-        def run() -> None:
-            try:
-                with self._store.read_connection() as conn:
-                    count(conn)
-            except Exception as exc:  # noqa: BLE001 - a worker thread: no caller to raise to
-                forget()
-                log.log(logging.DEBUG if self._store.db.closed else logging.WARNING,
-                        "%s failed (the next search counts them): %s", what, exc)
-
-        try:
-            COUNT_THREAD.submit(run)
-        except RuntimeError:  # the interpreter is shutting down: no new threads
-            forget()
 
     def forget(self, mind_id: int) -> None:
         """Drop the cached model of a mind (after this process switched it)."""

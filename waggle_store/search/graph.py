@@ -8,11 +8,12 @@ itself is the knowledge graph's (:class:`waggle_store.repositories.graph.FrameDi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Final
 
 from sqlalchemy import Connection
 
-from waggle_store.dialects.base import SearchAdapter
+from waggle_store.dialects.base import SearchAdapter, in_values
 from waggle_store.repositories.graph import FrameDistances
 
 __all__ = ["MAX_GRAPH_DEPTH", "GraphDistances"]
@@ -25,7 +26,7 @@ class GraphDistances:
     """Hops from named entities to the frames that mention entities near them."""
 
     def __init__(self, adapter: SearchAdapter) -> None:
-        self._distances = FrameDistances(adapter.in_values)
+        self._distances = FrameDistances(partial(in_values, adapter.dialect))
 
     def __call__(
         self, conn: Connection, mind_id: int, names: Sequence[str], frame_ids: Sequence[int]

@@ -190,7 +190,7 @@ def _export_vectors(
     emit: Emit,
 ) -> None:
     adapter = mind.adapter
-    if not model_ids or not adapter.vector_backend_available(conn):
+    if not model_ids or adapter.vector_off(conn) is not None:
         return
     rows = MindExportRows(conn, mind.id)
     for model_id in model_ids:

@@ -179,7 +179,7 @@ class GraphWriter:
         if not usable or self.vector_model is None:
             return
         if self._model_id is None:
-            if not self.adapter.vector_backend_available(self.s):
+            if self.adapter.vector_off(self.s) is not None:
                 return
             self._model_id = register_model(self.s, self.adapter, self.vector_model)
         for form, vectors in usable.items():
