@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from waggle_store.dialects.base import LaneHit
 from waggle_store.records import Frame, SearchResult, from_values
+from waggle_store.search.expand import Expansion
 from waggle_store.search.fusion import Fusion
 from waggle_store.search.match import match_score, match_terms
 from waggle_store.search.periods import Period, calendar_periods
@@ -95,20 +96,25 @@ class Ranking:
 
     def results(self, *, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
                 distances: Mapping[int, int], limit: int, keyword_backend: str | None,
-                degraded: Sequence[str]) -> list[SearchResult]:
-        """The page (see :func:`rank_results`): every lane of ``ran`` taken."""
+                degraded: Sequence[str], expansion: Expansion | None = None
+                ) -> list[SearchResult]:
+        """The page (see :func:`rank_results`): every lane of ``ran`` taken (and the hits of
+        ``expansion``, whose session factors multiply the final scores: :mod:`.expand`)."""
         frames, relevance_of, periods = self._frames, self._relevance_of, self._periods
         without_distance = self._relevance
         scored: list[tuple[float, int, float]] = []
         for frame_id, fused_score in fusion.scores.items():
             distance = distances.get(frame_id)
+            frame = frames[frame_id]
             if distance is None:
                 relevance = without_distance[frame_id]
             else:
-                frame = frames[frame_id]
                 relevance = relevance_of(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
                                          frame[_IMPORTANCE], distance)
-            scored.append((fused_score * relevance, frame_id, relevance))
+            final = fused_score * relevance
+            if expansion is not None and expansion.shares:
+                final *= expansion.factor(frame)
+            scored.append((final, frame_id, relevance))
         # Stable sort: equal scores keep fusion order (keyword hits first), Waggle's tie order.
         scored.sort(key=_FINAL, reverse=True)
         within: set[int] = set()
@@ -152,6 +158,7 @@ class Ranking:
                 "in_period": frame_id in within,
                 "subscores": parts,
                 "degraded": list(degraded),
+                "expansion": None if expansion is None else expansion.explain(frame_id, frame),
             }
             results.append(from_values(SearchResult, (from_values(Frame, frame), rrf, relevance,
                                                       final, explain, match)))
