@@ -8,10 +8,12 @@ or vector), so after the fusion this step reads it from the fused candidates:
 
 * **Session share.** The top :data:`SEEDS` fused candidates (the seeds) are where the lanes'
   evidence concentrates; a session holding much of the seeds' summed score is likely the talk
-  the question is about. Every candidate of a seed session has its final score multiplied by
-  ``1 + share``, its session's share of that sum (``1.0`` for a candidate of a session with no
-  seed). The order of the candidates within one session is kept. Nothing is fitted: the share
-  is the seeds' own distribution.
+  the question is about. Every candidate's fused score is multiplied by ``1 + share``, its
+  session's share of that sum (0 for a session with no seed), over the largest such factor, so
+  scores stay in ``[0, 1]`` and ``final = rrf × relevance`` still holds: in effect the
+  candidates of other sessions fall behind those of the sessions the seeds share. The order of
+  the candidates within one session is kept. Nothing is fitted: the share is the seeds' own
+  distribution.
 * **Neighbouring turns.** The turns right before and after each seed in its session
   (:func:`~waggle_store.dialects.neighbours.neighbour_hits`, the search's filters applied) join
   the candidates with a fused score of at least :data:`NEIGHBOUR_SHARE` times the seed's (the
@@ -26,8 +28,8 @@ or vector), so after the fusion this step reads it from the fused candidates:
 
 ``explain["expansion"]`` says, for each result, its session, the session's share and factor,
 the seeds a neighbour was lifted beside (``neighbour_of``, else None) and the fused score it had
-before (``rrf_before``, None when no lane found it); ``mind.search(..., expand=False)`` leaves
-the step out (``explain["expansion"]`` is then None).
+before the step (``rrf_before``, None when no lane found it). ``mind.search(...,
+expand=False)`` leaves the step out (``explain["expansion"]`` is then None).
 """
 
 from __future__ import annotations
@@ -61,62 +63,71 @@ _SCORE: Final = itemgetter(1)
 
 @dataclasses.dataclass
 class Expansion:
-    """What :func:`expand` found: the seed sessions' shares, the neighbours it lifted (nothing,
-    and no explain, when the search left the step out: ``enabled`` False)."""
+    """What :func:`expand` did: the seed sessions' shares, the neighbours it lifted and each
+    candidate's fused score before (nothing, and no explain, when the search left the step out:
+    ``enabled`` False)."""
 
     enabled: bool = True
-
     #: Seed session (``gop_id``) -> its share of the seeds' summed fused score.
     shares: dict[str, float] = dataclasses.field(default_factory=dict)
-    #: Lifted frame id -> (the seeds beside it, its fused score before; None if it had none).
-    lifted: dict[int, tuple[list[int], float | None]] = dataclasses.field(default_factory=dict)
-    #: The neighbours' rows (those no lane returned join the candidates through them).
+    #: The largest session factor, ``1 + max(shares)``: the divisor that keeps scores in [0, 1].
+    top: float = 1.0
+    #: Lifted neighbour's frame id -> the seeds beside it.
+    lifted: dict[int, list[int]] = dataclasses.field(default_factory=dict)
+    #: Each candidate's fused score before the expansion (a neighbour no lane found has none).
+    before: dict[int, float] = dataclasses.field(default_factory=dict)
+    #: The rows of the neighbours no lane returned (they join the candidates through them).
     hits: list[LaneHit] = dataclasses.field(default_factory=list)
 
-    def factor(self, frame: Sequence[Any]) -> float:
-        """The multiplier of a candidate's final score: ``1 + its session's share``."""
-        return 1.0 + self.shares.get(frame[_GOP], 0.0)
+    def factor(self, gop_id: str) -> float:
+        """What a candidate of session ``gop_id`` has its score multiplied by."""
+        return (1.0 + self.shares.get(gop_id, 0.0)) / self.top
 
     def explain(self, frame_id: int, frame: Sequence[Any]) -> dict[str, Any] | None:
         """``explain["expansion"]`` of one result."""
         if not self.enabled:
             return None
-        seeds, before = self.lifted.get(frame_id, (None, None))
-        share = self.shares.get(frame[_GOP], 0.0)
-        return {"session": frame[_GOP], "session_share": share, "factor": 1.0 + share,
-                "neighbour_of": seeds, "rrf_before": before}
+        gop = frame[_GOP]
+        return {"session": gop, "session_share": self.shares.get(gop, 0.0),
+                "factor": self.factor(gop), "neighbour_of": self.lifted.get(frame_id),
+                "rrf_before": self.before.get(frame_id)}
 
 
 def expand(conn: Connection, dialect: str, plan: SearchPlan,
            ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion) -> Expansion:
-    """The expansion of one search's fused candidates (see the module docstring): the seed
-    sessions' shares, and each seed's neighbouring turns lifted in ``fusion`` (a neighbour no
-    lane returned is added to it). One statement, for the neighbours; none when the plan
+    """Expand one search's fused candidates in ``fusion`` (see the module docstring): each
+    seed's neighbouring turns lifted (a neighbour no lane returned added), then every score
+    multiplied by its session's factor. One statement, for the neighbours; none when the plan
     leaves the step out."""
     if not plan.expand:
         return Expansion(enabled=False)
-    rows: dict[int, Sequence[Any]] = {}
+    sessions: dict[int, str] = {}
+    at: dict[tuple[str, int], tuple[int, float]] = {}
     for hits in ran.values():
         for hit in hits:
-            rows.setdefault(hit.frame_id, hit.frame)
+            sessions[hit.frame_id] = hit.frame[_GOP]
     # Stable: ties keep the fusion's order (keyword hits first).
     seeds = [(frame_id, score) for frame_id, score
              in heapq.nlargest(SEEDS, fusion.scores.items(), key=_SCORE) if score > 0.0]
-    found = Expansion()
+    found = Expansion(before=dict(fusion.scores))
     total = sum(score for _, score in seeds)
     if not seeds or total <= 0.0:
         return found
-    at: dict[tuple[str, int], tuple[int, float]] = {}
+    rows = {hit.frame_id: hit.frame for hits in ran.values() for hit in hits}
     for frame_id, score in seeds:
-        frame = rows[frame_id]
-        found.shares[frame[_GOP]] = found.shares.get(frame[_GOP], 0.0) + score / total
-        at[(frame[_GOP], frame[_T])] = (frame_id, score)
+        gop = sessions[frame_id]
+        found.shares[gop] = found.shares.get(gop, 0.0) + score / total
+        at[(gop, rows[frame_id][_T])] = (frame_id, score)
     for hit in neighbour_hits(conn, dialect=dialect, seeds=list(at), where=plan.where):
         gop, t = hit.frame[_GOP], hit.frame[_T]
         beside = [at[key] for key in ((gop, t - 1), (gop, t + 1)) if key in at]
-        before = fusion.scores.get(hit.frame_id)
         if fusion.lift(hit.frame_id, min(1.0, NEIGHBOUR_SHARE * sum(s for _, s in beside))):
-            found.lifted[hit.frame_id] = ([seed for seed, _ in beside], before)
-            if before is None:
+            found.lifted[hit.frame_id] = [seed for seed, _ in beside]
+            if hit.frame_id not in sessions:
+                sessions[hit.frame_id] = gop
                 found.hits.append(hit)
+    found.top = 1.0 + max(found.shares.values())
+    factor = found.factor
+    fusion.scores = {frame_id: score * factor(sessions[frame_id])
+                     for frame_id, score in fusion.scores.items()}
     return found

@@ -99,22 +99,19 @@ class Ranking:
                 degraded: Sequence[str], expansion: Expansion | None = None
                 ) -> list[SearchResult]:
         """The page (see :func:`rank_results`): every lane of ``ran`` taken (and the hits of
-        ``expansion``, whose session factors multiply the final scores: :mod:`.expand`)."""
+        ``expansion``, :mod:`.expand`, which explains what it did to each result)."""
         frames, relevance_of, periods = self._frames, self._relevance_of, self._periods
         without_distance = self._relevance
         scored: list[tuple[float, int, float]] = []
         for frame_id, fused_score in fusion.scores.items():
             distance = distances.get(frame_id)
-            frame = frames[frame_id]
             if distance is None:
                 relevance = without_distance[frame_id]
             else:
+                frame = frames[frame_id]
                 relevance = relevance_of(frame[_LAST_ACCESSED], frame[_ACCESS_COUNT],
                                          frame[_IMPORTANCE], distance)
-            final = fused_score * relevance
-            if expansion is not None and expansion.shares:
-                final *= expansion.factor(frame)
-            scored.append((final, frame_id, relevance))
+            scored.append((fused_score * relevance, frame_id, relevance))
         # Stable sort: equal scores keep fusion order (keyword hits first), Waggle's tie order.
         scored.sort(key=_FINAL, reverse=True)
         within: set[int] = set()
