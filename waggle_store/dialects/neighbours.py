@@ -3,8 +3,8 @@
 One statement, the same text on both dialects but for the attribute filters of ``where``
 (:func:`~waggle_store.dialects.common.frame_filters`, in the dialect's SQL): the frames at
 ``t - 1`` and ``t + 1`` of each seed's session, every filter of the search applied, so a turn the
-search's filters exclude is never brought in beside a hit. Each ``(gop_id, t)`` pair is one
-equality probe of the frames' ``(mind_id, gop_id, t)`` index.
+search's filters exclude is never brought in beside a hit. Each ``(gop_id, t)`` place is one
+equality probe of the frames' unique ``(mind_id, gop_id, t)`` index.
 """
 
 from __future__ import annotations
@@ -32,15 +32,18 @@ def neighbour_hits(executor: Executor, *, dialect: str, seeds: Sequence[tuple[st
     if not wanted or not where.mind_ids:
         return []
     params: dict[str, Any] = {}
-    pairs = []
+    rows_sql = []
     for i, (gop, t) in enumerate(wanted):
         params[f"ng{i}"], params[f"nt{i}"] = gop, t
-        pairs.append(f"(f.gop_id = :ng{i} AND f.t = :nt{i})")
+        rows_sql.append(f"(:ng{i}, :nt{i})")
     filters = frame_filters(where, params, dialect=dialect)
+    # The wanted places drive the join (CROSS JOIN keeps them SQLite's outer loop): one probe
+    # each, where an OR of the places beside the mind filter scans the mind's frames.
     rows = run_lane(
         executor,
-        f"SELECT f.id, 0.0 AS score, {frame_select()} FROM {T_FRAMES} f "
-        f"WHERE {filters} AND ({' OR '.join(pairs)}) ORDER BY f.gop_id, f.t",
+        f"WITH n(gop_id, t) AS (VALUES {', '.join(rows_sql)}) "
+        f"SELECT f.id, 0.0 AS score, {frame_select()} FROM n CROSS JOIN {T_FRAMES} f "
+        f"WHERE f.gop_id = n.gop_id AND f.t = n.t AND {filters} ORDER BY f.gop_id, f.t",
         params,
     )
     return frame_hits(executor, rows)
