@@ -103,9 +103,9 @@ class Mind:
         ``lanes`` restricts the lanes that run ({"keyword"}, {"vector"}; default both), for
         evaluation and debugging. ``where`` filters by source, importance, salience and
         metadata inside both lanes; ``query_vector`` is the caller's own embedding of the query
-        (the mind's model), used instead of embedding ``query``. ``expand`` (default True)
-        lifts the candidates of the session the best hits concentrate in and brings in the
-        turns next to them (``explain["expansion"]`` says what it did); False leaves it out.
+        (the mind's model), used instead of embedding ``query``. ``expand`` (default True) brings
+        in the turns next to the best hits in their sessions (``explain["expansion"]`` says
+        which it lifted, and beside what); False leaves them out.
         """
         return self._searcher.search(self.context, query, limit=limit, gop_id=gop_id,
                                           profile=profile, since=since, until=until,

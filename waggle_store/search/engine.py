@@ -6,8 +6,8 @@ One algorithm for both dialects, read top to bottom in :meth:`HybridSearch.searc
 2. the query embedded, before any read (network calls never hold a database lock);
 3. on one read connection, in one transaction: the keyword lane's statement, then the vector
    lane's (each over-fetching :data:`OVERFETCH` times the page, every filter inside the lane);
-4. fusion (:mod:`.fusion`), the expansion by session structure (:mod:`.expand`), then ranking
-   and explain (:mod:`.explain`), with the graph distances of the candidates that mention one.
+4. fusion (:mod:`.fusion`), the turns beside its best hits (:mod:`.expand`), then ranking and
+   explain (:mod:`.explain`), with the graph distances of the candidates that mention one.
 
 SQL that differs between dialects lives in ``dialects/`` (mostly the adapter, ``SearchAdapter``).
 

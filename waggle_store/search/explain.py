@@ -155,7 +155,7 @@ class Ranking:
                 "in_period": frame_id in within,
                 "subscores": parts,
                 "degraded": list(degraded),
-                "expansion": None if expansion is None else expansion.explain(frame_id, frame),
+                "expansion": None if expansion is None else expansion.explain(frame_id),
             }
             results.append(from_values(SearchResult, (from_values(Frame, frame), rrf, relevance,
                                                       final, explain, match)))

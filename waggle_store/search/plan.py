@@ -41,7 +41,7 @@ class SearchPlan:
     lanes: frozenset[str]
     #: The dates the query names ("on May 3, 2024", "last week"), relative ones as of planning.
     periods: list[Period]
-    #: Whether the fused candidates are expanded by their sessions' structure (:mod:`.expand`).
+    #: Whether the turns beside the best fused candidates join them (:mod:`.expand`).
     expand: bool = True
 
 
