@@ -1,7 +1,6 @@
-"""The search's expansion by session structure (``waggle_store/search/expand.py``): the turns beside
-the best hits join the results, the candidates of the session the best hits concentrate in rank
-before equal ones of other sessions, the search's filters hold for what it brings in, every step
-is in ``explain["expansion"]``, and ``expand=False`` leaves it out."""
+"""The search's expansion (``waggle_store/search/expand.py``): the turns beside the best hits join
+the results, the search's filters hold for what it brings in, ``explain["expansion"]`` says what
+it lifted and beside what, and ``expand=False`` leaves it out."""
 
 from __future__ import annotations
 
@@ -64,26 +63,15 @@ def test_a_turn_a_lane_ranked_above_its_lift_keeps_its_own_score(mind: ws.Mind) 
         assert results[frame_id].explain["expansion"]["neighbour_of"] is None
 
 
-def test_candidates_of_the_session_the_best_hits_share_rank_first(mind: ws.Mind) -> None:
-    # Four turns say the one query word alike: one in a session, three in another.
-    aside = mind.sessions.ensure("aside").gop_id
-    talk = mind.sessions.ensure("talk").gop_id
-    lone = mind.frames.create_i(aside, "the saxophone is loud").id
-    shared = [mind.frames.create_i(talk, f"{text} saxophone").id for text in
-              ("a shiny", "a borrowed", "an old")]
-    plain = mind.search("saxophone", lanes=("keyword",), expand=False)
-    assert sorted(_ids(plain)) == sorted([lone, *shared])
-    assert _ids(plain)[-1] != lone  # the lane's tie order puts it before one of the others
-
-    results = mind.search("saxophone", lanes=("keyword",))
-    assert _ids(results)[-1] == lone  # after the three of the session the hits share
-    assert _ids(results)[:3] == [f for f in _ids(plain) if f != lone]  # their order kept
-    by_id = {r.frame.id: r.explain["expansion"] for r in results}
-    assert by_id[lone]["session_share"] + by_id[shared[0]]["session_share"] == pytest.approx(1.0)
-    assert by_id[shared[0]]["session_share"] > 0.7  # three of the four seeds' summed score
-    assert by_id[shared[0]]["factor"] == pytest.approx(1.0)  # the largest factor
-    assert by_id[lone]["factor"] == pytest.approx(
-        (1 + by_id[lone]["session_share"]) / (1 + by_id[shared[0]]["session_share"]))
+def test_a_turn_between_two_hits_is_lifted_by_both(mind: ws.Mind) -> None:
+    gop = mind.sessions.ensure("s1").gop_id
+    first = mind.frames.create_i(gop, "the dinosaur exhibit opens at the museum").id
+    between = mind.frames.create_i(gop, "what a day that was").id
+    last = mind.frames.create_i(gop, "the museum shop sells dinosaur bones").id
+    results = {r.frame.id: r for r in mind.search("dinosaur museum", lanes=("keyword",))}
+    assert results[between].explain["expansion"]["neighbour_of"] == [first, last]
+    assert results[between].rrf_score == pytest.approx(
+        NEIGHBOUR_SHARE * (results[first].rrf_score + results[last].rrf_score))
 
 
 def test_a_neighbour_outside_the_searchs_filters_is_not_brought_in(mind: ws.Mind) -> None:
