@@ -2,7 +2,7 @@
 
     python benchmarks/locomo_recall.py PATH [--embedder hashing|local|both]
                                             [--url URL | --embedded-pg] [--stale-context]
-                                            [--whole-vectors-first]
+                                            [--whole-vectors-first] [--no-expand] [--save FILE]
 
 For each embedder it builds one store (SQLite in a temporary directory unless ``--url`` names a
 database, or a throwaway embedded PostgreSQL with ``--embedded-pg``), one mind per conversation,
@@ -139,14 +139,14 @@ def clear_contexts(store: ws.Store) -> None:
 
 
 def evaluate(
-    store: ws.Store, data: list[dict[str, Any]], *, stale_context: bool = False
+    store: ws.Store, data: list[dict[str, Any]], *, stale_context: bool = False, **search: Any
 ) -> dict[str, dict[str, Any]]:
     """Load every sample (one mind each), embed with ``store.reconcile()``, then :func:`score`."""
     loaded = [(sample, *load_sample(store, sample)) for sample in data]
     if stale_context:
         clear_contexts(store)
     store.reconcile()
-    return score(loaded)
+    return score(loaded, **search)
 
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -225,11 +225,13 @@ def _run(
                 refreshed = [(sample, mind.name, dias) for sample, mind, dias in loaded]
             with ws.open_store(url, embedder=embedder, schema=schema) as store:
                 if refreshed is None:
-                    report[name] = evaluate(store, data, stale_context=args.stale_context)
+                    report[name] = evaluate(store, data, stale_context=args.stale_context,
+                                            expand=not args.no_expand)
                 else:
                     fixed = store.reconcile().vectors_fixed
                     report[name] = score([(sample, store.mind(mind), dias)
-                                          for sample, mind, dias in refreshed])
+                                          for sample, mind, dias in refreshed],
+                                         expand=not args.no_expand)
                     report[name]["re-embedded by reconcile"] = fixed
                 report[name]["dialect"] = store.engine.dialect.name
                 if schema:
@@ -252,6 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--save", type=Path, help="also write the summary as JSON to this file")
+    parser.add_argument("--no-expand", action="store_true",
+                        help="search with expand=False (no turns beside the best hits)")
     parser.add_argument(
         "--stale-context",
         action="store_true",
