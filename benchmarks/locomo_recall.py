@@ -2,7 +2,7 @@
 
     python benchmarks/locomo_recall.py PATH [--embedder hashing|local|both]
                                             [--url URL | --embedded-pg] [--stale-context]
-                                            [--whole-vectors-first]
+                                            [--whole-vectors-first] [--no-expand] [--save FILE]
 
 For each embedder it builds one store (SQLite in a temporary directory unless ``--url`` names a
 database, or a throwaway embedded PostgreSQL with ``--embedded-pg``), one mind per conversation,
@@ -22,7 +22,8 @@ snap-research/LoCoMo repository, or a subset of its samples). A question's gold 
 no turn dropped; questions left without one skipped); recall@k is the share of them among the
 top k frames.
 
-Prints recall@{1,5,10,20,50}, hit@10, MRR and recall@10 per category for each lane set.
+Prints recall@{1,5,10,20,50}, hit@10, MRR and recall@10 per category for each lane set, then
+recall@{1,5,10,20} and MRR per category (``--save FILE``: the summary as JSON too).
 """
 
 from __future__ import annotations
@@ -138,53 +139,68 @@ def clear_contexts(store: ws.Store) -> None:
 
 
 def evaluate(
-    store: ws.Store, data: list[dict[str, Any]], *, stale_context: bool = False
+    store: ws.Store, data: list[dict[str, Any]], *, stale_context: bool = False, **search: Any
 ) -> dict[str, dict[str, Any]]:
     """Load every sample (one mind each), embed with ``store.reconcile()``, then :func:`score`."""
     loaded = [(sample, *load_sample(store, sample)) for sample in data]
     if stale_context:
         clear_contexts(store)
     store.reconcile()
-    return score(loaded)
+    return score(loaded, **search)
+
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+#: The ks of the per-category table.
+CAT_KS = (1, 5, 10, 20)
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def _summary(rows: Sequence[tuple[int, list[float], float, float]], ks: Sequence[int]
+             ) -> dict[str, float]:
+    """recall@k (each of ``ks``), hit@10 and MRR over ``rows``: (category, recall per k of
+    :data:`KS`, hit@10, reciprocal rank) per question."""
+    return {**{f"recall@{k}": _mean([r[1][KS.index(k)] for r in rows]) for k in ks},
+            "hit@10": _mean([r[2] for r in rows]), "mrr": _mean([r[3] for r in rows]),
+            "questions": len(rows)}
 
 
 def score(
     loaded: Sequence[tuple[dict[str, Any], ws.Mind, dict[int, set[str]]]],
+    **search: Any,
 ) -> dict[str, dict[str, Any]]:
-    """Ask every category 1-4 question of each loaded sample per lane set; the summary."""
-    per_lane: dict[str, dict[str, Any]] = {
-        name: {"recall": defaultdict(list), "hit10": [], "mrr": [], "cat": defaultdict(list)}
-        for name in LANE_SETS
-    }
+    """Ask every category 1-4 question of each loaded sample per lane set (``search``: more
+    arguments of ``mind.search``); the summary, overall and per category."""
+    per_lane: dict[str, list[tuple[int, list[float], float, float]]] = {
+        name: [] for name in LANE_SETS}
     for sample, mind, frame_dias in loaded:
         known = set().union(*frame_dias.values())
         for qa in sample["qa"]:
-            if qa.get("category") not in (1, 2, 3, 4):
+            if qa.get("category") not in CATEGORIES:
                 continue
             gold = gold_ids(qa.get("evidence", []), known)
             if not gold:
                 continue
             for name, lanes in LANE_SETS.items():
-                results = mind.search(qa["question"], limit=max(KS), lanes=lanes)
+                results = mind.search(qa["question"], limit=max(KS), lanes=lanes, **search)
                 ranked: list[str] = []
                 for r in results:  # a frame merged by dedup stands for each of its turns
                     ranked.extend(sorted(frame_dias[r.frame.id]))
-                m = per_lane[name]
-                for k in KS:
-                    m["recall"][k].append(len(set(ranked[:k]) & gold) / len(gold))
-                m["hit10"].append(1.0 if set(ranked[:10]) & gold else 0.0)
                 first = next((i for i, d in enumerate(ranked) if d in gold), None)
-                m["mrr"].append(0.0 if first is None else 1.0 / (first + 1))
-                m["cat"][qa["category"]].append(len(set(ranked[:10]) & gold) / len(gold))
+                per_lane[name].append((
+                    qa["category"], [len(set(ranked[:k]) & gold) / len(gold) for k in KS],
+                    1.0 if set(ranked[:10]) & gold else 0.0,
+                    0.0 if first is None else 1.0 / (first + 1)))
     summary: dict[str, dict[str, Any]] = {}
-    for name, m in per_lane.items():
-        mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
+    for name, rows in per_lane.items():
         summary[name] = {
-            **{f"recall@{k}": mean(m["recall"][k]) for k in KS},
-            "hit@10": mean(m["hit10"]),
-            "mrr": mean(m["mrr"]),
-            **{f"cat{c}_recall@10": mean(v) for c, v in sorted(m["cat"].items())},
-            "questions": len(m["mrr"]),
+            **_summary(rows, KS),
+            **{f"cat{c}_recall@10": _mean([r[1][KS.index(10)] for r in rows if r[0] == c])
+               for c in sorted({r[0] for r in rows})},
+            "by_category": {CATEGORIES[c]: _summary([r for r in rows if r[0] == c], CAT_KS)
+                            for c in sorted({r[0] for r in rows})},
         }
     return summary
 
@@ -209,11 +225,13 @@ def _run(
                 refreshed = [(sample, mind.name, dias) for sample, mind, dias in loaded]
             with ws.open_store(url, embedder=embedder, schema=schema) as store:
                 if refreshed is None:
-                    report[name] = evaluate(store, data, stale_context=args.stale_context)
+                    report[name] = evaluate(store, data, stale_context=args.stale_context,
+                                            expand=not args.no_expand)
                 else:
                     fixed = store.reconcile().vectors_fixed
                     report[name] = score([(sample, store.mind(mind), dias)
-                                          for sample, mind, dias in refreshed])
+                                          for sample, mind, dias in refreshed],
+                                         expand=not args.no_expand)
                     report[name]["re-embedded by reconcile"] = fixed
                 report[name]["dialect"] = store.engine.dialect.name
                 if schema:
@@ -235,6 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="start a throwaway embedded PostgreSQL and run on it",
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--save", type=Path, help="also write the summary as JSON to this file")
+    parser.add_argument("--no-expand", action="store_true",
+                        help="search with expand=False (no turns beside the best hits)")
     parser.add_argument(
         "--stale-context",
         action="store_true",
@@ -259,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if stop_pg is not None:
             stop_pg()
+    if args.save:
+        args.save.write_text(json.dumps(report, indent=2))
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -274,6 +297,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             row = by_lane[lane]
             print(f"{lane:8} " + " ".join(f"{row[c]:9.3f}" for c in cols + cats))
         print(f"questions: {by_lane['hybrid']['questions']}")
+        print(f"by category: {' '.join(f'R@{k}' for k in CAT_KS)} MRR (questions)")
+        for lane in LANE_SETS:
+            for cat, row in by_lane[lane]["by_category"].items():
+                print(f"  {lane:8} {cat:12} "
+                      + " ".join(f"{row[f'recall@{k}']:.3f}" for k in CAT_KS)
+                      + f" {row['mrr']:.3f} ({row['questions']})")
         if "re-embedded by reconcile" in by_lane:
             print(f"vectors re-embedded by reconcile: {by_lane['re-embedded by reconcile']}")
     return 0

@@ -187,10 +187,11 @@ class AsyncMind:
                      until: datetime | str | None = None,
                      context: Mapping[int, int] | None = None,
                      where: ws.Where | dict[str, Any] | None = None,
-                     query_vector: Sequence[float] | None = None) -> list[SearchResult]:
+                     query_vector: Sequence[float] | None = None,
+                     expand: bool = True) -> list[SearchResult]:
         return await self.store.run_sync(
             self.sync.search, query, limit=limit, gop_id=gop_id, profile=profile, since=since,
-            until=until, context=context, where=where, query_vector=query_vector,
+            until=until, context=context, where=where, query_vector=query_vector, expand=expand,
         )
 
     async def recall(self, query: str, *, limit: int = 20, gop_id: str | None = None,
@@ -198,10 +199,11 @@ class AsyncMind:
                      until: datetime | str | None = None,
                      context: Mapping[int, int] | None = None,
                      where: ws.Where | dict[str, Any] | None = None,
-                     query_vector: Sequence[float] | None = None) -> list[SearchResult]:
+                     query_vector: Sequence[float] | None = None,
+                     expand: bool = True) -> list[SearchResult]:
         return await self.store.run_sync(
             self.sync.recall, query, limit=limit, gop_id=gop_id, profile=profile, since=since,
-            until=until, context=context, where=where, query_vector=query_vector,
+            until=until, context=context, where=where, query_vector=query_vector, expand=expand,
         )
 
     async def cognify(self, content: str, *, importance: str = "normal",

@@ -96,30 +96,34 @@ class Mind:
                until: datetime | str | None = None,
                context: Mapping[int, int] | None = None,
                lanes: Collection[str] | None = None, where: Where | dict[str, Any] | None = None,
-               query_vector: Sequence[float] | None = None) -> list[SearchResult]:
+               query_vector: Sequence[float] | None = None,
+               expand: bool = True) -> list[SearchResult]:
         """Hybrid keyword + vector search of this mind, the two lanes fused and ranked.
 
         ``lanes`` restricts the lanes that run ({"keyword"}, {"vector"}; default both), for
         evaluation and debugging. ``where`` filters by source, importance, salience and
         metadata inside both lanes; ``query_vector`` is the caller's own embedding of the query
-        (the mind's model), used instead of embedding ``query``.
+        (the mind's model), used instead of embedding ``query``. ``expand`` (default True) brings
+        in the turns next to the best hits in their sessions (``explain["expansion"]`` says
+        which it lifted, and beside what); False leaves them out.
         """
         return self._searcher.search(self.context, query, limit=limit, gop_id=gop_id,
                                           profile=profile, since=since, until=until,
                                           context=context, lanes=lanes, where=where,
-                                          query_vector=query_vector)
+                                          query_vector=query_vector, expand=expand)
 
     def recall(self, query: str, *, limit: int = 20, gop_id: str | None = None,
                profile: str = "balanced", since: datetime | str | None = None,
                until: datetime | str | None = None,
                context: Mapping[int, int] | None = None,
                lanes: Collection[str] | None = None, where: Where | dict[str, Any] | None = None,
-               query_vector: Sequence[float] | None = None) -> list[SearchResult]:
+               query_vector: Sequence[float] | None = None,
+               expand: bool = True) -> list[SearchResult]:
         """search() that also counts an access (touch) of every frame it returns."""
         return self._searcher.recall(self.context, query, limit=limit, gop_id=gop_id,
                                           profile=profile, since=since, until=until,
                                           context=context, lanes=lanes, where=where,
-                                          query_vector=query_vector)
+                                          query_vector=query_vector, expand=expand)
 
     def cognify(self, content: str, *, importance: str = "normal", gop_id: str | None = None,
                 created_at: datetime | str | None = None, source: str = "user_stated",

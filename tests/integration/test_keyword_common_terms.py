@@ -56,7 +56,9 @@ class _Statements:
 
 def _page(mind: ws.Mind, query: str, **options: Any
           ) -> list[tuple[int, float, float, float, str]]:
-    """Each result's frame, scores and the keyword lane's raw score (its idf sum)."""
+    """Each result's frame, scores and the keyword lane's raw score (its idf sum); the lane's
+    own page (no expansion: it would bring in turns the lane did not find)."""
+    options.setdefault("expand", False)
     return [(r.frame.id, r.explain["lanes"]["keyword"]["score"], r.rrf_score, r.final_score,
              r.frame.content)
             for r in mind.search(query, limit=5, lanes=["keyword"], **options)]

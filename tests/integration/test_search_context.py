@@ -28,7 +28,8 @@ def _conversation(mind: ws.Mind) -> tuple[int, int, int]:
 
 
 def _keyword_ids(mind: ws.Mind, query: str) -> list[int]:
-    return [h.frame.id for h in mind.search(query, lanes=("keyword",), limit=10)]
+    """What the keyword index finds (no expansion, which adds the turns beside its hits)."""
+    return [h.frame.id for h in mind.search(query, lanes=("keyword",), limit=10, expand=False)]
 
 
 def _context(store: ws.Store, frame_id: int) -> str | None:

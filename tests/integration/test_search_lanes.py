@@ -36,7 +36,7 @@ def test_a_failing_keyword_index_falls_back_to_like(
 ) -> None:
     ids = _seed(store, mind)
     keyword_index.drop()
-    results = mind.search("alpha", lanes=("keyword",))
+    results = mind.search("alpha", lanes=("keyword",), expand=False)
     assert {r.frame.id for r in results} == {ids[0], ids[1]}
     explain = results[0].explain
     assert explain["keyword_backend"] == "like"
@@ -64,7 +64,7 @@ def test_a_lost_connection_is_invalidated_and_the_next_search_reconnects(
         assert conn.invalidated
         conn.rollback()
     # The frame that says "payments" first; the next turn follows through its context.
-    assert [r.frame.content for r in mind.search("payments")] == [TEXTS[0], TEXTS[1]]
+    assert [r.frame.content for r in mind.search("payments", expand=False)] == [TEXTS[0], TEXTS[1]]
 
 
 def _kill_the_pooled_connection(store: ws.Store) -> None:
@@ -99,11 +99,11 @@ def test_a_search_on_a_pooled_connection_killed_while_idle_succeeds(
     from waggle_store.dialects import postgres_engine
 
     _seed(store, mind)
-    expected = [r.frame.content for r in mind.search("payments")]
+    expected = [r.frame.content for r in mind.search("payments", expand=False)]
     window = 0.0 if idle == "past the window" else 3600.0
     monkeypatch.setattr(postgres_engine, "PING_AFTER_IDLE", window)
     _kill_the_pooled_connection(store)
-    results = mind.search("payments")
+    results = mind.search("payments", expand=False)
     assert [r.frame.content for r in results] == expected == [TEXTS[0], TEXTS[1]]
     assert results[0].explain["degraded"] == []
     assert results[0].explain["keyword_backend"] == "postgresql"

@@ -6,18 +6,16 @@ One algorithm for both dialects, read top to bottom in :meth:`HybridSearch.searc
 2. the query embedded, before any read (network calls never hold a database lock);
 3. on one read connection, in one transaction: the keyword lane's statement, then the vector
    lane's (each over-fetching :data:`OVERFETCH` times the page, every filter inside the lane);
-4. fusion (:mod:`.fusion`), then ranking and explain (:mod:`.explain`), with the graph
-   distances of the candidates that mention an entity.
+4. fusion (:mod:`.fusion`), the turns beside its best hits (:mod:`.expand`), then ranking and
+   explain (:mod:`.explain`), with the graph distances of the candidates that mention one.
 
-Every piece of SQL that differs between dialects lives in the adapter
-(:class:`~waggle_store.dialects.base.SearchAdapter`).
+SQL that differs between dialects lives in ``dialects/`` (mostly the adapter, ``SearchAdapter``).
 
 Degradation is explicit, never silent: a lane that cannot run (no embedder, no vector backend, no
 vectors for the embedder's model yet, no keyword terms) is left out of the fusion and named in
 ``explain["degraded"]``; a keyword index that errors falls back to an escaped LIKE scan; an
-embedder that fails at query time leaves the keyword results. Nothing here turns a backend
-failure into an exception for the caller except a broken database connection (a pooled
-connection found lost is replaced and the search run once more first).
+embedder that fails at query time leaves the keyword results. Only a broken database connection
+raises (a pooled connection found lost is replaced and the search run once more first).
 
 ``lanes=`` (an addition to the API, used by benchmarks and diagnostics) restricts the search to
 ``{"keyword"}`` or ``{"vector"}``; the default runs both.
@@ -43,6 +41,7 @@ from waggle_store.records import SearchResult
 from waggle_store.repositories.frames import FrameRepository
 from waggle_store.repositories.mind_models import mismatch_reason
 from waggle_store.repositories.vectors import ModelKey, model_key
+from waggle_store.search.expand import Expansion, expand
 from waggle_store.search.explain import Ranking
 from waggle_store.search.fusion import LANE_CONFIDENCE, Fusion
 from waggle_store.search.graph import GraphDistances
@@ -134,16 +133,16 @@ class HybridSearch:
                profile: str = "balanced", since: datetime | str | None = None,
                until: datetime | str | None = None, context: Mapping[int, int] | None = None,
                lanes: Collection[str] | None = None,
-               query_vector: Sequence[float] | None = None, where: Any = None
-               ) -> list[SearchResult]:
+               query_vector: Sequence[float] | None = None, where: Any = None,
+               expand: bool = True) -> list[SearchResult]:
         """Hybrid search of one mind; see the module docstring.
 
         ``query_vector``: the query's embedding by the mind's model when the caller has it
         (cognify's linker, or the caller's own), so the query is not embedded — and billed —
         again; ``query`` still drives the keyword lane. ``where``: a ``ws.Where`` (or a dict),
-        applied inside both lanes."""
+        applied inside both lanes. ``expand=False`` leaves out :mod:`.expand`."""
         plan = plan_search(mind.id, query, limit, gop_id, profile, since, until, context, lanes,
-                           where)  # every argument checked before anything runs
+                           where, expand)  # every argument checked before anything runs
         degraded: list[str] = []
         qvec, key = self._embed_query(mind, query, plan, degraded,
                                       checked_query_vector(query_vector))
@@ -166,19 +165,19 @@ class HybridSearch:
                 retry = False
         if found is None:
             return []
-        ran, fusion, distances = found
+        ran, fusion, distances, expansion = found
         ranking = Ranking(profile=plan.profile, now=utcnow(), query=query,
                           keyword="keyword" in plan.lanes, terms=plan.terms, periods=plan.periods)
-        for hits in ran.values():
+        for hits in (*ran.values(), expansion.hits):
             ranking.take(hits)
         return ranking.results(ran=ran, fusion=fusion, distances=distances, limit=plan.limit,
-                               keyword_backend=meta["keyword_backend"], degraded=notes)
+                               keyword_backend=meta["keyword_backend"], degraded=notes,
+                               expansion=expansion)
 
     def _read(self, mind: MindContext, plan: SearchPlan, qvec: Sequence[float] | None,
               key: ModelKey | None, meta: dict[str, Any], query: str
-              ) -> tuple[dict[str, list[LaneHit]], Fusion, Mapping[int, int]] | None:
-        """The lanes, their fusion and the graph distances, in one read transaction; None when
-        no lane found anything."""
+              ) -> tuple[dict[str, list[LaneHit]], Fusion, Mapping[int, int], Expansion] | None:
+        """Lanes, fusion, expansion and graph distances, in one read transaction (None: no hits)."""
         degraded: list[str] = meta["degraded"]
         k = plan.limit * OVERFETCH
         ran: dict[str, list[LaneHit]] = {}
@@ -204,14 +203,15 @@ class HybridSearch:
             )
             if not fusion.scores:
                 return None
+            expansion = expand(conn, self._store.adapter.dialect, plan, ran, fusion)
             distances = plan.context
             if distances is None:
                 # Only frames that mention an entity can be near one; none, and no query runs.
-                mentioning = sorted({h.frame_id for lane_hits in ran.values()
+                mentioning = sorted({h.frame_id for lane_hits in (*ran.values(), expansion.hits)
                                      for h in lane_hits if h.mentions})
                 distances = (self._graph(conn, mind.id, query_names(query), mentioning)
                              if mentioning else {})
-        return ran, fusion, distances
+        return ran, fusion, distances, expansion
 
     def recall(self, mind: MindContext, query: str, **options: Any) -> list[SearchResult]:
         """:meth:`search`, then count one access of every returned frame, in one transaction."""

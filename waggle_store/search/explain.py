@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from waggle_store.dialects.base import LaneHit
 from waggle_store.records import Frame, SearchResult, from_values
+from waggle_store.search.expand import Expansion
 from waggle_store.search.fusion import Fusion
 from waggle_store.search.match import match_score, match_terms
 from waggle_store.search.periods import Period, calendar_periods
@@ -95,8 +96,10 @@ class Ranking:
 
     def results(self, *, ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion,
                 distances: Mapping[int, int], limit: int, keyword_backend: str | None,
-                degraded: Sequence[str]) -> list[SearchResult]:
-        """The page (see :func:`rank_results`): every lane of ``ran`` taken."""
+                degraded: Sequence[str], expansion: Expansion | None = None
+                ) -> list[SearchResult]:
+        """The page (see :func:`rank_results`): every lane of ``ran`` taken (and the hits of
+        ``expansion``, :mod:`.expand`, which explains what it did to each result)."""
         frames, relevance_of, periods = self._frames, self._relevance_of, self._periods
         without_distance = self._relevance
         scored: list[tuple[float, int, float]] = []
@@ -152,6 +155,7 @@ class Ranking:
                 "in_period": frame_id in within,
                 "subscores": parts,
                 "degraded": list(degraded),
+                "expansion": None if expansion is None else expansion.explain(frame_id),
             }
             results.append(from_values(SearchResult, (from_values(Frame, frame), rrf, relevance,
                                                       final, explain, match)))

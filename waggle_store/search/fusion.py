@@ -231,14 +231,30 @@ class Fusion:
         self._k, self._hits, self._total = k, hits, total
         self.scores = scores
 
+    def lift(self, frame_id: int, score: float) -> bool:
+        """Raise a frame's score to ``score`` (in ``[0, 1]``) if it is below it; whether it was.
+        A frame no lane returned joins the scores (last in their order), with no lane parts
+        (the search's expansion step, :mod:`.expand`)."""
+        known = self.scores.get(frame_id)
+        if known is not None and score <= known:
+            return False
+        self.scores[frame_id] = score
+        return True
+
     def lanes(self, frame_id: int) -> tuple[float, dict[str, tuple[int, float, float]]]:
         """The parts of :meth:`detail` without building the record: ``raw``, and per lane that
         returned the frame (rank, weight, contribution). A search's explain reads them for each
-        result of its page. ``KeyError`` for an id no lane returned."""
+        result of its page. A frame only lifted (:meth:`lift`) has none (raw 0.0); ``KeyError``
+        for an id the fusion does not hold."""
         total, k = self._total, self._k
         raw = 0.0
         parts: dict[str, tuple[int, float, float]] = {}
-        for lane, (rank, w, t) in self._hits[frame_id].items():  # one pass: explain's hot path
+        hits = self._hits.get(frame_id)
+        if hits is None:
+            if frame_id not in self.scores:
+                raise KeyError(frame_id)
+            return raw, parts
+        for lane, (rank, w, t) in hits.items():  # one pass: explain's hot path
             raw += 1.0 / (k + rank)
             parts[lane] = (rank, w, t / total if total > 0 else 0.0)
         return raw, parts

@@ -41,11 +41,16 @@ class SearchPlan:
     lanes: frozenset[str]
     #: The dates the query names ("on May 3, 2024", "last week"), relative ones as of planning.
     periods: list[Period]
+    #: Whether the turns beside the best fused candidates join them (:mod:`.expand`).
+    expand: bool = True
 
 
 def plan_search(mind_id: int, query: Any, limit: Any, gop_id: Any, profile: Any, since: Any,
-                until: Any, context: Any, lanes: Any, where: Any = None) -> SearchPlan:
+                until: Any, context: Any, lanes: Any, where: Any = None,
+                expand: Any = True) -> SearchPlan:
     """Validate a search's arguments (InvalidInputError naming the bad one) and plan it."""
+    if not isinstance(expand, bool):
+        raise InvalidInputError(f"expand must be True or False, got {expand!r}")
     if not isinstance(query, str):
         raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
@@ -66,6 +71,7 @@ def plan_search(mind_id: int, query: Any, limit: Any, gop_id: Any, profile: Any,
         context=_context(context),
         lanes=_lanes(lanes),
         periods=named_periods(query, utcnow()),
+        expand=expand,
     )
 
 
