@@ -202,14 +202,16 @@ def cognify(mind: MindContext, search: HybridSearch, content: str, *, importance
 
 @dataclass(frozen=True)
 class _LinkSearch:
-    """One mind's search, queried with the memory's own vector: what the linker reads."""
+    """One mind's search, queried with the memory's own vector: what the linker reads. The
+    turns beside the best hits are left out: the linker relates memories by what they say."""
 
     mind: MindContext
     engine: HybridSearch
     vector: list[float] | None
 
     def search(self, query: str, *, limit: int) -> list[SearchResult]:
-        return self.engine.search(self.mind, query, limit=limit, query_vector=self.vector)
+        return self.engine.search(self.mind, query, limit=limit, query_vector=self.vector,
+                                  expand=False)
 
 
 def _related(mind: MindContext, search: HybridSearch, content: str, frame_id: int,
