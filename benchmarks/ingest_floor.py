@@ -337,7 +337,8 @@ def bench_create_i(dialect: str, pg_url: str | None, n: int, rounds: int = 10
                            "base_frame_id": None, "content": text, "content_hash": digest,
                            "importance": "normal", "source": "user_stated", "access_count": 0,
                            "created_at": now, "last_accessed": now, "salience": None,
-                           "search_context": None}  # derived: set by the context triggers
+                           "search_context": None,  # derived: set by the context triggers
+                           "metadata": None}
                     if not pg:
                         cur.execute("BEGIN IMMEDIATE")
                     cur.execute(frame_sql, [row[c] for c in cols])
