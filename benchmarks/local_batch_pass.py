@@ -7,9 +7,9 @@ What ingest pays per memory with the local model (cognify, reconcile and import 
 texts in batches): ``LocalEmbedder(query_runtime="onnxruntime")`` (the ``[onnx]`` extra) runs
 them through sentence-transformers' ONNX backend, ``LocalEmbedder(query_runtime="torch")``
 through torch, both by ``encode()``. Both load the same model in one process and embed the same
-texts, in rounds that alternate which goes first. Texts: ``search_latency.py``'s synthetic frames (12–25 Zipf
-pseudo-words, ~60 word pieces) and short conversation-like turns (a LoCoMo-sized sentence), so
-both padding-heavy and short batches are measured.
+texts, in rounds that alternate which goes first. Texts: ``search_latency.py``'s synthetic
+frames (12–25 Zipf pseudo-words, ~60 word pieces) and short conversation-like turns (a
+LoCoMo-sized sentence), so both padding-heavy and short batches are measured.
 
 Printed per kind of text: texts per second for each side (median over the rounds), the ratio,
 and the largest coordinate difference between the two sides' vectors.
