@@ -279,9 +279,9 @@ class LocalEmbedder:
 def _onnx_options() -> dict[str, Any]:
     """The ONNX backend's session: on the CPU, as many threads as torch has, and threads that
     sleep between calls (spinning ones would take the cores from the search that asked)."""
-    import onnxruntime as ort
     import torch
 
+    ort = importlib.import_module("onnxruntime")
     options = ort.SessionOptions()
     options.intra_op_num_threads = torch.get_num_threads()
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
