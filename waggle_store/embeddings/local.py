@@ -248,16 +248,8 @@ class LocalEmbedder:
     def _open(self, st: Any, source: str) -> tuple[Any, str]:
         """The loaded model and the runtime's name (see ``query_runtime``)."""
         if self.query_runtime != "torch":
-            missing = onnx_missing()
-            if self.device not in (None, "cpu"):
-                missing = f"the ONNX backend runs on the CPU, not on {self.device!r}"
             try:
-                if missing is not None:
-                    raise RuntimeError(missing)
-                with _quiet_export():
-                    model = st.SentenceTransformer(source, device="cpu", backend="onnx",
-                                                   model_kwargs=_onnx_options())
-                return model, "onnxruntime"
+                return _onnx_model(st, source, self.device), "onnxruntime"
             except Exception as exc:  # the exporter and the runtime raise many kinds
                 if self.query_runtime == "onnxruntime":
                     raise EmbeddingProviderError(
@@ -274,6 +266,19 @@ class LocalEmbedder:
 
     def __repr__(self) -> str:
         return f"LocalEmbedder(model={self.model!r})"
+
+
+def _onnx_model(st: Any, source: str, device: str | None) -> Any:
+    """The model loaded by sentence-transformers' ONNX backend (exported first if its folder
+    has no ONNX file), or an exception saying why not."""
+    missing = onnx_missing()
+    if device not in (None, "cpu"):
+        missing = f"the ONNX backend runs on the CPU, not on {device!r}"
+    if missing is not None:
+        raise RuntimeError(missing)
+    with _quiet_export():
+        return st.SentenceTransformer(source, device="cpu", backend="onnx",
+                                      model_kwargs=_onnx_options())
 
 
 def _onnx_options() -> dict[str, Any]:
