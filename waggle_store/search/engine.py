@@ -203,7 +203,7 @@ class HybridSearch:
             )
             if not fusion.scores:
                 return None
-            expansion = expand(conn, self._store.adapter, plan, ran, fusion)
+            expansion = expand(conn, self._store.adapter.dialect, plan, ran, fusion)
             distances = plan.context
             if distances is None:
                 # Only frames that mention an entity can be near one; none, and no query runs.

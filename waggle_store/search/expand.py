@@ -32,11 +32,10 @@ from typing import Any, Final
 
 from sqlalchemy import Connection
 
-from waggle_store.dialects.base import LaneHit, SearchAdapter
+from waggle_store.dialects.base import LaneHit
 from waggle_store.dialects.context_index import CONTEXT_WEIGHT
 from waggle_store.dialects.neighbours import neighbour_hits
 from waggle_store.records import Frame
-from waggle_store.search.cover import Cover, second_pass
 from waggle_store.search.fusion import CONFIDENCE_POWER, Fusion
 from waggle_store.search.plan import SearchPlan
 
@@ -64,20 +63,16 @@ class Expansion:
     before: dict[int, float] = dataclasses.field(default_factory=dict)
     #: The rows of the neighbours no lane returned (they join the candidates through them).
     hits: list[LaneHit] = dataclasses.field(default_factory=list)
-    #: The second pass for the query's uncovered terms (:mod:`.cover`), run before the seeds.
-    cover: Cover = dataclasses.field(default_factory=Cover)
 
     def explain(self, frame_id: int) -> dict[str, Any] | None:
         """``explain["expansion"]`` of one result."""
         if not self.enabled:
             return None
         return {"neighbour_of": self.lifted.get(frame_id),
-                "rrf_before": self.before.get(frame_id),
-                "uncovered": list(self.cover.uncovered),
-                "second_pass": self.cover.lifted.get(frame_id)}
+                "rrf_before": self.before.get(frame_id)}
 
 
-def expand(conn: Connection, adapter: SearchAdapter, plan: SearchPlan,
+def expand(conn: Connection, dialect: str, plan: SearchPlan,
            ran: Mapping[str, Sequence[LaneHit]], fusion: Fusion) -> Expansion:
     """Lift the seeds' neighbouring turns in ``fusion`` (see the module docstring; a neighbour
     no lane returned is added to it). One statement; none when the plan leaves the step out or
@@ -85,19 +80,17 @@ def expand(conn: Connection, adapter: SearchAdapter, plan: SearchPlan,
     if not plan.expand:
         return Expansion(enabled=False)
     found = Expansion(before=dict(fusion.scores))
-    found.cover = second_pass(conn, adapter, plan, ran, fusion)
-    found.hits.extend(found.cover.hits)
     # Stable: ties keep the fusion's order (keyword hits first).
     seeds = [(frame_id, score) for frame_id, score
              in heapq.nlargest(SEEDS, fusion.scores.items(), key=_SCORE) if score > 0.0]
     if not seeds:
         return found
-    rows = {hit.frame_id: hit.frame for hits in (*ran.values(), found.hits) for hit in hits}
+    rows = {hit.frame_id: hit.frame for hits in ran.values() for hit in hits}
     at: dict[tuple[str, int], tuple[int, float]] = {}
     for frame_id, score in seeds:
         frame = rows[frame_id]
         at[(frame[_GOP], frame[_T])] = (frame_id, score)
-    for hit in neighbour_hits(conn, dialect=adapter.dialect, seeds=list(at), where=plan.where):
+    for hit in neighbour_hits(conn, dialect=dialect, seeds=list(at), where=plan.where):
         gop, t = hit.frame[_GOP], hit.frame[_T]
         beside = [at[key] for key in ((gop, t - 1), (gop, t + 1)) if key in at]
         if fusion.lift(hit.frame_id, min(1.0, NEIGHBOUR_SHARE * sum(s for _, s in beside))):
