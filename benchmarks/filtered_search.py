@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
 import search_latency as latency
+from latency_raw import _percentiles
 
 import waggle_store as ws
 from waggle_store.embeddings import HashingEmbedder
@@ -108,10 +109,10 @@ def measure(mind: ws.Mind, queries: Sequence[str]) -> dict[tuple[str, str], tupl
 
 def report(dialect: str, n: int, found: dict[tuple[str, str], tuple[list[float], int]]) -> None:
     for lane_name in LANES:
-        floor = latency._percentiles(found[(lane_name, "none")][0])[0]
+        floor = _percentiles(found[(lane_name, "none")][0])[0]
         for name in FILTERS:
             samples, results = found[(lane_name, name)]
-            p50, p95 = latency._percentiles(samples)
+            p50, p95 = _percentiles(samples)
             print(f"{dialect:10} {n:>7} {lane_name:8} {name:20} {p50:8.2f} {p95:8.2f} "
                   f"{p50 / floor:6.2f} {results / len(samples):7.1f}", flush=True)
 

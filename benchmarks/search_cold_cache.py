@@ -10,7 +10,7 @@ Opens a store that ``search_latency.py --keep DIR`` built (same ``--n``, ``--dia
 * library cold: the same, right after sweeping a buffer of ``--sweep-mb`` MB (read and written),
   which evicts the CPU caches this process and the database server's processes had filled;
 * raw warm / raw cold: the query's lane statements replayed on the driver
-  (``search_latency.py``'s raw side), likewise.
+  (``search_latency.py``'s raw side, ``latency_raw.py``), likewise.
 
 Why: ``search_latency.py`` alternates the library with the raw side, and each runs after the
 other's work; the library's Python, replayed in a tight loop, takes a fraction of what it takes
@@ -32,7 +32,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import search_latency  # the latency benchmark's stores, queries and raw side
+import latency_raw  # the latency benchmark's raw side
+import search_latency  # the latency benchmark's stores and queries
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,8 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         url, schema = f"sqlite:///{Path(args.keep) / f'bench-{args.n}.db'}", None
     store, mind, queries = search_latency.open_kept(url, schema, args.n, args.queries)
     try:
-        raw = search_latency._raw_runner(
-            store, search_latency._lane_statements(store, mind, queries))
+        raw = latency_raw._raw_runner(store, latency_raw._lane_statements(store, mind, queries))
         sweep = np.ones(args.sweep_mb * 1024 * 1024 // 8)
         times: dict[str, list[tuple[float, float]]] = {}
 

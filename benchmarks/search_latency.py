@@ -11,7 +11,8 @@ sessions) with the deterministic hashing embedder (384 dims) or ``--embedder loc
 * library: ``mind.search(q, limit=20)`` (query embedding, a pooled connection (pinged if idle),
   both lanes with 2x over-fetch, fusion, the graph-distance query when a candidate mentions an
   entity, scoring, explain);
-* first: the first search after opening (on SQLite's index lane: reading the mind into memory);
+* first: the first search after opening (on SQLite's index lane: it loads the mind into memory,
+  and builds a large mind's coarse pass);
 * raw: the same query's lane statements (keyword lane with over-fetch 40; vector KNN k=40 with the
   mind filter and the manifest check, and ``set_config`` on Postgres), recorded from the library
   as its driver received them and replayed verbatim in one transaction on a DBAPI connection of
@@ -25,8 +26,6 @@ Postgres: the HNSW lane's against an exact scan of the same vectors)
 (1.000 = the same frames); "pass" says how the index scanned the mind: ``exact``, or ``coarse``
 (sign codes, candidates rescored: ``waggle_store/vectorindex/codes.py``) with the recall its
 calibration measured on the mind's own vectors (``exact(0.41)``: calibrated and refused).
-"first s" is the first search after opening: on the index lane it loads the mind (and builds a
-large mind's coarse pass).
 
 ``--words``: the terms are random pseudo-words (default, the stores of every earlier round), or
 ``real`` English words (the bundled model's WordPiece vocabulary, in its rough frequency order):
@@ -48,7 +47,8 @@ its TTL first, so the search counts the frames again in its statement. The raw
 side is unchanged (the lane statements as recorded with a fresh count).
 
 "lib cpu"/"raw cpu": the p50 of this process's CPU time per search (``time.process_time``,
-all threads): on SQLite the whole search, on Postgres the client's part.
+all threads): on SQLite the whole search (the database runs in-process), on Postgres the client's
+part; far less sensitive than wall time to other work on a shared machine.
 
 Postgres: ``--pg-url``, else ``WAGGLE_BENCH_PG_URL``, else an embedded PostgreSQL is started (and
 stopped) by the script, with the server parameters of ``--pg-setting`` (PostgreSQL's default
@@ -74,34 +74,30 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from latency_raw import (  # the raw side and the references
+    LIMIT,
+    _lane_statements,
+    _percentiles,
+    _raw_runner,
+    _scan_pass,
+    knn_floor,
+    recall_vs_exact_pg,
+    recall_vs_vec0,
+)
 from sqlalchemy import func, select
 
 import waggle_store as ws
 from waggle_store import vectorindex
-from waggle_store.dialects import (
-    common,
-    keyword_rank,
-    postgres_keyword,
-    postgres_maint,
-    sqlite_keyword,
-    sqlite_maint,
-    sqlite_vecindex,
-    sqlite_vecload,
-    sqlite_veclog,
-)
-from waggle_store.dialects import postgres as postgres_adapter
-from waggle_store.dialects import sqlite as sqlite_adapter
-from waggle_store.dialects.base import LaneFilter, vector_table_name
+from waggle_store.dialects import keyword_rank
 from waggle_store.embeddings import HashingEmbedder, LocalEmbedder
 from waggle_store.embeddings.local import DEFAULT_MODEL, bundled_model_path
 from waggle_store.models import FrameRow, SessionRow
 from waggle_store.pipeline.embed import embed_frames
 from waggle_store.repositories.vectors import register_model
 from waggle_store.testing import embedded_postgres
-from waggle_store.vectorindex import codes, topk
 
-LIMIT = 20
 SESSIONS = 10
 
 
@@ -192,7 +188,7 @@ def open_kept(url: str, schema: str | None, n: int, count: int
               ) -> tuple[ws.Store, ws.Mind, list[str]]:
     """A store that ``--keep`` built with ``n`` frames, its mind and the first ``count`` queries,
     after 20 searches (the frame count, the prepared statements, the lane order): for the
-    scripts that measure a kept store (``search_cold_cache.py``, ``search_compute_floor.py``)."""
+    scripts that measure a kept store (``search_cold_cache.py``)."""
     store = ws.open_store(url, schema=schema, embedder=_embedder("hashing"))
     try:
         if _frames(store) != n:
@@ -207,208 +203,10 @@ def open_kept(url: str, schema: str | None, n: int, count: int
     return store, mind, queries
 
 
-def _percentiles(samples: Sequence[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return statistics.median(ordered) * 1000, p95 * 1000
-
-
-def _lane_statements(
-    store: ws.Store, mind: ws.Mind, queries: Sequence[str]
-) -> dict[str, list[Any]]:
-    """Per query, the lane statements ``mind.search`` runs, in order, exactly as the driver
-    receives them.
-
-    Recorded from the library itself (every lane statement goes through ``run_lane``), so the raw
-    side runs the same SQL text with the same parameters by construction: the keyword lane, and
-    on the vector lane the KNN with its manifest check (and its ``set_config`` on Postgres). Not
-    the model lookup or the graph-distance query: those are the library's. SQLite's index lane
-    scans in numpy, not SQL: recorded as a ``("scan", lane, vector, k)`` step at its place.
-    """
-    modules = (common, keyword_rank, sqlite_adapter, postgres_adapter, sqlite_keyword,
-               postgres_keyword, sqlite_vecindex, sqlite_veclog, sqlite_vecload)
-    real = common.run_lane
-    recorded: list[Any] = []
-
-    def recording(executor: Any, sql: str, params: dict[str, Any]) -> list[Any]:
-        recorded.append(common.driver_statement(store.engine.dialect, sql, params))
-        return real(executor, sql, params)
-
-    # The SQLite index lane's scan is numpy, not SQL: the raw side repeats the bare top-k over
-    # the same rows, at the same point of the search (a ("scan", rows, vector, k) step).
-    real_top_k = topk.top_k
-
-    def scanning(np_: Any, rows: Any, vector: Any, where: Any, k: int,
-                 exact: bool = False) -> Any:
-        recorded.append(("scan", rows, np_.asarray(vector, np_.float32), k))
-        return real_top_k(np_, rows, vector, where, k, exact)
-
-    topk.top_k = scanning  # type: ignore[assignment]
-    statements: dict[str, list[Any]] = {}
-    for module in modules:
-        module.run_lane = recording  # type: ignore[attr-defined]
-    try:
-        for q in queries:
-            recorded = []
-            mind.search(q, limit=LIMIT)
-            statements[q] = recorded
-    finally:
-        for module in modules:
-            module.run_lane = real  # type: ignore[attr-defined]
-        topk.top_k = real_top_k  # type: ignore[assignment]
-    return statements
-
-
-def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[str], None]:
-    """Replays a query's lane statements in order, in one transaction, on a DBAPI connection of
-    the same engine (same driver; psycopg with the library's ``prepare_threshold``)."""
-    sqlite = store.engine.dialect.name == "sqlite"
-    conn: Any = store.engine.raw_connection()
-    if not sqlite:
-        with store.engine.connect() as lib_conn:
-            conn.driver_connection.prepare_threshold = (
-                lib_conn.connection.driver_connection.prepare_threshold
-            )
-        # The recorded vectors are bound in binary, as the library binds them.
-        postgres_maint.dumps_binary_vectors(conn.driver_connection)
-
-    def run(query: str) -> None:
-        cur = conn.cursor()
-        if sqlite:  # isolation_level=None: the library's begin hook does this
-            cur.execute("BEGIN DEFERRED")
-        for sql, args, *scan in statements[query]:
-            if sql == "scan":
-                _bare_scan(args, *scan)
-                continue
-            cur.execute(sql, args)
-            cur.fetchall()
-        if sqlite:
-            cur.execute("COMMIT")
-        else:
-            conn.commit()
-
-    return run
-
-
-def _bare_scan(rows: Any, vector: Any, k: int) -> None:
-    """The least an in-memory lane must do: normalise, one matrix-vector product over the mind
-    and the top k by distance; where the mind's calibration chose the coarse pass, that pass's
-    own core (``codes.nearest``: the codes' Hamming distances, the nearest rows' dot products),
-    then the top k."""
-    import numpy as np
-
-    q = vector / np.linalg.norm(vector)
-    if rows.codes is not None:
-        found, sim = codes.nearest(np, rows.codes, rows.matrix, q, rows.n, None, k, rows.factor)
-        top = np.argpartition(-sim, k - 1)[:k]
-        found[top[np.argsort(-sim[top])]]
-        return
-    d = 1.0 - np.einsum("ij,j->i", rows.matrix[: rows.n], q)
-    top = np.argpartition(d, k - 1)[:k]
-    top[np.argsort(d[top])]
-
-
 def _embedder(name: str) -> Any:
     """384 dimensions either way: the deterministic hashing embedder, or all-MiniLM-L6-v2 (a
     dense embedder; local, slow to build with: ~1 ms a frame here)."""
     return HashingEmbedder(384) if name == "hashing" else LocalEmbedder()
-
-
-def _scan_pass(store: ws.Store) -> str:
-    """How the SQLite index scans the mind: ``exact``, or ``coarse`` with its candidate factor
-    and the recall its calibration measured with it (``exact(0.41)``: calibrated, refused: the
-    best recall of any factor)."""
-    (lane,) = store.adapter.vector_index.loaded().values()  # type: ignore[attr-defined]
-    if lane.recalls is None:
-        return "exact"
-    if lane.codes is None:
-        return f"exact({max(lane.recalls.values(), default=0.0):.2f})"
-    return f"coarse×{lane.factor}({lane.recalls[lane.factor]:.3f})"
-
-
-def knn_floor(store: ws.Store, mind: ws.Mind, count: int = 30,
-              words: str = "pseudo") -> tuple[float, float]:
-    """p50 ms (wall, CPU) of sqlite-vec's bare KNN alone (the mind's ``k = 40`` nearest by
-    vec0's own scan, no manifest check, no keyword lane) over the same vectors and queries."""
-    embedder = store.embedder
-    assert embedder is not None
-    _, queries = _texts(0, words=words)
-    with store.read_connection() as conn:
-        model_id = int(conn.exec_driver_sql(
-            "SELECT model_id FROM waggle_mind_embedding_models "
-            f"WHERE mind_id = {mind.id}").scalar_one())
-    sql = (f"SELECT rowid, distance FROM {vector_table_name(model_id)} "
-           "WHERE embedding MATCH ? AND k = 40 AND mind_id = ?")
-    conn = store.engine.raw_connection()
-    try:
-        times, cpu = [], []
-        for q in queries[:count]:
-            blob = sqlite_maint.vec_blob(embedder.embed_query(q))
-            c0, t0 = time.process_time(), time.perf_counter()
-            conn.cursor().execute(sql, (blob, mind.id)).fetchall()
-            times.append(time.perf_counter() - t0)
-            cpu.append(time.process_time() - c0)
-    finally:
-        conn.close()
-    return statistics.median(times) * 1000, statistics.median(cpu) * 1000
-
-
-def recall_vs_vec0(store: ws.Store, mind: ws.Mind, count: int = 50,
-                   words: str = "pseudo") -> float:
-    """recall@20 of the vector lane as it runs (the index) against vec0's exact KNN, counting
-    ties at the 20th distance as found."""
-    adapter = store.adapter
-    _, queries = _texts(0, words=words)
-    embedder = store.embedder
-    assert embedder is not None
-    with store.read_connection() as conn:
-        model_id = int(conn.exec_driver_sql(
-            "SELECT model_id FROM waggle_mind_embedding_models "
-            f"WHERE mind_id = {mind.id}").scalar_one())
-    found = total = 0
-    for q in queries[:count]:
-        vector = embedder.embed_query(q)
-        with store.read_connection() as conn:
-            lane = adapter.vector_search(conn, model_id=model_id, vector=vector,
-                                         where=LaneFilter([mind.id]), limit=LIMIT)
-            exact = adapter._vector_search_one(  # type: ignore[attr-defined]
-                conn, model_id, vector, LaneFilter([mind.id]), mind.id, LIMIT)
-        # Tie-aware: a hit as near as vec0's 20th is one of an exact top 20 (the hashing
-        # embedder's distances tie often, and either scan may pick any of the tied frames).
-        bound = exact[-1].score + 1e-6 if exact else 0.0
-        found += sum(1 for h in lane if h.score <= bound)
-        total += len(exact)
-    return found / max(total, 1)
-
-
-def recall_vs_exact_pg(store: ws.Store, mind: ws.Mind, count: int = 50,
-                       words: str = "pseudo") -> float:
-    """recall@20 of the Postgres vector lane (the HNSW KNN) against an exact scan of the same
-    vectors, counting ties at the 20th distance as found."""
-    adapter = store.adapter
-    _, queries = _texts(0, words=words)
-    embedder = store.embedder
-    assert embedder is not None
-    found = total = 0
-    with store.read_connection() as conn:
-        model_id = int(conn.exec_driver_sql(
-            "SELECT model_id FROM waggle_mind_embedding_models "
-            f"WHERE mind_id = {mind.id}").scalar_one())
-    for q in queries[:count]:
-        vector = embedder.embed_query(q)
-        literal = "[" + ",".join(map(repr, map(float, vector))) + "]"
-        with store.read_connection() as conn:
-            lane = adapter.vector_search(conn, model_id=model_id, vector=vector,
-                                         where=LaneFilter([mind.id]), limit=LIMIT)
-            exact = [float(r[0]) for r in conn.exec_driver_sql(
-                "SELECT (embedding <=> %(q)s::vector) + 0 AS d "
-                f"FROM waggle_frame_vectors_{model_id} "
-                "WHERE mind_id = %(m)s ORDER BY d LIMIT %(k)s",
-                {"q": literal, "m": mind.id, "k": LIMIT}).all()]
-        bound = exact[-1] + 1e-6 if exact else 0.0
-        found += sum(1 for h in lane if h.score <= bound)
-        total += len(exact)
-    return found / max(total, 1)
 
 
 def _after_a_pause(store: ws.Store) -> None:
@@ -449,9 +247,6 @@ def measure(store: ws.Store, mind: ws.Mind, n: int, count: int,
     lib50, lib95 = _percentiles(lib_t)
     raw50, raw95 = _percentiles(raw_t)
     return {
-        # This process's CPU time (all its threads): on SQLite the whole search (the database
-        # runs in-process), on Postgres the client's share. Far less sensitive than wall time
-        # to other work on a shared machine, which stretches every wait for a CPU.
         "lib_cpu": statistics.median(lib_cpu) * 1000,
         "raw_cpu": statistics.median(raw_cpu) * 1000,
         "lib_p50": lib50,
@@ -509,8 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sqlite-vec's KNN (the index's fallback; the index turned off)",
     )
     parser.add_argument(
-        "--keep",
-        metavar="DIR",
+        "--keep", metavar="DIR",
         help="keep the built stores (SQLite files in DIR, Postgres schemas bench_N) "
         "and reuse them on the next run instead of building again",
     )
@@ -525,8 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"{'dialect':10} {'lane':6} {'N':>7} {'build s':>8} {'first s':>8} {'lib p50':>8} "
         f"{'lib p95':>8} {'raw p50':>8} {'raw p95':>8} {'p50 ×':>6} {'p95 ×':>6} {'R@20':>5} "
-        f"{'pass':>12} "
-        f"{'lib cpu':>8} {'raw cpu':>8}"
+        f"{'pass':>12} {'lib cpu':>8} {'raw cpu':>8}"
     )
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -572,13 +365,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                             first = time.perf_counter() - t0
                             r = measure(store, mind, n, args.queries, args.sporadic,
                                         args.words, args.common_word, args.common_only)
-                            recall = (recall_vs_vec0(store, mind, words=args.words)
+                            plain = _texts(0, words=args.words)[1]
+                            recall = (recall_vs_vec0(store, mind, plain[:50])
                                       if lane == "index" else
-                                      recall_vs_exact_pg(store, mind, words=args.words)
+                                      recall_vs_exact_pg(store, mind, plain[:50])
                                       if lane == "knn" else 1.0)
                             scan = _scan_pass(store) if lane == "index" else lane
                             if lane == "index":
-                                knn, knn_cpu = knn_floor(store, mind, words=args.words)
+                                knn, knn_cpu = knn_floor(store, mind, plain[:30])
                                 print(f"# {n}: bare vec0 KNN p50 {knn:.2f} ms (cpu "
                                       f"{knn_cpu:.2f}); library hybrid / KNN: p50 "
                                       f"{r['lib_p50'] / knn:.3f}, cpu "
