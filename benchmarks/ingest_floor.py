@@ -6,18 +6,19 @@
     python benchmarks/ingest_floor.py --locomo locomo10.json    # LoCoMo's turns, not synthetic
 
 Three measurements per dialect, ratios from one run (absolute figures are noisy on a shared
-machine):
+machine; in 1. and 3. the two sides take turns, a tenth of the work at a time, so a slow minute
+of the machine falls on both):
 
 1. ``cognify_batch`` of ``--turns`` synthetic conversation turns (``ingest.py``'s generator,
    hashing embedder) vs the floor: the very rows the library stored (frames, manifests,
    entities, mentions, relations, vectors) read back and inserted into a fresh store of the same
    schema (FTS triggers / generated columns, vector table) with raw DBAPI ``executemany``, one
-   transaction per 250 turns like the library; the two take turns, a tenth of the turns at a
-   time (the floor writing the rows of the library's round just before).
+   transaction per 250 turns like the library (the floor writing the rows of the library's round
+   just before).
 2. Session length: one 10,000-turn session ingested 1,000 turns per call; the per-turn cost of
    the last 1,000 turns over the first 1,000 (1.0 = independent of the session's length).
 3. ``frames.create_i`` in a loop (one call, one transaction) vs a raw insert of the frame and its
-   manifest, one transaction each; the two take turns, a tenth of the calls at a time.
+   manifest, one transaction each.
 """
 
 from __future__ import annotations
@@ -100,10 +101,6 @@ def _store(dialect: str, pg_url: str | None, embedder: str | None = "hashing"
         engine.dispose()
 
 
-def _columns(table: Any) -> list[str]:
-    return [c.name for c in table.columns]
-
-
 def _read(store: ws.Store, sql: str) -> list[tuple[Any, ...]]:
     with store.engine.connect() as conn:
         rows = [tuple(r) for r in conn.exec_driver_sql(sql)]
@@ -113,7 +110,7 @@ def _read(store: ws.Store, sql: str) -> list[tuple[Any, ...]]:
 
 def _table_rows(store: ws.Store, table: Any, order: str, where: str = "true"
                 ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    cols = _columns(table)
+    cols = [c.name for c in table.columns]
     return cols, _read(store, f"SELECT {', '.join(cols)} FROM {table.name} WHERE {where} "
                               f"ORDER BY {order}")
 
@@ -123,13 +120,20 @@ def _copy_new(source: ws.Store, target: ws.Store, name: str, mark: str) -> None:
     what ``cognify_batch`` needs before its first turn (mind, session, model)."""
     table = sa.Table(table_name(name), sa.MetaData(), autoload_with=source.engine,
                      schema=source.schema)
-    cols = _columns(table)
+    cols = [c.name for c in table.columns]
     keys = [c.name for c in table.primary_key.columns]
     have = set(_read(target, f"SELECT {', '.join(keys)} FROM {table_name(name)}"))
     at = [cols.index(k) for k in keys]
     rows = [r for r in _read(source, f"SELECT {', '.join(cols)} FROM {table_name(name)}")
             if tuple(r[i] for i in at) not in have]
-    _insert_all(target, name, cols, rows, mark)
+    if not rows:
+        return
+    raw = target.engine.raw_connection()
+    try:
+        raw.cursor().executemany(_insert_sql(name, cols, mark, mark == "%s"), rows)
+        raw.commit()
+    finally:
+        raw.close()
 
 
 def _floor(source: ws.Store, target: ws.Store, vector_seconds: list[float] | None = None,
@@ -224,25 +228,10 @@ def _insert_sql(name: str, cols: list[str], mark: str, pg: bool) -> str:
     return f"INSERT INTO {table_name(name)} ({', '.join(cols)}) VALUES ({values})"
 
 
-def _insert_all(store: ws.Store, name: str, cols: list[str], rows: list[tuple[Any, ...]],
-                mark: str) -> None:
-    if not rows:
-        return
-    raw = store.engine.raw_connection()
-    try:
-        cur = raw.cursor()
-        cur.executemany(_insert_sql(name, cols, mark, mark == "%s"), rows)
-        raw.commit()
-    finally:
-        raw.close()
-
-
 def bench_batch(dialect: str, pg_url: str | None, n: int, rounds: int = 10
                 ) -> tuple[float, float]:
-    """Turns per second of each side: the library's ``cognify_batch`` and the floor take turns,
-    ``n / rounds`` turns at a time (the floor writing the rows the library's round stored), so a
-    slow minute of this shared machine falls on both sides (timed one after the other, the
-    ratio moved between runs with the machine)."""
+    """Turns per second of the library's ``cognify_batch`` and of the floor, taking turns
+    ``n / rounds`` turns at a time (the floor writing the rows the library's round stored)."""
     texts = texts_for(n, 7)
     per_round = max(CHUNK, n // rounds // CHUNK * CHUNK)  # whole chunks, as the library's
     lib_s = floor_s = 0.0
@@ -300,10 +289,8 @@ def bench_session(dialect: str, pg_url: str | None, n: int, embedder: str | None
 
 def bench_create_i(dialect: str, pg_url: str | None, n: int, rounds: int = 10
                    ) -> tuple[float, float]:
-    """Calls per second of each side: the library's ``create_i`` and the raw insert take turns,
-    ``n / rounds`` calls at a time, each into its own store, so a slow minute of this shared
-    machine falls on both sides (run one after the other, the ratio moved between 1.5x and 2.2x
-    from one run to the next)."""
+    """Calls per second of the library's ``create_i`` and of the raw insert, taking turns
+    ``n / rounds`` calls at a time, each into its own store."""
     texts = [f"create_i memory number {i}: {t}" for i, t in enumerate(texts_for(n, 3))]
     per_round = max(1, n // rounds)
     with _store(dialect, pg_url) as lib_store, _store(dialect, pg_url) as raw_store:
@@ -313,7 +300,7 @@ def bench_create_i(dialect: str, pg_url: str | None, n: int, rounds: int = 10
         (mind_id,), = _read(raw_store, "SELECT id FROM waggle_minds WHERE name = 'frames'")
         pg = dialect == "postgresql"
         mark = "%s" if pg else "?"
-        cols = [c for c in _columns(FrameRow.__table__) if c != "id"]
+        cols = [c.name for c in FrameRow.__table__.columns if c.name != "id"]
         frame_sql = _insert_sql("memory_frames", cols, mark, pg) + " RETURNING id"
         manifest_sql = _insert_sql("frame_embeddings", ["frame_id", "content_hash", "status",
                                                         "updated_at"], mark, pg)
