@@ -143,15 +143,20 @@ def _scan_pass(store: ws.Store) -> str:
     return f"coarse×{lane.factor}({lane.recalls[lane.factor]:.3f})"
 
 
+def _model_id(store: ws.Store, mind: ws.Mind) -> int:
+    """The mind's active embedding model (its vector table's number)."""
+    with store.read_connection() as conn:
+        return int(conn.exec_driver_sql(
+            "SELECT model_id FROM waggle_mind_embedding_models "
+            f"WHERE mind_id = {mind.id}").scalar_one())
+
+
 def knn_floor(store: ws.Store, mind: ws.Mind, queries: Sequence[str]) -> tuple[float, float]:
     """p50 ms (wall, CPU) of sqlite-vec's bare KNN alone (the mind's ``k = 40`` nearest by
     vec0's own scan, no manifest check, no keyword lane) over the same vectors and queries."""
     embedder = store.embedder
     assert embedder is not None
-    with store.read_connection() as conn:
-        model_id = int(conn.exec_driver_sql(
-            "SELECT model_id FROM waggle_mind_embedding_models "
-            f"WHERE mind_id = {mind.id}").scalar_one())
+    model_id = _model_id(store, mind)
     sql = (f"SELECT rowid, distance FROM {vector_table_name(model_id)} "
            "WHERE embedding MATCH ? AND k = 40 AND mind_id = ?")
     conn = store.engine.raw_connection()
@@ -174,10 +179,7 @@ def recall_vs_vec0(store: ws.Store, mind: ws.Mind, queries: Sequence[str]) -> fl
     adapter = store.adapter
     embedder = store.embedder
     assert embedder is not None
-    with store.read_connection() as conn:
-        model_id = int(conn.exec_driver_sql(
-            "SELECT model_id FROM waggle_mind_embedding_models "
-            f"WHERE mind_id = {mind.id}").scalar_one())
+    model_id = _model_id(store, mind)
     found = total = 0
     for q in queries:
         vector = embedder.embed_query(q)
@@ -201,10 +203,7 @@ def recall_vs_exact_pg(store: ws.Store, mind: ws.Mind, queries: Sequence[str]) -
     embedder = store.embedder
     assert embedder is not None
     found = total = 0
-    with store.read_connection() as conn:
-        model_id = int(conn.exec_driver_sql(
-            "SELECT model_id FROM waggle_mind_embedding_models "
-            f"WHERE mind_id = {mind.id}").scalar_one())
+    model_id = _model_id(store, mind)
     for q in queries:
         vector = embedder.embed_query(q)
         literal = "[" + ",".join(map(repr, map(float, vector))) + "]"
