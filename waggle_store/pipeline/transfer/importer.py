@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,7 +29,7 @@ from waggle_store.errors import ConflictError, InvalidInputError, WaggleStoreErr
 from waggle_store.models import MIND_KINDS
 from waggle_store.pipeline.safe_files import open_regular, read_lines
 from waggle_store.pipeline.transfer.format import Line, LineError, parse_header, parse_line
-from waggle_store.pipeline.transfer.problems import Problems
+from waggle_store.pipeline.transfer.problems import UNREADABLE, Problems
 from waggle_store.pipeline.transfer.validate import check_records
 from waggle_store.pipeline.transfer.writer import MindWriter
 from waggle_store.records import ImportReport
@@ -172,8 +171,7 @@ def _guarded(records: Iterator[tuple[int, Line]],
             yield line_no, line
     except WaggleStoreError:
         raise
-    except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError,
-            RecursionError, sqlite3.Error) as exc:
+    except UNREADABLE as exc:
         raise InvalidInputError(
             f"record {line_no + 1} cannot be read: {type(exc).__name__}: {exc}") from exc
 

@@ -15,7 +15,12 @@ from typing import Any
 from waggle_store.errors import InvalidInputError, WaggleStoreError
 from waggle_store.pipeline.transfer.format import Line, LineError, make_line
 
-__all__ = ["NumberedLines", "Problems"]
+__all__ = ["UNREADABLE", "NumberedLines", "Problems"]
+
+#: What a reader or converter raises on a value of a type the file should not hold or a corrupt
+#: table: the import turns it into its input error naming the record, never a raw exception.
+UNREADABLE = (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError,
+              RecursionError, sqlite3.Error)
 
 
 @dataclass
@@ -80,7 +85,6 @@ class NumberedLines:
             yield from records
         except WaggleStoreError:
             raise
-        except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError,
-                RecursionError, sqlite3.Error) as exc:
+        except UNREADABLE as exc:
             raise InvalidInputError(
                 f"{self.at} cannot be read: {type(exc).__name__}: {exc}") from exc
