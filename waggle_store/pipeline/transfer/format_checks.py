@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from datetime import datetime
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from waggle_store.errors import InvalidInputError
 from waggle_store.repositories.common import MAX_CONTENT_BYTES, check_content, check_json
@@ -24,6 +24,7 @@ class LineError(Exception):
 
 
 Checker = Callable[[Any], Any]
+T = TypeVar("T")
 
 
 def _str(max_length: int | None = None, *, empty: bool = True) -> Checker:
@@ -50,20 +51,24 @@ def _str(max_length: int | None = None, *, empty: bool = True) -> Checker:
     return check
 
 
-def _content(value: Any) -> str:
-    """A memory's text, checked as ``frames.create_i`` checks it."""
-    try:
-        return check_content(value)
-    except InvalidInputError as exc:
-        raise LineError(str(exc)) from exc
+def _api(check: Callable[[Any], T]) -> Callable[[Any], T]:
+    """The API's own check of a value, its :class:`InvalidInputError` turned into a
+    :class:`LineError` (the importer adds the line number)."""
+    def checked(value: Any) -> T:
+        try:
+            return check(value)
+        except InvalidInputError as exc:
+            raise LineError(str(exc)) from exc
+
+    return checked
 
 
-def _json(value: Any) -> Any:
-    """A JSON value the API would store (no NaN, no NUL, at most MAX_CONTENT_BYTES as JSON)."""
-    try:
-        return check_json(value, name="the value")
-    except InvalidInputError as exc:
-        raise LineError(str(exc)) from exc
+#: A memory's text, checked as ``frames.create_i`` checks it.
+_content = _api(check_content)
+#: A JSON value the API would store (no NaN, no NUL, at most MAX_CONTENT_BYTES as JSON).
+_json = _api(partial(check_json, name="the value"))
+#: A time with a zone, in ISO 8601.
+_time = _api(parse_iso)
 
 
 def _int(minimum: int | None = None) -> Checker:
@@ -88,13 +93,6 @@ def _confidence(value: Any) -> float:
     if not 0.0 <= number <= 1.0:
         raise LineError(f"must be between 0 and 1, got {number}")
     return number
-
-
-def _time(value: Any) -> datetime:
-    try:
-        return parse_iso(value)
-    except InvalidInputError as exc:
-        raise LineError(str(exc)) from exc
 
 
 def _choice(options: tuple[str, ...]) -> Checker:
