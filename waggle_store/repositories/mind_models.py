@@ -14,8 +14,9 @@ keyword-only, saying so.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
-from sqlalchemy import delete, exists, func, select, update
+from sqlalchemy import Connection, bindparam, delete, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from waggle_store.dialects.base import SearchAdapter
@@ -32,7 +33,8 @@ from waggle_store.records import EmbeddingModelInfo
 from waggle_store.repositories.vectors import ModelKey, model_key_of
 from waggle_store.timeutil import utcnow
 
-__all__ = ["MindModelRepository", "describe", "mismatch_reason", "models_in_use", "registered"]
+__all__ = ["MindModelRepository", "active_model", "describe", "mismatch_reason", "models_in_use",
+           "registered"]
 
 
 def describe(key: ModelKey) -> str:
@@ -46,6 +48,24 @@ def mismatch_reason(mind_name: str, active: ModelKey, embedder: ModelKey) -> str
         f"{describe(embedder)}: its vectors are left pending and its vector search is off until "
         "the mind is switched explicitly (mind.switch_embedding_model())"
     )
+
+
+#: A mind's active model, its id and key, built once (search reads it on a Core connection).
+_ACTIVE_MODEL: Final = select(
+    MindEmbeddingModelRow.model_id, EmbeddingModelRow.provider, EmbeddingModelRow.model,
+    EmbeddingModelRow.dimensions,
+).join(EmbeddingModelRow, EmbeddingModelRow.id == MindEmbeddingModelRow.model_id).where(
+    MindEmbeddingModelRow.mind_id == bindparam("mind_id"), MindEmbeddingModelRow.status == "active")
+
+
+def active_model(conn: Connection, mind_id: int) -> tuple[int, ModelKey] | None:
+    """The id and key of ``mind_id``'s active model, or None before its first embedded write:
+    search compares the query (embedded by the store's embedder) only with vectors of that
+    model."""
+    row = conn.execute(_ACTIVE_MODEL, {"mind_id": mind_id}).first()
+    if row is None:
+        return None
+    return int(row[0]), ModelKey(str(row[1]), str(row[2]), int(row[3]))
 
 
 class MindModelRepository:

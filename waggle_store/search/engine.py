@@ -30,16 +30,15 @@ from datetime import datetime
 from operator import attrgetter
 from typing import Any, Final
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection
 from sqlalchemy import exc as sa_exc
 
 from waggle_store.context import MindContext, StoreContext
 from waggle_store.dialects.base import LaneHit, ModelNotActiveError
 from waggle_store.errors import DatabaseUnavailableError
-from waggle_store.models import EmbeddingModelRow, MindEmbeddingModelRow
 from waggle_store.records import SearchResult
 from waggle_store.repositories.frames import FrameRepository
-from waggle_store.repositories.mind_models import mismatch_reason
+from waggle_store.repositories.mind_models import active_model, mismatch_reason
 from waggle_store.repositories.vectors import ModelKey, model_key
 from waggle_store.search.expand import Expansion, expand
 from waggle_store.search.explain import Ranking
@@ -68,14 +67,6 @@ MAX_VECTOR_DISTANCE: Final = 1.0 - 1e-6
 #: sentence said on three days) and flipped the lane's median test, so the same memory ranked
 #: differently on the two backends. Quantised, such hits tie, and ties go by frame id.
 DISTANCE_DECIMALS: Final = 5
-
-#: A mind's active embedding model: search may only compare the query (embedded by the store's
-#: embedder) with vectors of that model (:mod:`waggle_store.repositories.mind_models`).
-_MODEL_SQL: Final = select(
-    MindEmbeddingModelRow.model_id, EmbeddingModelRow.provider, EmbeddingModelRow.model,
-    EmbeddingModelRow.dimensions,
-).join(EmbeddingModelRow, EmbeddingModelRow.id == MindEmbeddingModelRow.model_id).where(
-    MindEmbeddingModelRow.mind_id == bindparam("mind_id"), MindEmbeddingModelRow.status == "active")
 
 
 def lost_connection(exc: DatabaseUnavailableError) -> bool:
@@ -332,9 +323,7 @@ class HybridSearch:
         if cached and mind_id in self._models:
             return self._models[mind_id]
         self._models.pop(mind_id, None)
-        row = conn.execute(_MODEL_SQL, {"mind_id": mind_id}).first()
-        if row is None:
-            return None
-        found = (int(row[0]), ModelKey(str(row[1]), str(row[2]), int(row[3])))
-        self._models[mind_id] = found
+        found = active_model(conn, mind_id)
+        if found is not None:
+            self._models[mind_id] = found
         return found
