@@ -42,6 +42,7 @@ from waggle_store.records import (
     ReconcileReport,
     SwitchReport,
 )
+from waggle_store.repositories.embedding_usage import EmbeddingUsageRepository
 from waggle_store.repositories.minds import MindRepository, check_mind_kind, check_mind_name
 from waggle_store.search.engine import HybridSearch
 from waggle_store.store_bound import BoundMixin
@@ -112,7 +113,8 @@ class Store(BoundMixin):
         """``embedder`` counted against the user's monthly quota when the store has a tier."""
         if self.tier is None or embedder is None:
             return embedder
-        meter = QuotaMeter(self.db, user_id=self.user_id, tier=self.tier, policy=self.tier_policy)
+        meter = QuotaMeter(self.db, EmbeddingUsageRepository, user_id=self.user_id,
+                           tier=self.tier, policy=self.tier_policy)
         return MeteredEmbedder(embedder, meter)
 
     @property
@@ -278,12 +280,8 @@ class Store(BoundMixin):
 
     def quota_status(self, user_id: str | None = None) -> QuotaStatus:
         with self.read() as session:
-            return quota_status(
-                session,
-                user_id or self.user_id,
-                self.tier,
-                self.tier_policy or TierPolicy.default(),
-            )
+            return quota_status(EmbeddingUsageRepository(session), user_id or self.user_id,
+                                self.tier, self.tier_policy or TierPolicy.default())
 
     def reconcile(
         self,

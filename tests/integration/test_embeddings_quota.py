@@ -19,6 +19,7 @@ from waggle_store.embeddings.quota import (
     year_month,
 )
 from waggle_store.errors import EmbeddingQuotaExceededError, InvalidInputError
+from waggle_store.repositories.embedding_usage import EmbeddingUsageRepository
 
 JUNE = datetime(2025, 6, 15, 12, 0, tzinfo=UTC)
 
@@ -34,7 +35,8 @@ def test_concurrent_reservations_lose_no_count(store: ws.Store) -> None:
             start.wait()
             for _ in range(per_thread):
                 with Session(store.engine) as session:
-                    reserve(session, "alice", 1, tier="TEAMS", policy=policy, now=JUNE)
+                    counter = EmbeddingUsageRepository(session)
+                    reserve(counter, "alice", 1, tier="TEAMS", policy=policy, now=JUNE)
                     session.commit()
         except Exception as exc:  # noqa: BLE001 - re-raised by the assertion below
             errors.append(exc)
@@ -46,7 +48,8 @@ def test_concurrent_reservations_lose_no_count(store: ws.Store) -> None:
         t.join(timeout=120)
     assert not errors, errors
     with Session(store.engine) as session:
-        assert usage(session, "alice", JUNE) == threads_n * per_thread
+        counter = EmbeddingUsageRepository(session)
+        assert usage(counter, "alice", JUNE) == threads_n * per_thread
 
 
 def test_concurrent_reservations_stop_exactly_at_the_quota(store: ws.Store) -> None:
@@ -60,8 +63,9 @@ def test_concurrent_reservations_stop_exactly_at_the_quota(store: ws.Store) -> N
         start.wait()
         for _ in range(10):
             with Session(store.engine) as session:
+                counter = EmbeddingUsageRepository(session)
                 try:
-                    total = reserve(session, "bob", 1, tier="FREE", policy=policy, now=JUNE)
+                    total = reserve(counter, "bob", 1, tier="FREE", policy=policy, now=JUNE)
                     session.commit()
                 except EmbeddingQuotaExceededError as exc:
                     session.rollback()
@@ -85,43 +89,48 @@ def test_concurrent_reservations_stop_exactly_at_the_quota(store: ws.Store) -> N
 def test_quota_error_fires_at_exactly_the_limit(store: ws.Store) -> None:
     policy = TierPolicy.default().with_quota("FREE", 500)
     with Session(store.engine) as session:
-        assert reserve(session, "carol", 499, tier="FREE", policy=policy, now=JUNE) == 499
+        counter = EmbeddingUsageRepository(session)
+        assert reserve(counter, "carol", 499, tier="FREE", policy=policy, now=JUNE) == 499
         session.commit()
     with Session(store.engine) as session:
-        assert reserve(session, "carol", 1, tier="FREE", policy=policy, now=JUNE) == 500
+        counter = EmbeddingUsageRepository(session)
+        assert reserve(counter, "carol", 1, tier="FREE", policy=policy, now=JUNE) == 500
         session.commit()
     with Session(store.engine) as session:
+        counter = EmbeddingUsageRepository(session)
         with pytest.raises(EmbeddingQuotaExceededError) as info:
-            reserve(session, "carol", 1, tier="free", policy=policy, now=JUNE)
+            reserve(counter, "carol", 1, tier="free", policy=policy, now=JUNE)
         assert (info.value.tier, info.value.quota, info.value.current) == ("FREE", 500, 500)
         assert "500 of 500" in str(info.value)
-        assert usage(session, "carol", JUNE) == 500  # a refusal counts nothing
+        assert usage(counter, "carol", JUNE) == 500  # a refusal counts nothing
 
 
 def test_a_batch_larger_than_what_is_left_is_refused_whole(store: ws.Store) -> None:
     policy = TierPolicy.default().with_quota("FREE", 10)
     with Session(store.engine) as session:
-        reserve(session, "dave", 8, tier="FREE", policy=policy, now=JUNE)
+        counter = EmbeddingUsageRepository(session)
+        reserve(counter, "dave", 8, tier="FREE", policy=policy, now=JUNE)
         with pytest.raises(EmbeddingQuotaExceededError) as info:
-            reserve(session, "dave", 3, tier="FREE", policy=policy, now=JUNE)
+            reserve(counter, "dave", 3, tier="FREE", policy=policy, now=JUNE)
         assert info.value.current == 8
-        assert reserve(session, "dave", 2, tier="FREE", policy=policy, now=JUNE) == 10
+        assert reserve(counter, "dave", 2, tier="FREE", policy=policy, now=JUNE) == 10
         # No row yet and a first batch above the quota: refused before inserting anything.
         with pytest.raises(EmbeddingQuotaExceededError) as first:
-            reserve(session, "erin", 11, tier="FREE", policy=policy, now=JUNE)
+            reserve(counter, "erin", 11, tier="FREE", policy=policy, now=JUNE)
         assert first.value.current == 0
-        assert usage(session, "erin", JUNE) == 0
+        assert usage(counter, "erin", JUNE) == 0
         session.commit()
 
 
 def test_unlimited_tiers_and_no_tier_still_count(store: ws.Store) -> None:
     policy = TierPolicy.default()
     with Session(store.engine) as session:
-        assert reserve(session, "frank", 999_999, tier="TEAMS", policy=policy, now=JUNE) == 999_999
-        assert reserve(session, "frank", 1, tier=None, policy=None, now=JUNE) == 1_000_000
-        assert reserve(session, "frank", 0, tier="TEAMS", policy=policy, now=JUNE) == 1_000_000
+        counter = EmbeddingUsageRepository(session)
+        assert reserve(counter, "frank", 999_999, tier="TEAMS", policy=policy, now=JUNE) == 999_999
+        assert reserve(counter, "frank", 1, tier=None, policy=None, now=JUNE) == 1_000_000
+        assert reserve(counter, "frank", 0, tier="TEAMS", policy=policy, now=JUNE) == 1_000_000
         with pytest.raises(InvalidInputError):
-            reserve(session, "frank", -1, tier="TEAMS", policy=policy, now=JUNE)
+            reserve(counter, "frank", -1, tier="TEAMS", policy=policy, now=JUNE)
         session.commit()
 
 
@@ -131,31 +140,34 @@ def test_months_are_utc_and_counted_separately(store: ws.Store) -> None:
     late_may_local = datetime(2025, 5, 31, 23, 30, tzinfo=timezone(timedelta(hours=-2)))
     assert year_month(late_may_local) == "2025-06"
     with Session(store.engine) as session:
+        counter = EmbeddingUsageRepository(session)
         reserve(
-            session, "gina", 5, tier="FREE", policy=policy, now=datetime(2025, 5, 2, tzinfo=UTC)
+            counter, "gina", 5, tier="FREE", policy=policy, now=datetime(2025, 5, 2, tzinfo=UTC)
         )
-        assert reserve(session, "gina", 5, tier="FREE", policy=policy, now=late_may_local) == 5
-        assert usage(session, "gina", datetime(2025, 5, 20, tzinfo=UTC)) == 5
+        assert reserve(counter, "gina", 5, tier="FREE", policy=policy, now=late_may_local) == 5
+        assert usage(counter, "gina", datetime(2025, 5, 20, tzinfo=UTC)) == 5
         session.commit()
 
 
 def test_quota_status(store: ws.Store) -> None:
     policy = TierPolicy.default().with_quota("FREE", 500)
     with Session(store.engine) as session:
-        reserve(session, "hank", 250, tier="FREE", policy=policy, now=JUNE)
+        counter = EmbeddingUsageRepository(session)
+        reserve(counter, "hank", 250, tier="FREE", policy=policy, now=JUNE)
         session.commit()
     with Session(store.engine) as session:
-        status = quota_status(session, "hank", "free", policy, now=JUNE)
+        counter = EmbeddingUsageRepository(session)
+        status = quota_status(counter, "hank", "free", policy, now=JUNE)
         assert status.tier == "FREE"
         assert (status.quota, status.used, status.remaining) == (500, 250, 250)
         assert status.percentage == 50
         assert status.resets_at == datetime(2025, 7, 1, tzinfo=UTC)
 
-        unlimited = quota_status(session, "hank", "TEAMS", policy, now=JUNE)
+        unlimited = quota_status(counter, "hank", "TEAMS", policy, now=JUNE)
         assert (unlimited.quota, unlimited.used, unlimited.remaining) == (-1, 250, -1)
         assert unlimited.percentage == 0
 
-        nobody = quota_status(session, "nobody", None, None, now=JUNE)
+        nobody = quota_status(counter, "nobody", None, None, now=JUNE)
         assert (nobody.tier, nobody.quota, nobody.used) == (None, -1, 0)
 
 
@@ -163,7 +175,8 @@ def test_store_quota_status_reads_the_same_table(store_factory: object) -> None:
     policy = TierPolicy.default().with_quota("FREE", 100)
     store = store_factory(tier="FREE", user_id="ivy", tier_policy=policy)  # type: ignore[operator]
     with Session(store.engine) as session:
-        reserve(session, "ivy", 10, tier="FREE", policy=policy)
+        counter = EmbeddingUsageRepository(session)
+        reserve(counter, "ivy", 10, tier="FREE", policy=policy)
         session.commit()
     status = store.quota_status()
     assert (status.tier, status.quota, status.used, status.remaining) == ("FREE", 100, 10, 90)

@@ -4,7 +4,7 @@ Importing this package imports no optional dependency: sentence-transformers, op
 are imported when an embedder that needs them is built. Every provider is one entry of
 :data:`PROVIDERS` (:mod:`waggle_store.embeddings.registry`), which ``open_store(embedder=name)``,
 "auto" and the default tier table read. The quota functions live in
-:mod:`waggle_store.embeddings.quota` (they need the ORM models).
+:mod:`waggle_store.embeddings.quota` (they count through a repository the caller hands them).
 """
 
 from __future__ import annotations

@@ -7,29 +7,36 @@ callers can never together pass the quota; a call that fails gives its reservati
 failed call costs no quota. The hashing fallback is never counted (it is no service).
 
 The embedder is given what it needs to count — a :class:`QuotaMeter` over the store's unit of
-work — not the store.
+work and the counter the store hands it (its repository of the counts) — not the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from waggle_store.embeddings.base import Embedder
-from waggle_store.embeddings.quota import is_billable, release, reserve
+from waggle_store.embeddings.quota import UsageCounter, is_billable, release, reserve
 from waggle_store.embeddings.sentences import text_form_of
 from waggle_store.embeddings.tiers import TierPolicy
 from waggle_store.unitofwork import Database
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 __all__ = ["MeteredEmbedder", "QuotaMeter"]
 
 
 class QuotaMeter:
-    """One user's monthly embedding count under one tier, read and raised in short transactions."""
+    """One user's monthly embedding count under one tier, read and raised in short transactions.
 
-    def __init__(self, db: Database, *, user_id: str, tier: str,
-                 policy: TierPolicy | None) -> None:
+    ``counter`` makes the :class:`~waggle_store.embeddings.quota.UsageCounter` of a transaction's
+    Session (the store passes its repository of the counts)."""
+
+    def __init__(self, db: Database, counter: Callable[[Session], UsageCounter], *,
+                 user_id: str, tier: str, policy: TierPolicy | None) -> None:
         self._db = db
+        self._counter = counter
         self.user_id = user_id
         self.tier = tier
         self.policy = policy or TierPolicy.default()
@@ -39,13 +46,14 @@ class QuotaMeter:
         counted) if they would pass the quota."""
         if n:
             with self._db.write() as session:
-                reserve(session, self.user_id, n, tier=self.tier, policy=self.policy)
+                reserve(self._counter(session), self.user_id, n, tier=self.tier,
+                        policy=self.policy)
 
     def release(self, n: int) -> None:
         """Give back ``n`` reserved embeddings the provider did not make."""
         if n:
             with self._db.write() as session:
-                release(session, self.user_id, n)
+                release(self._counter(session), self.user_id, n)
 
 
 class MeteredEmbedder:

@@ -6,22 +6,46 @@ The month is the UTC month: a local-time month key makes the same instant fall i
 months for different hosts. Only real embeddings are counted; the hashing fallback is
 no service and costs nothing (:func:`is_billable`).
 
-These functions take the caller's ``Session`` and never commit: the caller owns the unit of work,
-so a reservation can be rolled back together with the write it paid for.
+These functions read and change the counts through a :class:`UsageCounter` over the caller's
+Session (the store hands them
+:class:`~waggle_store.repositories.embedding_usage.EmbeddingUsageRepository`: this layer sits
+below the repositories and imports none). Nothing commits: the caller owns the unit of work, so
+a reservation can be rolled back together with the write it paid for.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-
-from sqlalchemy import and_, case, select, update
-from sqlalchemy.orm import Session
+from typing import Protocol
 
 from waggle_store.embeddings.tiers import UNLIMITED, TierPolicy
 from waggle_store.errors import EmbeddingQuotaExceededError, InvalidInputError, StorageError
-from waggle_store.models import EmbeddingUsage
-from waggle_store.models.idioms import insert_or_none, rowcount
 from waggle_store.records import QuotaStatus
+
+__all__ = ["UsageCounter", "is_billable", "next_month_start", "quota_status", "release",
+           "reserve", "usage", "year_month"]
+
+
+class UsageCounter(Protocol):
+    """One statement per method, in the caller's transaction, on the counts of (user, month)."""
+
+    def count(self, user_id: str, month: str) -> int | None:
+        """The count, or None when the month has no row yet."""
+        ...
+
+    def add(self, user_id: str, month: str, n: int, *, limit: int | None, at: datetime) -> bool:
+        """Add ``n`` atomically unless the sum would pass ``limit`` (None: no limit); False when
+        nothing was added (over the limit, or no row yet)."""
+        ...
+
+    def create(self, user_id: str, month: str, n: int, *, at: datetime) -> bool:
+        """The month's row counting ``n``, in a savepoint; False when another transaction created
+        it first (nothing written, the caller's transaction goes on)."""
+        ...
+
+    def subtract(self, user_id: str, month: str, n: int, *, at: datetime) -> None:
+        """Take ``n`` off the count, never below zero."""
+        ...
 
 
 def _utc(now: datetime | None) -> datetime:
@@ -56,18 +80,13 @@ def _quota(tier: str | None, policy: TierPolicy | None) -> int:
     return (policy or TierPolicy.default()).quota_for(tier)
 
 
-def usage(session: Session, user_id: str, now: datetime | None = None) -> int:
+def usage(counter: UsageCounter, user_id: str, now: datetime | None = None) -> int:
     """Embeddings counted for ``user_id`` in the UTC month of ``now``."""
-    count = session.execute(
-        select(EmbeddingUsage.count).where(
-            EmbeddingUsage.user_id == user_id, EmbeddingUsage.year_month == year_month(now)
-        )
-    ).scalar_one_or_none()
-    return int(count or 0)
+    return counter.count(user_id, year_month(now)) or 0
 
 
 def reserve(
-    session: Session,
+    counter: UsageCounter,
     user_id: str,
     n: int,
     *,
@@ -87,31 +106,23 @@ def reserve(
     quota = _quota(tier, policy)
     tier_name = (policy or TierPolicy.default()).canonical(tier) if tier is not None else "none"
     if n == 0:
-        return usage(session, user_id, when)
+        return usage(counter, user_id, when)
 
-    row = and_(EmbeddingUsage.user_id == user_id, EmbeddingUsage.year_month == month)
-    guarded = row if quota < 0 else and_(row, EmbeddingUsage.count + n <= quota)
-    increment = (
-        update(EmbeddingUsage)
-        .where(guarded)
-        .values(count=EmbeddingUsage.count + n, updated_at=when)
-        .execution_options(synchronize_session=False)
-    )
+    limit = None if quota < 0 else quota
     for _ in range(3):
-        if rowcount(session.execute(increment)) == 1:
-            return usage(session, user_id, when)
-        current = session.execute(select(EmbeddingUsage.count).where(row)).scalar_one_or_none()
+        if counter.add(user_id, month, n, limit=limit, at=when):
+            return usage(counter, user_id, when)
+        current = counter.count(user_id, month)
         if current is not None:
-            if 0 <= quota < int(current) + n:
+            if 0 <= quota < current + n:
                 # The guard refused: the increment would pass the quota.
-                raise EmbeddingQuotaExceededError(tier_name, quota, int(current))
+                raise EmbeddingQuotaExceededError(tier_name, quota, current)
             # The row appeared after our UPDATE looked (another transaction created this
             # month's row and committed in between): the conditional UPDATE decides again.
             continue
         if 0 <= quota < n:
             raise EmbeddingQuotaExceededError(tier_name, quota, 0)
-        first = EmbeddingUsage(user_id=user_id, year_month=month, count=n, updated_at=when)
-        if insert_or_none(session, first) is None:
+        if not counter.create(user_id, month, n, at=when):
             # Another transaction created this month's row first; its row now exists, so the
             # conditional UPDATE decides (once more) whether there is room for ours.
             continue
@@ -123,7 +134,7 @@ def reserve(
 
 
 def quota_status(
-    session: Session,
+    counter: UsageCounter,
     user_id: str,
     tier: str | None,
     policy: TierPolicy | None,
@@ -132,7 +143,7 @@ def quota_status(
     """Usage against quota this UTC month; quota -1 (and remaining -1) means unlimited."""
     when = _utc(now)
     quota = _quota(tier, policy)
-    used = usage(session, user_id, when)
+    used = usage(counter, user_id, when)
     canonical = (policy or TierPolicy.default()).canonical(tier) if tier is not None else None
     if quota < 0:
         remaining, percentage = UNLIMITED, 0.0
@@ -151,10 +162,7 @@ def quota_status(
     )
 
 
-__all__ = ["is_billable", "next_month_start", "quota_status", "reserve", "usage", "year_month"]
-
-
-def release(session: Session, user_id: str, n: int, *, now: datetime | None = None) -> None:
+def release(counter: UsageCounter, user_id: str, n: int, *, now: datetime | None = None) -> None:
     """Give back ``n`` embeddings reserved with :func:`reserve` for a call that failed (never
     below zero)."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
@@ -162,10 +170,4 @@ def release(session: Session, user_id: str, n: int, *, now: datetime | None = No
     if n == 0:
         return
     when = _utc(now)
-    session.execute(
-        update(EmbeddingUsage)
-        .where(EmbeddingUsage.user_id == user_id, EmbeddingUsage.year_month == year_month(when))
-        .values(count=case((EmbeddingUsage.count >= n, EmbeddingUsage.count - n), else_=0),
-                updated_at=when)
-        .execution_options(synchronize_session=False)
-    )
+    counter.subtract(user_id, year_month(when), n, at=when)

@@ -1,8 +1,8 @@
 """Two database idioms every writer needs: a race-free get-or-create, and affected-row counts.
 
 They sit beside the ORM models, in the lowest layer that knows SQLAlchemy sessions, so that every
-layer that writes can use the same code: the repositories, the embedding quota counter and the
-dialect adapters. (:mod:`waggle_store.repositories.common` re-exports them.)
+layer that writes can use the same code: the repositories and the dialect adapters.
+(:mod:`waggle_store.repositories.common` re-exports them.)
 """
 
 from __future__ import annotations

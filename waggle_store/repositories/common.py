@@ -6,8 +6,8 @@ harvest) refuses the same bad input with the same error before anything reaches 
 
 The idioms themselves (:func:`get_or_create`, :func:`insert_or_none`, :func:`rowcount`) are
 defined in :mod:`waggle_store.models.idioms`, beside the ORM models, because writers below the
-repositories need them too (the embedding quota counter, the dialect adapters); they are
-re-exported here so a repository finds all its helpers in one place.
+repositories need them too (the dialect adapters); they are re-exported here so a repository
+finds all its helpers in one place.
 """
 
 from __future__ import annotations
