@@ -1,6 +1,8 @@
-"""SQL lives in ``repositories/`` and ``dialects/`` only: the layers above them (the pipeline, the
-facades, the MCP server, the CLI and the store's own modules) build no SQLAlchemy statement and
-run no ORM query themselves; they call a repository, which takes their Session or Connection.
+"""SQL lives in ``repositories/`` and ``dialects/`` only: the layers above them (the pipeline,
+search, the facades, the MCP server, the CLI, migrations from code and the store's own modules)
+build no SQLAlchemy statement and run no ORM query themselves; they call a repository, which
+takes their Session or Connection. The embeddings layer, below the repositories, builds none
+either: its quota counts through the repository the store hands it.
 
 Read from the source with :mod:`ast`: a name imported from ``sqlalchemy`` that builds a
 statement or an expression (``select``, ``insert``, ``func``, ``text``, ``and_`` ...), the same
@@ -16,11 +18,12 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "waggle_store"
 
-#: The layers above the repositories, as paths under the package.
-CHECKED = ("pipeline", "facade", "knowledge", "mcp", "store.py", "store_bound.py",
-           "store_support.py", "store_transfer.py", "mind.py", "aio.py", "context.py",
-           "cli.py", "cli_conversations.py", "cli_lifecycle.py", "cli_ops.py", "cli_output.py",
-           "cli_usage.py")
+#: The layers above the repositories, and the embeddings and knowledge layers below them (they
+#: use no repository, so they must hold no SQL either), as paths under the package.
+CHECKED = ("pipeline", "search", "facade", "knowledge", "embeddings", "mcp", "store.py",
+           "store_bound.py", "store_support.py", "store_transfer.py", "mind.py", "migrate.py",
+           "migrate_filters.py", "aio.py", "context.py", "cli.py", "cli_conversations.py",
+           "cli_lifecycle.py", "cli_ops.py", "cli_output.py", "cli_usage.py")
 
 #: SQLAlchemy names that build statements or SQL expressions.
 CONSTRUCTS = frozenset({
@@ -35,10 +38,16 @@ QUERIES = frozenset({"get", "add", "add_all", "merge", "query", "delete", "execu
                      "scalars", "exec_driver_sql"})
 RECEIVERS = frozenset({"session", "s", "conn", "connection"})
 
-
-#: The reader of a Waggle ``.mind`` file: its SQL (stdlib ``sqlite3``) reads the file being
-#: imported, not the store's database, and stays in this one module.
-FOREIGN_FILE_READER = "pipeline/transfer/waggle_mind_rows.py"
+#: The findings a checked module may keep (by what is found, not by line), each with its reason.
+ALLOWED: dict[str, frozenset[str]] = {
+    # The reader of a Waggle ``.mind`` file: its SQL (stdlib ``sqlite3``) reads the file being
+    # imported, not the store's database, and stays in this one module.
+    "pipeline/transfer/waggle_mind_rows.py": frozenset({"conn.execute(...)"}),
+    # Alembic from code: the models' tables copied into a schema-less MetaData (autogenerate's
+    # comparison target) and Alembic's version table dropped by a downgrade to "base". Schema
+    # objects handed to Alembic, not queries of the store's rows: no repository owns them.
+    "migrate.py": frozenset({"sa.MetaData", "sa.Table"}),
+}
 
 
 def _modules() -> list[Path]:
@@ -46,7 +55,7 @@ def _modules() -> list[Path]:
     for name in CHECKED:
         path = PACKAGE / name
         found.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
-    return [p for p in found if p != PACKAGE / FOREIGN_FILE_READER]
+    return found
 
 
 def findings(path: Path) -> list[str]:
@@ -77,9 +86,22 @@ def findings(path: Path) -> list[str]:
     return sorted(found, key=lambda f: int(f.split(":")[0]))
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def _key(path: Path) -> str:
+    return path.relative_to(PACKAGE).as_posix()
+
+
+@pytest.mark.parametrize("path", _modules(), ids=_key)
 def test_no_sql_above_the_repositories(path: Path) -> None:
-    assert findings(path) == []
+    allowed = ALLOWED.get(_key(path), frozenset())
+    assert [f for f in findings(path) if f.split(": ", 1)[1] not in allowed] == []
+
+
+@pytest.mark.parametrize("name", sorted(ALLOWED))
+def test_each_allowance_is_still_needed(name: str) -> None:
+    """An allowance whose module no longer holds what it allows is removed, not kept."""
+    assert any(name == _key(p) for p in _modules())
+    kept = {f.split(": ", 1)[1] for f in findings(PACKAGE / name)}
+    assert ALLOWED[name] <= kept
 
 
 def test_the_check_finds_a_statement(tmp_path: Path) -> None:
