@@ -14,6 +14,7 @@ from waggle_store.embeddings.quota import (
     is_billable,
     next_month_start,
     quota_status,
+    release,
     reserve,
     usage,
     year_month,
@@ -148,6 +149,25 @@ def test_months_are_utc_and_counted_separately(store: ws.Store) -> None:
         assert usage(counter, "gina", datetime(2025, 5, 20, tzinfo=UTC)) == 5
         session.commit()
 
+
+def test_release_gives_back_never_below_zero_and_only_its_month(store: ws.Store) -> None:
+    policy = TierPolicy.default().with_quota("FREE", 10)
+    july = datetime(2025, 7, 1, tzinfo=UTC)
+    with Session(store.engine) as session:
+        counter = EmbeddingUsageRepository(session)
+        reserve(counter, "jack", 10, tier="FREE", policy=policy, now=JUNE)
+        release(counter, "jack", 4, now=JUNE)
+        assert usage(counter, "jack", JUNE) == 6
+        assert reserve(counter, "jack", 4, tier="FREE", policy=policy, now=JUNE) == 10
+        release(counter, "jack", 25, now=JUNE)
+        assert usage(counter, "jack", JUNE) == 0
+        release(counter, "jack", 3, now=july)  # July has no row: none is made
+        assert counter.count("jack", "2025-07") is None
+        with pytest.raises(InvalidInputError):
+            release(counter, "jack", -1, now=JUNE)
+        session.commit()
+    with Session(store.engine) as session:
+        assert usage(EmbeddingUsageRepository(session), "jack", JUNE) == 0
 
 def test_quota_status(store: ws.Store) -> None:
     policy = TierPolicy.default().with_quota("FREE", 500)
