@@ -106,7 +106,9 @@ def test_a_reply_to_a_statement_is_only_a_neighbour(mind: ws.Mind) -> None:
     ("What? No, I only sing.", False),
     ("I play the clarinet.", False),
     ("Look at this! [shares a photo: what a view?]", False),
+    ("[shares a photo of a lake?]", False),
     ("", False),
+    (" " * 100_000 + "x", False),  # long runs cost one scan
 ])
 def test_asks_reads_the_turns_last_sentence(text: str, asking: bool) -> None:
     assert asks(text) is asking

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-import re
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any, Final
@@ -59,8 +58,8 @@ ANSWER_SHARE: Final = 1.0
 _FIELDS: Final = [field.name for field in dataclasses.fields(Frame)]
 _GOP, _T, _CONTENT = _FIELDS.index("gop_id"), _FIELDS.index("t"), _FIELDS.index("content")
 #: A note closing a turn, in brackets or parentheses (a shared image's caption, a stage
-#: direction): not part of what the turn says.
-_CLOSING_NOTE: Final = re.compile(r"\s*(?:\[[^\[\]]*\]|\([^()]*\))\s*\Z")
+#: direction), is not part of what the turn says: closing character -> opening one.
+_NOTE_OPENS: Final = {"]": "[", ")": "("}
 _SCORE: Final = itemgetter(1)
 
 
@@ -89,8 +88,12 @@ class Expansion:
 
 
 def asks(content: str) -> bool:
-    """Whether a turn ends with a question (a closing note in brackets or parentheses aside)."""
-    return _CLOSING_NOTE.sub("", content).rstrip().endswith("?")
+    """Whether a turn ends with a question (a closing note in brackets or parentheses aside).
+    Linear in the text's length (string scans, no pattern that could backtrack)."""
+    text = content.rstrip()
+    if text[-1:] in _NOTE_OPENS:
+        text = text[:max(text.rfind(_NOTE_OPENS[text[-1]]), 0)].rstrip()
+    return text.endswith("?")
 
 
 def expand(conn: Connection, dialect: str, plan: SearchPlan,
