@@ -16,10 +16,17 @@ turn's own) turned into a confidence the way the fusion turns a lane's strength 
 (squared, :data:`~waggle_store.search.fusion.CONFIDENCE_POWER`): nothing is fitted to a data
 set. Scores stay in ``[0, 1]`` and ``final = rrf × relevance`` holds.
 
+A seed that asks (its text ends with a question, :func:`asks`) hands the turn after it its whole
+score (:data:`ANSWER_SHARE`): a question matches a query in the query's own words ("Do you play
+any instruments?" for "What instruments does she play?"), and what it asks for is in the reply
+("Yeah, I play clarinet!"), which shares none of them. The reply is as relevant as the question
+that found it; the share is that identity, not a fitted value.
+
 ``explain["expansion"]`` says, for each result, the seeds it was lifted beside
-(``neighbour_of``; None when it was not lifted) and its fused score before the step
-(``rrf_before``; None when no lane found it). ``mind.search(..., expand=False)`` leaves the step
-out (``explain["expansion"]`` is then None).
+(``neighbour_of``; None when it was not lifted), the seeds among them whose question it follows
+(``answers``; None when none), and its fused score before the step (``rrf_before``; None when no
+lane found it). ``mind.search(..., expand=False)`` leaves the step out
+(``explain["expansion"]`` is then None).
 """
 
 from __future__ import annotations
@@ -39,15 +46,20 @@ from waggle_store.records import Frame
 from waggle_store.search.fusion import CONFIDENCE_POWER, Fusion
 from waggle_store.search.plan import SearchPlan
 
-__all__ = ["NEIGHBOUR_SHARE", "SEEDS", "Expansion", "expand"]
+__all__ = ["ANSWER_SHARE", "NEIGHBOUR_SHARE", "SEEDS", "Expansion", "asks", "expand"]
 
 #: How many of the best fused candidates seed the expansion (half a default page).
 SEEDS: Final = 10
 #: A seed's neighbouring turn scores at least this share of the seed's fused score.
 NEIGHBOUR_SHARE: Final = CONTEXT_WEIGHT ** CONFIDENCE_POWER
+#: The turn after a seed that asks scores at least this share of the seed's fused score.
+ANSWER_SHARE: Final = 1.0
 
 _FIELDS: Final = [field.name for field in dataclasses.fields(Frame)]
-_GOP, _T = _FIELDS.index("gop_id"), _FIELDS.index("t")
+_GOP, _T, _CONTENT = _FIELDS.index("gop_id"), _FIELDS.index("t"), _FIELDS.index("content")
+#: A note closing a turn, in brackets or parentheses (a shared image's caption, a stage
+#: direction), is not part of what the turn says: closing character -> opening one.
+_NOTE_OPENS: Final = {"]": "[", ")": "("}
 _SCORE: Final = itemgetter(1)
 
 
@@ -59,6 +71,8 @@ class Expansion:
     enabled: bool = True
     #: Lifted neighbour's frame id -> the seeds beside it.
     lifted: dict[int, list[int]] = dataclasses.field(default_factory=dict)
+    #: Lifted neighbour's frame id -> the seeds that ask and that it follows.
+    answering: dict[int, list[int]] = dataclasses.field(default_factory=dict)
     #: Each candidate's fused score before the expansion (a neighbour no lane found has none).
     before: dict[int, float] = dataclasses.field(default_factory=dict)
     #: The rows of the neighbours no lane returned (they join the candidates through them).
@@ -69,7 +83,17 @@ class Expansion:
         if not self.enabled:
             return None
         return {"neighbour_of": self.lifted.get(frame_id),
+                "answers": self.answering.get(frame_id),
                 "rrf_before": self.before.get(frame_id)}
+
+
+def asks(content: str) -> bool:
+    """Whether a turn ends with a question (a closing note in brackets or parentheses aside).
+    Linear in the text's length (string scans, no pattern that could backtrack)."""
+    text = content.rstrip()
+    if text[-1:] in _NOTE_OPENS:
+        text = text[:max(text.rfind(_NOTE_OPENS[text[-1]]), 0)].rstrip()
+    return text.endswith("?")
 
 
 def expand(conn: Connection, dialect: str, plan: SearchPlan,
@@ -86,15 +110,23 @@ def expand(conn: Connection, dialect: str, plan: SearchPlan,
     if not seeds:
         return found
     rows = {hit.frame_id: hit.frame for hits in ran.values() for hit in hits}
-    at: dict[tuple[str, int], tuple[int, float]] = {}
+    # (session, t) -> (seed id, fused score, whether it asks)
+    at: dict[tuple[str, int], tuple[int, float, bool]] = {}
     for frame_id, score in seeds:
         frame = rows[frame_id]
-        at[(frame[_GOP], frame[_T])] = (frame_id, score)
+        at[(frame[_GOP], frame[_T])] = (frame_id, score, asks(frame[_CONTENT]))
     for hit in neighbour_hits(conn, dialect=dialect, seeds=list(at), where=plan.where):
         gop, t = hit.frame[_GOP], hit.frame[_T]
-        beside = [at[key] for key in ((gop, t - 1), (gop, t + 1)) if key in at]
-        if fusion.lift(hit.frame_id, min(1.0, NEIGHBOUR_SHARE * sum(s for _, s in beside))):
-            found.lifted[hit.frame_id] = [seed for seed, _ in beside]
+        before, after = at.get((gop, t - 1)), at.get((gop, t + 1))
+        beside = [seed for seed in (before, after) if seed is not None]
+        # Only the seed before this turn can be the question it replies to.
+        answered = before if before is not None and before[2] else None
+        lift = sum(seed[1] * (ANSWER_SHARE if seed is answered else NEIGHBOUR_SHARE)
+                   for seed in beside)
+        if fusion.lift(hit.frame_id, min(1.0, lift)):
+            found.lifted[hit.frame_id] = [seed for seed, _, _ in beside]
+            if answered is not None:
+                found.answering[hit.frame_id] = [answered[0]]
             if hit.frame_id not in rows:
                 found.hits.append(hit)
     return found
