@@ -135,13 +135,13 @@ class Store(BoundMixin):
 
     @cached_property
     def agents(self) -> AgentsAPI:
-        """The agents registry; an agent's memory is the mind of the same name."""
-        return AgentsAPI(self.context)
+        """The agents registry (a bound store's: its own mind's agent only)."""
+        return AgentsAPI(self.context, None if self.bound_mind is None else self.bound_mind[1])
 
     @cached_property
     def usage(self) -> UsageAPI:
-        """The LLM/embedding usage log of every mind, its totals and monthly budgets."""
-        return UsageAPI(self.context)
+        """The LLM/embedding usage log, totals and monthly budgets (a bound store's: its mind's)."""
+        return UsageAPI(self.context, None if self.bound_mind is None else self.bound_mind[1])
 
     # -- a host's transaction ---------------------------------------------------------------------
 

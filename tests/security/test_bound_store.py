@@ -159,3 +159,62 @@ def test_every_table_with_mind_rows_has_the_policy(target: Target) -> None:
     migrate.upgrade(target.url, schema=target.schema)
     assert _without_policy(target.url, target.schema) == []
     assert migrate.current(target.url, schema=target.schema) == migrate.head()
+
+
+def test_a_bound_store_knows_only_its_own_agent(target: Target) -> None:
+    with target.open(embedder="hashing") as admin:
+        _fill(admin, "bob")
+        admin.agents.save("bob", {"model": "m"}, state={"token": "bob's secret"})
+        admin.agents.save("Alice", {"model": "m"}, state={"token": "another mind's agent"})
+    with target.open(embedder="hashing", bound_mind="alice") as bound:
+        assert bound.agents.list() == []
+        assert bound.agents.get("bob") is None
+        assert bound.agents.get("alice") is None  # "Alice" is the agent of mind "Alice"
+        for call in (lambda: bound.agents.save("bob", {"model": "stolen"}),
+                     lambda: bound.agents.save("alice", {"model": "over Alice's"}),
+                     lambda: bound.agents.set_state("bob", {}),
+                     lambda: bound.agents.delete("bob", drop_mind=True),
+                     lambda: bound.agents.delete("Alice")):
+            with pytest.raises(ws.NotFoundError):
+                call()
+    with target.open(embedder="hashing") as admin:  # nothing changed, nothing dropped
+        assert {a.name: a.state for a in admin.agents.list()} == {
+            "Alice": {"token": "another mind's agent"}, "bob": {"token": "bob's secret"}}
+        assert sorted(m.name for m in admin.list_minds()) == ["alice", "bob"]  # bob's kept
+        admin.agents.delete("Alice")
+    with target.open(embedder="hashing", bound_mind="alice") as bound:
+        own = bound.agents.save("alice", {"model": "m"}, state={"turns": 1})
+        assert (own.name, own.mind) == ("alice", "alice")
+        assert bound.agents.list() == [own]
+        assert bound.agents.get("ALICE") is None  # a bound store names its mind exactly
+        assert bound.agents.set_state("alice", {"turns": 2}).state == {"turns": 2}
+        bound.agents.delete("alice", drop_mind=True)
+        assert bound.agents.list() == []
+
+
+def test_a_bound_store_reads_and_writes_only_its_own_usage(target: Target) -> None:
+    with target.open(embedder="hashing") as admin:
+        for name, cost in (("alice", 1.0), ("bob", 5.0)):
+            admin.mind(name)
+            admin.usage.record(name, "gpt", prompt_tokens=10, cost_usd=cost,
+                               at="2020-01-01T00:00:00+00:00")
+            admin.usage.record(name, "gpt", prompt_tokens=10, cost_usd=cost)
+        admin.usage.set_budget("bob", 100.0)
+    with target.open(embedder="hashing", bound_mind="alice") as bound:
+        usage = bound.usage
+        assert usage.totals().cost_usd == pytest.approx(2.0)  # its own mind, not the store's
+        assert usage.totals().mind == "alice"
+        assert [t.mind for t in usage.ranking()] == ["alice"]
+        assert sum(d.cost_usd for d in usage.daily(days=36_500)) == pytest.approx(2.0)
+        assert list(usage.by_model()) == ["gpt"]
+        for call in (lambda: usage.totals("bob"), lambda: usage.by_model("bob"),
+                     lambda: usage.daily("bob"), lambda: usage.monthly("bob"),
+                     lambda: usage.budget_status("bob"), lambda: usage.set_budget("bob", 0.0),
+                     lambda: usage.record("bob", "gpt", cost_usd=1.0)):
+            with pytest.raises(ws.NotFoundError):
+                call()
+        assert usage.cleanup(older_than_days=30) == 1  # alice's old row only
+    with target.open(embedder="hashing") as admin:  # bob's rows and budget untouched
+        assert admin.usage.totals("bob").cost_usd == pytest.approx(10.0)
+        assert admin.usage.budget_status("bob").budget_usd == 100.0
+        assert admin.usage.totals("alice").cost_usd == pytest.approx(1.0)

@@ -5,6 +5,10 @@ row: the call it describes has already been made and paid for. A budget is check
 (:meth:`UsageAPI.check_budget` raises :class:`~waggle_store.errors.BudgetExceededError`, or
 :meth:`UsageAPI.budget_status` says so without raising), which is what OpenFang's metering did
 with its ``>=`` comparisons. Months and days are UTC.
+
+A store bound to one mind (``open_store(..., bound_mind=NAME)``) reads and writes that mind's
+usage only: a call naming another mind raises ``NotFoundError``, one naming none (totals,
+``ranking``, ``cleanup``) covers its mind alone.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 
 from waggle_store.context import StoreContext
-from waggle_store.errors import BudgetExceededError, InvalidInputError
+from waggle_store.errors import BudgetExceededError, InvalidInputError, NotFoundError
 from waggle_store.records import UsageBudget, UsageDay, UsageMonth, UsageTotals
 from waggle_store.repositories.common import check_int, check_name
 from waggle_store.repositories.usage import Sums, UsageRepository, check_usage_numbers
@@ -71,11 +75,31 @@ class _Bucket:
 
 
 class UsageAPI:
-    def __init__(self, store: StoreContext) -> None:
+    """``bound``: the name of the one mind a bound store sees (None: every mind)."""
+
+    def __init__(self, store: StoreContext, bound: str | None = None) -> None:
         self.store = store
+        self.bound = bound
+
+    def _own(self, mind: MindRef | None) -> str | None:
+        """The mind a call is about (checked): ``mind``'s name, or for none, a bound store's
+        own mind (None: every mind). NotFoundError for a mind a bound store does not see."""
+        name = None if mind is None else _name(mind)
+        if self.bound is None or name == self.bound:
+            return name
+        if name is None:
+            return self.bound
+        raise NotFoundError(f"no mind named {name!r} (this store is bound to one mind)")
+
+    def _named(self, mind: MindRef) -> str:
+        """``mind``'s name, checked as :meth:`_own` checks it."""
+        name = _name(mind)
+        self._own(name)
+        return name
 
     def _mind_id(self, repo: UsageRepository, mind: MindRef | None) -> int | None:
-        return None if mind is None else repo.mind_id(_name(mind))
+        name = self._own(mind)
+        return None if name is None else repo.mind_id(name)
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -88,13 +112,15 @@ class UsageAPI:
         when = optional_utc(at, name="at")
         with self.store.write() as s:
             repo = UsageRepository(s)
-            repo.record(repo.mind_id(_name(mind)), model, prompt, completion, cost, when)
+            repo.record(repo.mind_id(self._named(mind)), model, prompt, completion, cost, when)
 
     def cleanup(self, older_than_days: int) -> int:
         """Delete rows older than ``older_than_days`` days (compared as times); returns how many."""
         check_int(older_than_days, name="older_than_days", minimum=0, maximum=36_500)
         with self.store.write() as s:
-            return UsageRepository(s).cleanup(utcnow() - timedelta(days=older_than_days))
+            repo = UsageRepository(s)
+            return repo.cleanup(utcnow() - timedelta(days=older_than_days),
+                                self._mind_id(repo, None))
 
     # -- totals -------------------------------------------------------------------------------
 
@@ -105,7 +131,7 @@ class UsageAPI:
         with self.store.read() as s:
             repo = UsageRepository(s)
             sums = repo.totals(self._mind_id(repo, mind), start, end)
-        return _totals(None if mind is None else _name(mind), None, sums)
+        return _totals(self._own(mind), None, sums)
 
     def total_cost(self, mind: MindRef | None = None, *, since: datetime | str | None = None,
                    until: datetime | str | None = None) -> float:
@@ -122,7 +148,7 @@ class UsageAPI:
         with self.store.read() as s:
             repo = UsageRepository(s)
             found = repo.by_model(self._mind_id(repo, mind), start)
-        owner = None if mind is None else _name(mind)
+        owner = self._own(mind)
         return {model: _totals(owner, model, sums) for model, sums in found}
 
     def ranking(self, *, since: datetime | str | None = None) -> list[UsageTotals]:
@@ -130,7 +156,8 @@ class UsageAPI:
         start = optional_bound(since, name="since")
         with self.store.read() as s:
             found = UsageRepository(s).by_mind(start)
-        return [_totals(name, None, sums) for name, sums in found]
+        return [_totals(name, None, sums) for name, sums in found
+                if self.bound is None or name == self.bound]
 
     def daily(self, mind: MindRef | None = None, *, days: int = 30,
               now: datetime | str | None = None) -> list[UsageDay]:
@@ -173,11 +200,11 @@ class UsageAPI:
                 f"monthly_usd must be a finite number >= 0, got {monthly_usd!r}")
         with self.store.write() as s:
             repo = UsageRepository(s)
-            repo.set_budget(repo.mind_id(_name(mind)), monthly_usd)
+            repo.set_budget(repo.mind_id(self._named(mind)), monthly_usd)
 
     def budget_status(self, mind: MindRef, *, now: datetime | str | None = None) -> UsageBudget:
         """This month's spend against the budget; ``exceeded`` when spend >= budget."""
-        name = _name(mind)
+        name = self._named(mind)
         start = month_start(ensure_utc(now, name="now") if now is not None else utcnow())
         with self.store.read() as s:
             repo = UsageRepository(s)

@@ -142,9 +142,12 @@ class UsageRepository:
                     reported, 0, 0.0, at)
         return True
 
-    def cleanup(self, before: datetime) -> int:
-        """Delete rows older than ``before``; returns how many."""
-        result = self.session.execute(delete(UsageLogRow).where(UsageLogRow.created_at < before))
+    def cleanup(self, before: datetime, mind_id: int | None = None) -> int:
+        """Delete rows older than ``before`` (of one mind, or of every mind); returns how many."""
+        query = delete(UsageLogRow).where(UsageLogRow.created_at < before)
+        if mind_id is not None:
+            query = query.where(UsageLogRow.mind_id == mind_id)
+        result = self.session.execute(query)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
     # -- reads --------------------------------------------------------------------------------
