@@ -30,6 +30,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,12 +56,22 @@ def _load(store: ws.Store, frames: int) -> None:
         with store.write() as s:
             s.add(SessionRow(mind_id=mind.id, gop_id="g0", kind="named"))
             s.flush()
-            s.execute(FrameRow.__table__.insert(), [
+            s.execute(cast(sa.Table, FrameRow.__table__).insert(), [
                 search_latency.frame_row(mind.id, "g0", i, texts[m * half + i],
                                          base + m * half + i) for i in range(half)])
             ids = list(s.scalars(select(FrameRow.id).where(FrameRow.mind_id == mind.id)))
         embed_frames(store.context, ids, batch_size=2000)
     search_latency.vacuum_analyze(store)
+
+
+def _searching(mind: ws.Mind, queries: Sequence[str]) -> Callable[[int], object]:
+    """Round r's search on ``mind``: the queries in turn."""
+    return lambda r: mind.search(queries[r % len(queries)], limit=search_latency.LIMIT)
+
+
+def _cognifying(mind: ws.Mind, name: str) -> Callable[[int], object]:
+    """Round r's write on ``mind``: a note naming the mind's side and the round."""
+    return lambda r: mind.cognify(f"{name} note {r}: Alice met Bob in Paris about topic {r % 13}")
 
 
 def _p50s(calls: dict[str, Callable[[int], object]], rounds: int) -> dict[str, float]:
@@ -107,12 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         minds = {"no-rls": floor.mind("tenant"), "unbound": unbound.mind("tenant"),
                  "bound": bound.mind("tenant")}
         queries = search_latency._texts(0)[1]
-        search = _p50s({name: (lambda r, m=mind: m.search(queries[r % len(queries)],
-                                                          limit=search_latency.LIMIT))
-                        for name, mind in minds.items()}, args.searches)
-        cognify = _p50s({name: (lambda r, m=mind, n=name: m.cognify(
-                            f"{n} note {r}: Alice met Bob in Paris about topic {r % 13}"))
-                         for name, mind in minds.items()}, args.writes)
+        search = _p50s({name: _searching(mind, queries) for name, mind in minds.items()},
+                       args.searches)
+        cognify = _p50s({name: _cognifying(mind, name) for name, mind in minds.items()},
+                        args.writes)
         print(f"# {args.frames} frames in {len(MINDS)} minds; p50 in ms")
         print(f"{'operation':<10} {'no-rls':>8} {'unbound':>8} {'bound':>8} "
               f"{'unbound/no-rls':>15} {'bound/no-rls':>13} {'bound/unbound':>14}")

@@ -22,6 +22,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -73,8 +74,8 @@ def main() -> None:
             for n in range(args.rounds):
                 for size in SIZES:
                     message = [{"role": "user", "content": f"one more {n}"}]
-                    costs[size].append(timed(lambda s=size, m=message: mind.conversations.append(
-                        ids[s], m, keep_last=None)))
+                    costs[size].append(timed(partial(mind.conversations.append, ids[size],
+                                                     message, keep_last=None)))
             medians = {size: statistics.median(costs[size]) * 1000 for size in SIZES}
             for size in SIZES:
                 print(f"append 1 message to {size:>7,} messages: {medians[size]:7.3f} ms (median "

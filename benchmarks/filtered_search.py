@@ -27,13 +27,14 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
 import search_latency as latency
 from latency_raw import _percentiles
+from sqlalchemy import Table
 
 import waggle_store as ws
 from waggle_store.embeddings import HashingEmbedder
@@ -79,7 +80,7 @@ def build(store: ws.Store, n: int) -> ws.Mind:
             row["source"] = "tool_verified" if i % 40 == 7 else "import"
             rows.append(row)
         for start in range(0, n, 5000):
-            s.execute(FrameRow.__table__.insert(), rows[start : start + 5000])
+            s.execute(cast(Table, FrameRow.__table__).insert(), rows[start : start + 5000])
         ids = list(s.scalars(FrameRow.__table__.select().with_only_columns(FrameRow.id)
                              .where(FrameRow.mind_id == mind.id)))
     embed_frames(store.context, ids, batch_size=2000)

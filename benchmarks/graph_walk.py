@@ -21,10 +21,13 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
+
+from sqlalchemy import Table
 
 import waggle_store as ws
 from waggle_store.models import RelationRow
@@ -42,7 +45,7 @@ def build(store: ws.Store, nodes: int, edges: int, seed: int = 7) -> tuple[ws.Mi
         pairs.add((s, t))
     now = utcnow()
     with store.write() as session:
-        session.execute(RelationRow.__table__.insert(), [
+        session.execute(cast(Table, RelationRow.__table__).insert(), [
             {"mind_id": mind.id, "source_id": s, "target_id": t, "relation_type": "links",
              "confidence": 1.0, "properties": {}, "valid_from": now, "valid_to": None,
              "recorded_at": now} for s, t in sorted(pairs)])
@@ -80,8 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"median of {args.runs} runs")
             print("depth  traverse ms (n)   bfs_distances ms (n)   undirected ms (n)")
             for depth in args.depths:
-                row = [_time(args.runs, lambda d=depth: mind.knowledge.traverse(start, None, d)),
-                       _time(args.runs, lambda d=depth: mind.knowledge.bfs_distances(start, d))]
+                row = [_time(args.runs, partial(mind.knowledge.traverse, start, None, depth)),
+                       _time(args.runs, partial(mind.knowledge.bfs_distances, start, depth))]
 
                 def undirected(d: int = depth) -> dict[int, int]:
                     with store.read() as session:

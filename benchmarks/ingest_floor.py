@@ -329,7 +329,9 @@ def bench_create_i(dialect: str, pg_url: str | None, n: int, rounds: int = 10
                     if not pg:
                         cur.execute("BEGIN IMMEDIATE")
                     cur.execute(frame_sql, [row[c] for c in cols])
-                    (frame_id,) = cur.fetchone()
+                    returned = cur.fetchone()
+                    assert returned is not None  # RETURNING id: one row
+                    (frame_id,) = returned
                     cur.execute(manifest_sql, (frame_id, digest, "pending", now))
                     raw.commit() if pg else cur.execute("COMMIT")
                 raw_seconds += time.perf_counter() - started

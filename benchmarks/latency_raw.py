@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import waggle_store as ws
 from waggle_store.dialects import (
@@ -67,7 +67,7 @@ def _lane_statements(
         recorded.append(("scan", rows, np_.asarray(vector, np_.float32), k))
         return real_top_k(np_, rows, vector, where, k, exact)
 
-    topk.top_k = scanning  # type: ignore[assignment]
+    topk.top_k = scanning
     statements: dict[str, list[Any]] = {}
     for module in modules:
         module.run_lane = recording  # type: ignore[attr-defined]
@@ -79,7 +79,7 @@ def _lane_statements(
     finally:
         for module in modules:
             module.run_lane = real  # type: ignore[attr-defined]
-        topk.top_k = real_top_k  # type: ignore[assignment]
+        topk.top_k = real_top_k
     return statements
 
 
@@ -90,9 +90,9 @@ def _raw_runner(store: ws.Store, statements: dict[str, list[Any]]) -> Callable[[
     conn: Any = store.engine.raw_connection()
     if not sqlite:
         with store.engine.connect() as lib_conn:
-            conn.driver_connection.prepare_threshold = (
-                lib_conn.connection.driver_connection.prepare_threshold
-            )
+            lib_driver = lib_conn.connection.driver_connection
+            assert lib_driver is not None  # a checked-out connection holds its driver's
+            conn.driver_connection.prepare_threshold = lib_driver.prepare_threshold
         # The recorded vectors are bound in binary, as the library binds them.
         postgres_maint.dumps_binary_vectors(conn.driver_connection)
 
@@ -135,10 +135,10 @@ def _scan_pass(store: ws.Store) -> str:
     """How the SQLite index scans the mind: ``exact``, or ``coarse`` with its candidate factor
     and the recall its calibration measured with it (``exact(0.41)``: calibrated, refused: the
     best recall of any factor)."""
-    (lane,) = store.adapter.vector_index.loaded().values()  # type: ignore[attr-defined]
+    (lane,) = cast(sqlite_adapter.SQLiteAdapter, store.adapter).vector_index.loaded().values()
     if lane.recalls is None:
         return "exact"
-    if lane.codes is None:
+    if lane.codes is None or lane.factor is None:  # a coarse pass has both
         return f"exact({max(lane.recalls.values(), default=0.0):.2f})"
     return f"coarse×{lane.factor}({lane.recalls[lane.factor]:.3f})"
 
@@ -176,7 +176,7 @@ def knn_floor(store: ws.Store, mind: ws.Mind, queries: Sequence[str]) -> tuple[f
 def recall_vs_vec0(store: ws.Store, mind: ws.Mind, queries: Sequence[str]) -> float:
     """recall@20 of the vector lane as it runs (the index) against vec0's exact KNN, counting
     ties at the 20th distance as found."""
-    adapter = store.adapter
+    adapter = cast(sqlite_adapter.SQLiteAdapter, store.adapter)
     embedder = store.embedder
     assert embedder is not None
     model_id = _model_id(store, mind)
@@ -186,7 +186,7 @@ def recall_vs_vec0(store: ws.Store, mind: ws.Mind, queries: Sequence[str]) -> fl
         with store.read_connection() as conn:
             lane = adapter.vector_search(conn, model_id=model_id, vector=vector,
                                          where=LaneFilter([mind.id]), limit=LIMIT)
-            exact = adapter._vector_search_one(  # type: ignore[attr-defined]
+            exact = adapter._vector_search_one(
                 conn, model_id, vector, LaneFilter([mind.id]), mind.id, LIMIT)
         # Tie-aware: a hit as near as vec0's 20th is one of an exact top 20 (the hashing
         # embedder's distances tie often, and either scan may pick any of the tied frames).

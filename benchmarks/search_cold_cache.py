@@ -25,6 +25,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -67,8 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         for query in queries:
             sides: dict[str, Callable[[], object]] = {
-                "library": lambda q=query: mind.search(q, limit=search_latency.LIMIT),
-                "raw": lambda q=query: raw(q),
+                "library": partial(mind.search, query, limit=search_latency.LIMIT),
+                "raw": partial(raw, query),
             }
             for side, call in sides.items():
                 call()

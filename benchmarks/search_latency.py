@@ -71,7 +71,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -86,11 +86,13 @@ from latency_raw import (  # the raw side and the references
     recall_vs_exact_pg,
     recall_vs_vec0,
 )
-from sqlalchemy import func, select
+from sqlalchemy import Table, func, select
 
 import waggle_store as ws
 from waggle_store import vectorindex
 from waggle_store.dialects import keyword_rank
+from waggle_store.dialects.postgres import PostgresAdapter
+from waggle_store.dialects.sqlite import SQLiteAdapter
 from waggle_store.embeddings import HashingEmbedder, LocalEmbedder
 from waggle_store.embeddings.local import DEFAULT_MODEL, bundled_model_path
 from waggle_store.models import FrameRow, SessionRow
@@ -148,14 +150,9 @@ def build(store: ws.Store, n: int, words: str = "pseudo") -> ws.Mind:
         rows = [frame_row(mind.id, f"g{i % SESSIONS}", i // SESSIONS, text, base + i)
                 for i, text in enumerate(texts)]
         for start in range(0, n, 5000):
-            s.execute(FrameRow.__table__.insert(), rows[start : start + 5000])
-        ids = list(
-            s.scalars(
-                FrameRow.__table__.select()
-                .with_only_columns(FrameRow.id)
-                .where(FrameRow.mind_id == mind.id)
-            )
-        )
+            s.execute(cast(Table, FrameRow.__table__).insert(), rows[start : start + 5000])
+        ids = list(s.scalars(FrameRow.__table__.select().with_only_columns(FrameRow.id)
+                             .where(FrameRow.mind_id == mind.id)))
     embed_frames(store.context, ids, batch_size=2000)
     if store.engine.dialect.name == "postgresql":
         vacuum_analyze(store)
@@ -212,7 +209,7 @@ def _embedder(name: str) -> Any:
 def _after_a_pause(store: ws.Store) -> None:
     """``--sporadic``: make the next search find every cached frame count expired, as a search
     does that comes more than ``FRAME_COUNT_TTL`` after the previous one."""
-    counts = store.adapter.frame_counts
+    counts = cast(SQLiteAdapter | PostgresAdapter, store.adapter).frame_counts
     for key, (frames, at) in list(counts._known.items()):
         counts._known[key] = (frames, at - keyword_rank.FRAME_COUNT_TTL - 1)
 
@@ -353,11 +350,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         lanes = args.sqlite_lane if dialect == "sqlite" else ["knn"]
                         if dialect == "sqlite":
                             with store.write() as s:  # a store kept from before the change log
-                                register_model(s, store.adapter, store.embedder,
-                                               repair=True)
+                                assert store.embedder is not None  # opened with one
+                                register_model(s, store.adapter, store.embedder, repair=True)
                         for lane in lanes:
                             if lane != "knn":
-                                store.adapter.vector_index.budget = (  # type: ignore[attr-defined]
+                                cast(SQLiteAdapter, store.adapter).vector_index.budget = (
                                     0 if lane == "vec0" else vectorindex.budget_from_env())
                             t0 = time.perf_counter()
                             # Loads the index (and builds a large mind's coarse pass).

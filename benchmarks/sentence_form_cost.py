@@ -76,7 +76,10 @@ def main() -> int:
         n, chars = sizes[form]
         print(f"{form:10} {n:7d} {chars:8d} {statistics.median(embed_s[form]):8.2f} "
               f"{statistics.median(cognify_s[form]):16.2f}")
-    ratio = lambda xs: statistics.median(xs["sentences"]) / statistics.median(xs["whole"])  # noqa: E731
+
+    def ratio(xs: dict[str, list[float]]) -> float:
+        return statistics.median(xs["sentences"]) / statistics.median(xs["whole"])
+
     print(f"sentences/whole: texts {sizes['sentences'][0] / sizes['whole'][0]:.2f}, chars "
           f"{sizes['sentences'][1] / sizes['whole'][1]:.2f}, embed {ratio(embed_s):.2f}, "
           f"cognify_batch {ratio(cognify_s):.2f}")

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psutil
 import sqlalchemy as sa
@@ -165,14 +165,14 @@ def build(store: ws.Store, frames: int) -> None:
             ]
             for row in rows:
                 row["content_hash"] = content_hash(row["content"])
-            table = FrameRow.__table__
+            table = cast(sa.Table, FrameRow.__table__)
             ids = list(
                 session.scalars(
                     sa.insert(table).returning(table.c.id, sort_by_parameter_order=True), rows
                 )
             )
             # Every frame after a session's first is a P-frame on it; every 50th a B-frame.
-            first = {}
+            first: dict[str, int] = {}
             updates = []
             for fid, row in zip(ids, rows, strict=True):
                 head = first.setdefault(row["gop_id"], fid)
@@ -217,7 +217,7 @@ def build(store: ws.Store, frames: int) -> None:
             )
             entities = list(
                 session.scalars(
-                    sa.insert(EntityRow.__table__).returning(
+                    sa.insert(cast(sa.Table, EntityRow.__table__)).returning(
                         EntityRow.__table__.c.id, sort_by_parameter_order=True
                     ),
                     [
