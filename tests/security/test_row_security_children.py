@@ -152,11 +152,11 @@ def test_a_bound_runtime_role_cannot_write_other_minds_child_rows(target: Target
         _as_owner(target, f"DELETE FROM {table} WHERE frame_id = :f", {"f": ids["Bob2.frame"]})
     before, _ = _owner_rows(target)
     refused = [
-        (f"INSERT INTO {STAGING} (frame_id, model_id, content_hash, updated_at, text_form) "
-         "VALUES (:f, (SELECT min(id) FROM waggle_embedding_models), 'h', now(), 'whole')",
+        ((f"INSERT INTO {STAGING} (frame_id, model_id, content_hash, updated_at, text_form) "
+          "VALUES (:f, (SELECT min(id) FROM waggle_embedding_models), 'h', now(), 'whole')"),
          {"f": ids["Bob2.frame"]}),
-        (f"INSERT INTO {MANIFESTS} (frame_id, content_hash, status, updated_at, text_form) "
-         "VALUES (:f, 'h', 'pending', now(), 'whole')", {"f": ids["Bob2.frame"]}),
+        ((f"INSERT INTO {MANIFESTS} (frame_id, content_hash, status, updated_at, text_form) "
+          "VALUES (:f, 'h', 'pending', now(), 'whole')"), {"f": ids["Bob2.frame"]}),
         # bob's entity in bob's frame; then bob's entity in alice's own frame (the check goes
         # through every parent, though a read goes through the frame)
         (f"INSERT INTO {MENTIONS} (entity_id, frame_id) VALUES (:e, :f)",
@@ -180,7 +180,7 @@ def test_a_bound_runtime_role_cannot_write_other_minds_child_rows(target: Target
                 f"DELETE FROM {MENTIONS} WHERE frame_id IN (:a, :b)"),
                 {"a": ids["Alice2.frame"], "b": ids["Bob1.frame"]})
             assert (failed.rowcount, unstaged.rowcount, unmentioned.rowcount) == (2, 2, 1)
-    after, minds = _owner_rows(target)
+    after, _ = _owner_rows(target)
     assert after == {MANIFESTS: before[MANIFESTS], STAGING: [ids["Bob1.frame"]],
                      MENTIONS: [f for f in before[MENTIONS] if f != ids["Alice2.frame"]]}
     engine = sa.create_engine(target.url)
