@@ -1,12 +1,12 @@
 """Row-level security on the tables whose rows belong to a mind through a parent row.
 
-Revision ``0011`` puts the bound-mind policy (:data:`~waggle_store.dialects.postgres_maint.
-RLS_POLICY`) on every table with a ``mind_id`` column. The tables here have none: a row belongs
-to the mind of the row it hangs from (a frame's vector manifest, its staged re-embedding, an
-entity mention). Their policy has the same name and the same meaning, said through the parent:
-every row while ``waggle.bound_mind`` is unset or empty; while it is set, the rows whose parent
-belongs to that mind, one probe of the parent's primary key per row read or written. The unset
-test comes first, so an unbound store's role never runs the probe.
+Revision ``0011`` puts the bound-mind policy (``postgres_maint.RLS_POLICY``) on every table with
+a ``mind_id`` column. The tables here have none: a row belongs to the mind of the row it hangs
+from (a frame's vector manifest, its staged re-embedding, an entity mention). Their policy has
+the same name and the same meaning, said through the parent: every row while
+``waggle.bound_mind`` is unset or empty; while it is set, the rows whose parent belongs to that
+mind, one probe of the parent's primary key per row read or written. The unset test comes first,
+so an unbound store's role does not run the probe.
 
 Reads (``USING``) go through the first parent listed; writes (``WITH CHECK``) through every
 parent, so a bound role cannot link a row of its own mind to another mind's row (foreign keys
