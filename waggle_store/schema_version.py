@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 #: The revision of the newest migration in ``alembic/versions`` (Alembic's single head).
-HEAD_REVISION = "0014"
+HEAD_REVISION = "0015"
 
 #: Alembic's version table for waggle_store's migrations (in the store's schema on PostgreSQL).
 VERSION_TABLE = "waggle_alembic_version"

@@ -6,7 +6,10 @@ stays close to the raw insert of the same two rows. The checks ride in the INSER
 itself: the keyframe is written only if its session exists and the mind has no I-frame of the
 same content yet, with ``t`` = the session's MAX(t) + 1 as a subquery. On Postgres the manifest
 is a second data-modifying part of the same statement (one round trip for both rows); SQLite
-has no data-modifying WITH, so there it is a second statement, which costs no round trip.
+has no data-modifying WITH, so there it is a second statement, which costs no round trip. A
+bound store's Postgres session writes the manifest in a second statement too (one more round
+trip): the manifest's row-level security checks that its frame belongs to the bound mind, and
+the parts of one statement do not see each other's rows.
 Both go to the DBAPI cursor (:func:`~waggle_store.dialects.common.run_statement`): compiled once
 by SQLAlchemy, without its per-statement execution context, which cost more than SQLite spent
 running them.
@@ -34,7 +37,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects.common import run_statement, run_statements
+from waggle_store.dialects.common import connection_of, run_statement, run_statements
+from waggle_store.dialects.host import BOUND_MIND_OPTION
 from waggle_store.models import FrameEmbeddingRow, FrameRow, SessionRow
 
 __all__ = ["insert_keyframe"]
@@ -119,7 +123,8 @@ def insert_keyframe(session: Session, *, mind_id: int, gop_id: str, content: str
               "content_hash": content_hash, "importance": importance, "source": source,
               "created_at": created_at, "last_accessed": created_at, "metadata": metadata}
     first = [] if before is None else [before]
-    both = session.get_bind().dialect.name == "postgresql"
+    both = (session.get_bind().dialect.name == "postgresql"
+            and connection_of(session).get_execution_options().get(BOUND_MIND_OPTION) is None)
     if both:
         write: tuple[Executable, dict[str, Any]] = (_INSERT_BOTH,
                                                      params | {"updated_at": updated_at})

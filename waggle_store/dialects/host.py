@@ -37,6 +37,10 @@ _VEC_KEY = "waggle_store_prepared"
 #: table it lacks is an error naming the admin step, never a CREATE (least privilege).
 NO_DDL_OPTION = "waggle_no_ddl"
 
+#: The execution option of a bound store's engine (:func:`bound_engine`): the id of its mind,
+#: which the server's row-level security confines each of its transactions to.
+BOUND_MIND_OPTION = "waggle_bound_mind"
+
 
 def without_ddl(engine: Engine) -> Engine:
     """``engine`` (a copy sharing its pool) marked so that nothing run on it creates tables."""
@@ -50,7 +54,7 @@ def bound_engine(engine: Engine, mind_id: int) -> Engine:
     hook = spec_of(engine).bind_mind
     if hook is None:  # no row-level security on this backend: the library alone confines it
         return engine
-    bound = engine.execution_options(waggle_bound_mind=int(mind_id))
+    bound = engine.execution_options(**{BOUND_MIND_OPTION: int(mind_id)})
     event.listen(bound, "begin", partial(_begin_bound, hook=hook, mind_id=int(mind_id)))
     return bound
 
