@@ -78,7 +78,8 @@ class KnowledgeWriter:
         kept = [(self.ids[of][r[f"{of}_id"]], r) for r in rows if r[f"{of}_id"] in self.fresh[of]]
         if len(kept) < len(rows):
             first = next(r for r in rows if r[f"{of}_id"] not in self.fresh[of])
-            self.problems.add(f"history of a {of} the mind already has",
+            self.problems.add(f"history of {'an' if of == 'entity' else 'a'} {of} the mind "
+                              "already has",
                               f"{of} {first[f'{of}_id']}", "kept the mind's own history",
                               len(rows) - len(kept))
         return kept
