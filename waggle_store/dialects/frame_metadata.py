@@ -73,17 +73,34 @@ _BATCH: Final = 500
 
 def _drifted(session: Executor, mind_id: int | None) -> list[int]:
     """Ids of the frames (and of gone frames) whose side-table rows differ from their
-    metadata's top-level entries, either way."""
-    side_where = "" if mind_id is None else "WHERE mind_id = :mind_id"
-    frame_where = "" if mind_id is None else "AND f.mind_id = :mind_id"
-    held = f"SELECT frame_id, mind_id, key, type, value FROM {T_FRAME_METADATA} {side_where}"
-    wanted = (f"SELECT f.id AS frame_id, f.mind_id, j.key, j.type, j.atom FROM {T_FRAMES} f, "
-              "json_each(f.metadata) j WHERE f.metadata IS NOT NULL "
-              f"AND json_type(f.metadata) = 'object' {frame_where}")
+    metadata's top-level entries, either way.
+
+    One pass first: when every entry of the frames' metadata has its row and the side table
+    holds as many rows as there are entries, the two are equal (a frame's entries have distinct
+    keys, the side table's key is (frame, key)) and nothing more is read. Only a drift pays for
+    the second probe, from the side table's rows back to the frames' JSON."""
+    mine = "" if mind_id is None else "AND f.mind_id = :mind_id"
     params = {} if mind_id is None else {"mind_id": mind_id}
+    wanted = (f"SELECT f.id AS frame_id, f.mind_id, j.key, j.type, j.atom FROM {T_FRAMES} f, "
+              f"json_each(f.metadata) j WHERE f.metadata IS NOT NULL "
+              f"AND json_type(f.metadata) = 'object' {mine}")
+    lost = (f"NOT EXISTS (SELECT 1 FROM {T_FRAME_METADATA} s WHERE s.frame_id = w.frame_id "
+            "AND s.key = w.key AND s.mind_id = w.mind_id AND s.type = w.type "
+            "AND s.value IS w.atom)")
+    entries, missing = session.execute(text(
+        f"SELECT count(*), coalesce(sum({lost}), 0) FROM ({wanted}) w"), params).one()
+    held = session.execute(text(
+        f"SELECT count(*) FROM {T_FRAME_METADATA} "
+        f"{'' if mind_id is None else 'WHERE mind_id = :mind_id'}"), params).scalar()
+    if not missing and entries == held:
+        return []
+    extra = (f"SELECT s.frame_id FROM {T_FRAME_METADATA} s WHERE "
+             f"{'' if mind_id is None else 's.mind_id = :mind_id AND '}NOT EXISTS ("
+             f"SELECT 1 FROM {T_FRAMES} f, json_each(f.metadata) j WHERE f.id = s.frame_id "
+             "AND f.mind_id = s.mind_id AND json_type(f.metadata) = 'object' "
+             "AND j.key = s.key AND j.type = s.type AND j.atom IS s.value)")
     rows = session.execute(text(
-        f"SELECT frame_id FROM ({held} EXCEPT {wanted}) UNION "
-        f"SELECT frame_id FROM ({wanted} EXCEPT {held}) ORDER BY 1"), params)
+        f"SELECT w.frame_id FROM ({wanted}) w WHERE {lost} UNION {extra} ORDER BY 1"), params)
     return [int(r[0]) for r in rows]
 
 
