@@ -193,9 +193,11 @@ def test_a_mind_of_every_kind_of_row_round_trips_table_by_table(
     assert empty == [], f"the source mind has no rows in {empty}"
 
     exported = io.StringIO()
-    store.export_mind("every", exported)
+    written = store.export_mind("every", exported)
+    assert (written.aliases, written.versions) == (1, 2)  # Ann's update, the ended works_at
     report = other_store.import_mind(io.StringIO(exported.getvalue()))
     assert report.problems == []
+    assert (report.aliases_imported, report.versions_imported) == (1, 2)
     copy = mind_rows(other_store, "every")
     differ = [table for table in source if copy[table] != source[table]]
     assert differ == [], differ

@@ -137,6 +137,8 @@ def export_mind(
         conversations=n("conversation", 0),
         messages=n("message", 0),
         agents=n("agent", 0),
+        aliases=n("alias", 0),
+        versions=n("entity_version", 0) + n("relation_version", 0),
     )
 
 
