@@ -45,16 +45,16 @@ SQLITE_METADATA_INDEX_DDL: Final = (
 SQLITE_METADATA_TRIGGERS: Final[dict[str, tuple[str, str]]] = {
     f"{T_FRAME_METADATA}_ai": (
         (f"CREATE TRIGGER IF NOT EXISTS {T_FRAME_METADATA}_ai AFTER INSERT ON {T_FRAMES} "
-        f"WHEN new.metadata IS NOT NULL BEGIN {_ENTRIES}END"),
+         f"WHEN new.metadata IS NOT NULL BEGIN {_ENTRIES}END"),
         "new frames are not found by a metadata filter"),
     f"{T_FRAME_METADATA}_ad": (
         (f"CREATE TRIGGER IF NOT EXISTS {T_FRAME_METADATA}_ad AFTER DELETE ON {T_FRAMES} "
-        f"BEGIN DELETE FROM {T_FRAME_METADATA} WHERE frame_id = old.id; END"),
+         f"BEGIN DELETE FROM {T_FRAME_METADATA} WHERE frame_id = old.id; END"),
         "deleted frames leave their metadata entries behind"),
     f"{T_FRAME_METADATA}_au": (
         (f"CREATE TRIGGER IF NOT EXISTS {T_FRAME_METADATA}_au AFTER UPDATE OF metadata, mind_id "
-        f"ON {T_FRAMES} BEGIN DELETE FROM {T_FRAME_METADATA} WHERE frame_id = old.id; "
-        f"{_ENTRIES}END"),
+         f"ON {T_FRAMES} BEGIN DELETE FROM {T_FRAME_METADATA} WHERE frame_id = old.id; "
+         f"{_ENTRIES}END"),
         "changed metadata is filtered by its old entries"),
 }
 #: Every statement that builds SQLite's metadata index, in order (repair runs these).
