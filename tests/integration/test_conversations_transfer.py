@@ -78,7 +78,7 @@ def test_round_trip_to_the_other_dialect(store: ws.Store, other_store: ws.Store,
     exported = store.export_mind("Ada", path)
     assert (exported.conversations, exported.messages, exported.agents) == (4, 25, 1)
     header = json.loads(path.read_text("utf-8").splitlines()[0])
-    assert header["version"] == 2
+    assert header["version"] >= 2  # version 2 brought these records
     report = other_store.import_mind(path)
     assert (report.conversations_imported, report.messages_imported,
             report.agents_imported) == (4, 25, 1)
@@ -121,7 +121,7 @@ def test_version_1_files_still_import(store: ws.Store) -> None:
     text = "\n".join([_header(1), json.dumps(session)]) + "\n"
     assert store.import_mind(io.StringIO(text)).sessions_imported == 1
     with pytest.raises(ws.InvalidInputError, match="version"):
-        store.import_mind(io.StringIO(_header(3) + "\n"), into="other")
+        store.import_mind(io.StringIO(_header(99) + "\n"), into="other")
 
 
 @pytest.mark.parametrize("records", [

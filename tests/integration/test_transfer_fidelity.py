@@ -100,9 +100,7 @@ def _rows(store: ws.Store, name: str) -> dict[str, list[dict[str, Any]]]:
             "session": [fields(r) for r in sessions],
             "awareness": [fields(r) for r in awareness],
             "kv": [fields(r) for r in kv],
-            # An entity's version number counts its recorded versions, which the export
-            # does not carry (its history stays in the source store): not compared.
-            "entity": [fields(r, ("version",)) for r in entities],
+            "entity": [fields(r) for r in entities],
         }
         out["frame"] = []
         for f in frames:
@@ -114,7 +112,7 @@ def _rows(store: ws.Store, name: str) -> dict[str, list[dict[str, Any]]]:
                 rec["content"] = doc
                 rec.pop("content_hash")  # a hash of the content with the store's own ids
             out["frame"].append(rec)
-        out["relation"] = [fields(r, ("version",)) | {"source_id": entity_rank[r.source_id],
+        out["relation"] = [fields(r) | {"source_id": entity_rank[r.source_id],
                                         "target_id": entity_rank[r.target_id]}
                            for r in relations]
         out["mention"] = sorted((frame_rank[m.frame_id], entity_rank[m.entity_id])

@@ -54,10 +54,10 @@ def test_a_bad_line_names_its_number_and_imports_nothing(
 def test_header_is_checked(store: ws.Store, tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
     path.write_text(
-        '{"type": "header", "format": "waggle-mind", "version": 3, "mind": "x", '
+        '{"type": "header", "format": "waggle-mind", "version": 4, "mind": "x", '
         '"exported_at": "2026-01-01T00:00:00Z"}\n'
     )
-    with pytest.raises(ws.InvalidInputError, match="line 1: format version 3"):
+    with pytest.raises(ws.InvalidInputError, match="line 1: format version 4"):
         store.import_mind(path)
     path.write_text("")
     with pytest.raises(ws.InvalidInputError, match="line 1"):

@@ -92,11 +92,13 @@ class LaneHit:
 class DerivedProblem:
     """One missing or broken derived object (:mod:`waggle_store.dialects.derived`): the FTS5 table
     or a trigger, the tsvector column or its GIN index, a vector table or its index/trigger
-    (``model_id`` set for those); or (``lane`` "rows") the rows of table ``name`` whose parent
-    row is gone (a host's delete on a SQLite connection with foreign keys off skips the
-    cascades; PostgreSQL always enforces them), ``problem`` saying so in a sentence."""
+    (``model_id`` set for those), SQLite's frame-metadata side table or a trigger of it,
+    PostgreSQL's metadata GIN index (``lane`` "metadata"); or (``lane`` "rows") the rows of
+    table ``name`` whose parent row is gone (a host's delete on a SQLite connection with
+    foreign keys off skips the cascades; PostgreSQL always enforces them), ``problem`` saying
+    so in a sentence."""
 
-    lane: Literal["keyword", "vector", "rows"]
+    lane: Literal["keyword", "vector", "rows", "metadata"]
     name: str
     problem: str
     model_id: int | None = None
@@ -119,6 +121,9 @@ class DerivedRepair:
     #: Rows removed: orphan rows named by the problems, and keyword-index and vector rows whose
     #: frame is gone.
     orphans: int
+    #: Frames whose frame-metadata side-table rows (SQLite) differed from their metadata and
+    #: were written again.
+    metadata_fixed: int = 0
 
 
 class ModelNotActiveError(Exception):

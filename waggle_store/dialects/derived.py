@@ -10,6 +10,8 @@ cannot see them; this module is what notices a dropped one:
 * Postgres: the generated column ``memory_frames.content_tsv`` and its GIN index (a dropped index
   makes every keyword search a sequential scan; an invalid one, left by a failed
   ``CREATE INDEX CONCURRENTLY``, is never used);
+* the objects of the search's metadata filter (:mod:`.frame_metadata`): SQLite's side table
+  and its triggers, Postgres's GIN index on ``metadata``;
 * both: each registered, not retired embedding model's vector table and what keeps it usable
   (SQLite: the ``vec0`` table and its delete trigger; Postgres: the table, its HNSW and ``mind_id``
   indexes). Their DDL stays in the adapters' ``ensure_vector_table``, which repair re-runs.
@@ -41,6 +43,7 @@ from waggle_store.dialects.base import (
     SearchAdapter,
     vector_table_name,
 )
+from waggle_store.dialects.common import T_FRAME_METADATA
 from waggle_store.dialects.context_index import (
     CONTEXT_COLUMN,
     CONTEXT_GIN_INDEX,
@@ -51,6 +54,7 @@ from waggle_store.dialects.context_index import (
     SQLITE_CONTEXT_TRIGGERS,
     SQLITE_INSERT_BODY,
 )
+from waggle_store.dialects.frame_metadata import PG_METADATA_INDEX, SQLITE_METADATA_TRIGGERS
 
 FTS_TABLE: Final = T_FTS
 
@@ -100,7 +104,7 @@ GIN_INDEX_DDL: Final = (
 #: Every statement that builds Postgres's keyword index, in order (repair runs these).
 TSVECTOR_DDL: Final = (TSVECTOR_COLUMN_DDL, GIN_INDEX_DDL, *PG_CONTEXT_DDL)
 
-Lane = Literal["keyword", "vector"]
+Lane = Literal["keyword", "vector", "metadata"]
 
 __all__ = [
     "FTS5_DDL",
@@ -111,6 +115,7 @@ __all__ = [
     "postgres_problems",
     "registered_models",
     "repair_vector_tables",
+    "sqlite_has_table",
     "sqlite_problems",
     "vector_table_exists",
     "vector_tables",
@@ -197,7 +202,24 @@ def sqlite_problems(session: Executor, *, vectors: bool) -> list[DerivedProblem]
                 problems.append(DerivedProblem(
                     "vector", f"{table}_ad",
                     "(trigger) is missing: deleted frames keep their vectors", model_id))
+    return [*problems, *_sqlite_metadata_problems(objects)]
+
+
+def _sqlite_metadata_problems(objects: dict[str, tuple[str, str]]) -> list[DerivedProblem]:
+    """The frame-metadata side table and its triggers (``frame_metadata``)."""
+    problems: list[DerivedProblem] = []
+    if objects.get(T_FRAME_METADATA, ("", ""))[0] != "table":
+        problems.append(DerivedProblem("metadata", T_FRAME_METADATA,
+                                       "(the frame-metadata table) is missing"))
+    problems.extend(
+        DerivedProblem("metadata", name, f"(trigger) is missing: {effect}")
+        for name, (_, effect) in SQLITE_METADATA_TRIGGERS.items()
+        if objects.get(name) != ("trigger", T_FRAMES))
     return problems
+
+
+def sqlite_has_table(session: Executor, name: str) -> bool:
+    return _sqlite_objects(session).get(name, ("", ""))[0] == "table"
 
 
 def sqlite_repair_keyword(session: Executor) -> None:
@@ -266,6 +288,10 @@ def postgres_problems(session: Executor, *, vectors: bool) -> list[DerivedProble
     if gin is not None:
         problems.append(gin)
     problems.extend(_pg_context_problems(session))
+    metadata = _pg_index_problem(session, PG_METADATA_INDEX, "metadata",
+                                 "USING gin (metadata jsonb_path_ops)")
+    if metadata is not None:
+        problems.append(metadata)
     if vectors:
         for model_id, _dims in live_models(session):
             table = vector_table_name(model_id)

@@ -33,7 +33,13 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects import derived, postgres_keyword, postgres_knn, postgres_maint
+from waggle_store.dialects import (
+    derived,
+    frame_metadata,
+    postgres_keyword,
+    postgres_knn,
+    postgres_maint,
+)
 from waggle_store.dialects.base import (
     T_EMBEDDINGS,
     T_FRAMES,
@@ -317,6 +323,9 @@ class PostgresAdapter:
         cleared) are recomputed here, which regenerates their ``context_tsv``."""
         if derived.keyword_broken(problems):
             derived.postgres_repair_keyword(session, problems)
+        if frame_metadata.metadata_names(problems):  # invalid or wrong: built again
+            session.execute(text(f"DROP INDEX IF EXISTS {frame_metadata.PG_METADATA_INDEX}"))
+            session.execute(text(frame_metadata.PG_METADATA_INDEX_DDL))
         derived.postgres_drop_broken_vector_indexes(session, problems)
         derived.repair_vector_tables(self, session, problems)
         params = {} if mind_id is None else {"mind_id": mind_id}

@@ -27,7 +27,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from waggle_store.dialects import derived, sqlite_keyword, sqlite_maint
+from waggle_store.dialects import derived, frame_metadata, sqlite_keyword, sqlite_maint
 from waggle_store.dialects.base import (
     T_EMBEDDINGS,
     T_FRAMES,
@@ -43,6 +43,7 @@ from waggle_store.dialects.base import (
 )
 from waggle_store.dialects.common import (
     ATTRIBUTE_WIDENING,
+    T_FRAME_METADATA,
     checked_knn,
     connection_of,
     current_hits,
@@ -288,6 +289,9 @@ class SQLiteAdapter:
     ) -> DerivedRepair:
         if derived.keyword_broken(problems):
             derived.sqlite_repair_keyword(session)
+        if frame_metadata.metadata_names(problems):
+            for statement in frame_metadata.SQLITE_METADATA_DDL:
+                session.execute(text(statement))
         derived.repair_vector_tables(self, session, problems)
         orphans = (sqlite_maint.remove_orphan_rows(session)
                    if any(p.lane == "rows" for p in problems) else 0)
@@ -298,4 +302,8 @@ class SQLiteAdapter:
                 ids = sqlite_maint.vector_orphans(session, model_id)
                 self.delete_vectors(session, model_id, ids)  # logged for the vector index
                 orphans += len(ids)
-        return DerivedRepair(self.verify_derived(session) if problems else [], fixed, orphans)
+        # The metadata filter's side table brought in step with the frames (when it exists).
+        metadata = (frame_metadata.sqlite_resync_metadata(session, mind_id)
+                    if derived.sqlite_has_table(session, T_FRAME_METADATA) else 0)
+        return DerivedRepair(self.verify_derived(session) if problems else [], fixed, orphans,
+                             metadata)

@@ -142,6 +142,12 @@ def reconcile(
         problems[0].extend(drift)
         if repair:
             problems[1].extend(drift)
+        if fixed.metadata_fixed:  # brought in step either way, like the keyword index's rows
+            drifted = (f"{fixed.metadata_fixed} frame(s) had metadata-filter entries out of step "
+                       "with their metadata: written again")
+            log.warning("reconcile: %s", drifted)
+            problems[0].append(drifted)
+            problems[1].append(drifted)
 
     vectors_fixed = 0
     if store.embedder is not None and vector_backend:

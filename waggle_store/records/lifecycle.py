@@ -125,6 +125,9 @@ class ExportReport:
     conversations: int = 0
     messages: int = 0
     agents: int = 0
+    aliases: int = 0
+    #: Earlier states of entities and relations in recorded time.
+    versions: int = 0
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,9 @@ class ImportReport:
     conversations_imported: int = 0
     messages_imported: int = 0
     agents_imported: int = 0
+    aliases_imported: int = 0
+    #: Earlier states of the imported entities and relations in recorded time.
+    versions_imported: int = 0
 
     @property
     def fragments_imported(self) -> int:

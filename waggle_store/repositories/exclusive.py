@@ -35,11 +35,15 @@ class ExclusiveRepository:
         self.session = session
         self.mind_id = mind_id
 
-    def types(self) -> frozenset[str]:
-        """The mind's exclusive relation types: the defaults with its own choices applied."""
+    def choices(self) -> dict[str, bool]:
+        """The mind's own choices (relation type -> exclusive), without the defaults."""
         settings = self.session.scalar(
             sa.select(MindRow.settings).where(MindRow.id == self.mind_id)) or {}
-        chosen: dict[str, bool] = settings.get(EXCLUSIVE_SETTINGS_KEY) or {}
+        return dict(settings.get(EXCLUSIVE_SETTINGS_KEY) or {})
+
+    def types(self) -> frozenset[str]:
+        """The mind's exclusive relation types: the defaults with its own choices applied."""
+        chosen = self.choices()
         return frozenset({t for t in DEFAULT_EXCLUSIVE if chosen.get(t, True)}
                          | {t for t, on in chosen.items() if on})
 

@@ -18,13 +18,20 @@ from waggle_store.repositories.entities import EntityRepository
 from waggle_store.repositories.knowledge_common import lock_graph
 from waggle_store.repositories.relations import RelationRepository
 
-__all__ = ["add_alias", "merge_entity"]
+__all__ = ["add_alias", "merge_entity", "rekey"]
 
 
 def add_alias(session: Session, mind_id: int, alias: str, canonical_name: str) -> int:
     """Record the alias and re-key the mind's entities; returns how many entities merged."""
     lock_graph(session, mind_id)
     alias_key, canonical_key = AliasRepository(session, mind_id).add(alias, canonical_name)
+    return rekey(session, mind_id, alias_key, canonical_key)
+
+
+def rekey(session: Session, mind_id: int, alias_key: str, canonical_key: str) -> int:
+    """Give the mind's entities keyed ``alias_key`` the key ``canonical_key`` (an alias of that
+    key was just recorded), merging each active one into the active entity of its type that
+    has the canonical key; returns how many merged. The caller holds the graph lock."""
     rows = list(session.scalars(
         sa.select(EntityRow).where(EntityRow.mind_id == mind_id,
                                    EntityRow.resolved_key == alias_key)

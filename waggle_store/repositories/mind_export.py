@@ -14,21 +14,26 @@ import sqlalchemy as sa
 from sqlalchemy import func, select
 
 from waggle_store.models import (
+    AliasRow,
     AwarenessRow,
     EmbeddingModelRow,
     EntityMentionRow,
     EntityRow,
+    EntityVersionRow,
     FrameEmbeddingRow,
     FrameRow,
     HarvestSourceRow,
+    HarvestTombstoneRow,
     IdentityRow,
     KVRow,
     MindRow,
+    PendingExtractionRow,
     RelationRow,
+    RelationVersionRow,
     SessionRow,
 )
 
-__all__ = ["PAGE", "MindExportRows", "pages"]
+__all__ = ["PAGE", "MindExportRows", "pages", "pairs"]
 
 #: Rows per keyset page.
 PAGE: Final = 1000
@@ -44,6 +49,20 @@ def pages(conn: sa.Connection, stmt: Any, key: Any) -> Iterator[Any]:
         if len(rows) < PAGE:
             return
         last = int(rows[-1][0])
+
+
+def pairs(conn: sa.Connection, stmt: Any, first: Any, second: Any) -> Iterator[Any]:
+    """Every row of ``stmt`` (whose first two columns are ``first`` and ``second``), in
+    (first, second) order, a page at a time: a keyset on a two-column key."""
+    last: tuple[Any, Any] | None = None
+    while True:
+        page = stmt if last is None else stmt.where(
+            sa.or_(first > last[0], sa.and_(first == last[0], second > last[1])))
+        rows = conn.execute(page.order_by(first, second).limit(PAGE)).all()
+        yield from rows
+        if len(rows) < PAGE:
+            return
+        last = (rows[-1][0], rows[-1][1])
 
 
 def _id_pages(conn: sa.Connection, stmt: sa.Select[Any]) -> Iterator[list[int]]:
@@ -81,8 +100,8 @@ class MindExportRows:
                        e.model_id.is_not(None), e.content_hash == FrameRow.content_hash))
 
     def record_count(self) -> int:
-        """How many rows the memory, graph, kv and harvest-source tables hold for the mind
-        (what :meth:`identity` through :meth:`harvest_sources` yield)."""
+        """How many rows the memory, graph, kv and harvest tables hold for the mind (what
+        :meth:`identity` through :meth:`tombstones` yield)."""
         mid = self.mind_id
         return sum(_count(self.conn, stmt) for stmt in (
             select(IdentityRow.mind_id).where(IdentityRow.mind_id == mid),
@@ -96,6 +115,11 @@ class MindExportRows:
             .where(FrameRow.mind_id == mid),
             select(KVRow.key).where(KVRow.mind_id == mid),
             select(HarvestSourceRow.id).where(HarvestSourceRow.mind_id == mid),
+            select(AliasRow.alias_key).where(AliasRow.mind_id == mid),
+            select(EntityVersionRow.entity_id).where(EntityVersionRow.mind_id == mid),
+            select(RelationVersionRow.relation_id).where(RelationVersionRow.mind_id == mid),
+            select(PendingExtractionRow.frame_id).where(PendingExtractionRow.mind_id == mid),
+            select(HarvestTombstoneRow.source).where(HarvestTombstoneRow.mind_id == mid),
         ))
 
     def model_ids(self) -> list[int]:
@@ -151,21 +175,21 @@ class MindExportRows:
                                           EntityRow.valid_to.is_(None))
 
     def entities(self, *, active: bool = False) -> Iterator[Any]:
-        """(id, entity_type, name, properties, valid_from, valid_to, recorded_at); with
+        """(id, entity_type, name, properties, valid_from, valid_to, recorded_at, version); with
         ``active`` only the entities not superseded (no ``valid_to``)."""
         e = EntityRow
         stmt = select(e.id, e.entity_type, e.name, e.properties, e.valid_from, e.valid_to,
-                      e.recorded_at).where(e.mind_id == self.mind_id)
+                      e.recorded_at, e.version).where(e.mind_id == self.mind_id)
         return pages(self.conn, stmt.where(e.valid_to.is_(None)) if active else stmt, e.id)
 
     def relations(self, *, active: bool = False) -> Iterator[Any]:
         """(id, source_id, target_id, relation_type, confidence, properties, valid_from,
-        valid_to, recorded_at); with ``active`` only the relations not superseded whose both
-        ends are active entities."""
+        valid_to, recorded_at, version); with ``active`` only the relations not superseded whose
+        both ends are active entities."""
         x = RelationRow
         stmt = select(x.id, x.source_id, x.target_id, x.relation_type, x.confidence,
-                      x.properties, x.valid_from, x.valid_to,
-                      x.recorded_at).where(x.mind_id == self.mind_id)
+                      x.properties, x.valid_from, x.valid_to, x.recorded_at,
+                      x.version).where(x.mind_id == self.mind_id)
         if active:
             ends = self._active_entities()
             stmt = stmt.where(x.valid_to.is_(None), x.source_id.in_(ends), x.target_id.in_(ends))
@@ -199,12 +223,58 @@ class MindExportRows:
 
     def harvest_sources(self) -> Iterator[Any]:
         """(id, source, display_name, source_path, last_synced_at, items_imported,
-        frames_created, auto_sync, sync_interval_hours, last_content_hash, created_at)."""
+        frames_created, auto_sync, sync_interval_hours, last_content_hash, created_at, kind)."""
         h = HarvestSourceRow
         return pages(self.conn, select(h.id, h.source, h.display_name, h.source_path,
                                        h.last_synced_at, h.items_imported, h.frames_created,
                                        h.auto_sync, h.sync_interval_hours, h.last_content_hash,
-                                       h.created_at).where(h.mind_id == self.mind_id), h.id)
+                                       h.created_at, h.kind).where(h.mind_id == self.mind_id),
+                     h.id)
+
+    def tombstones(self) -> Iterator[Any]:
+        """(source, content_hash, forgotten_at) of the mind's forgotten harvested memories."""
+        t = HarvestTombstoneRow
+        return pairs(self.conn, select(t.source, t.content_hash, t.forgotten_at)
+                     .where(t.mind_id == self.mind_id), t.source, t.content_hash)
+
+    def aliases(self) -> Iterator[Any]:
+        """(alias_key, alias, canonical_name, canonical_key, created_at), by alias key."""
+        a = AliasRow
+        last: str | None = None
+        while True:
+            stmt = select(a.alias_key, a.alias, a.canonical_name, a.canonical_key,
+                          a.created_at).where(a.mind_id == self.mind_id)
+            if last is not None:
+                stmt = stmt.where(a.alias_key > last)
+            rows = self.conn.execute(stmt.order_by(a.alias_key).limit(PAGE)).all()
+            yield from rows
+            if len(rows) < PAGE:
+                return
+            last = str(rows[-1][0])
+
+    def entity_versions(self) -> Iterator[Any]:
+        """(entity_id, version, entity_type, name, properties, valid_from, valid_to,
+        recorded_from, recorded_to): the earlier recorded states of the mind's entities."""
+        v = EntityVersionRow
+        return pairs(self.conn, select(v.entity_id, v.version, v.entity_type, v.name,
+                                       v.properties, v.valid_from, v.valid_to, v.recorded_from,
+                                       v.recorded_to).where(v.mind_id == self.mind_id),
+                     v.entity_id, v.version)
+
+    def relation_versions(self) -> Iterator[Any]:
+        """(relation_id, version, source_id, target_id, relation_type, confidence, properties,
+        valid_from, valid_to, recorded_from, recorded_to): earlier states of its relations."""
+        v = RelationVersionRow
+        return pairs(self.conn, select(v.relation_id, v.version, v.source_id, v.target_id,
+                                       v.relation_type, v.confidence, v.properties, v.valid_from,
+                                       v.valid_to, v.recorded_from, v.recorded_to)
+                     .where(v.mind_id == self.mind_id), v.relation_id, v.version)
+
+    def pending_extractions(self) -> Iterator[Any]:
+        """(frame_id, error, attempts, updated_at) of the frames whose extraction failed."""
+        p = PendingExtractionRow
+        return pages(self.conn, select(p.frame_id, p.error, p.attempts, p.updated_at)
+                     .where(p.mind_id == self.mind_id), p.frame_id)
 
     def models(self, model_ids: Sequence[int]) -> Iterator[sa.RowMapping]:
         yield from self.conn.execute(select(EmbeddingModelRow).where(

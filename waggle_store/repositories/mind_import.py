@@ -17,14 +17,19 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from waggle_store.models import (
+    AliasRow,
     AwarenessRow,
     EntityRow,
+    EntityVersionRow,
     FrameEmbeddingRow,
     FrameRow,
     HarvestSourceRow,
+    HarvestTombstoneRow,
     IdentityRow,
     KVRow,
+    PendingExtractionRow,
     RelationRow,
+    RelationVersionRow,
     SessionRow,
 )
 
@@ -34,7 +39,11 @@ _HIGHEST = (("frame", FrameRow.id), ("entity", EntityRow.id), ("relation", Relat
             ("awareness", AwarenessRow.id))
 _TABLES: dict[str, Any] = {"identity": IdentityRow, "awareness": AwarenessRow,
                            "session": SessionRow, "kv": KVRow, "harvest_source": HarvestSourceRow,
-                           "entity": EntityRow, "relation": RelationRow}
+                           "entity": EntityRow, "relation": RelationRow,
+                           "alias": AliasRow, "entity_version": EntityVersionRow,
+                           "relation_version": RelationVersionRow,
+                           "extraction_pending": PendingExtractionRow,
+                           "harvest_tombstone": HarvestTombstoneRow}
 
 
 def _table(model: Any) -> sa.Table:
@@ -56,7 +65,8 @@ class ImportRows:
                 for name, col in _HIGHEST}
 
     def insert(self, kind: str, rows: Sequence[dict[str, Any]]) -> None:
-        """Insert records of ``kind`` (identity, awareness, session, kv, harvest_source)."""
+        """Insert records of ``kind`` (identity, awareness, session, kv, harvest_source, alias,
+        entity_version, relation_version, extraction_pending, harvest_tombstone)."""
         if rows:
             self.session.execute(insert(_table(_TABLES[kind])),
                                  [{**r, "mind_id": self.mind_id} for r in rows])
@@ -115,6 +125,13 @@ class ImportRows:
         return set(self.session.scalars(select(h.source).where(
             h.mind_id == self.mind_id, h.source.in_(list(sources)))))
 
+    def tombstones_held(self, sources: Iterable[str]) -> set[tuple[str, str]]:
+        """(source, content hash) of the mind's harvest tombstones of these sources."""
+        t = HarvestTombstoneRow
+        return {(str(s), str(h)) for s, h in self.session.execute(
+            select(t.source, t.content_hash).where(t.mind_id == self.mind_id,
+                                                   t.source.in_(set(sources))))}
+
     # -- graph --------------------------------------------------------------------------------
 
     def entities_held(self, up_to: int, keys: Iterable[tuple[str, str]]
@@ -139,3 +156,10 @@ class ImportRows:
             .where(x.mind_id == self.mind_id, sa.or_(x.valid_to.is_(None), x.id <= up_to),
                    sa.tuple_(x.source_id, x.target_id, x.relation_type).in_(list(ends)))
             .order_by(x.id))]
+
+    def keyed_before(self, up_to: int, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` are the resolved key of an entity with id ≤ ``up_to``."""
+        e = EntityRow
+        return {str(k) for k in self.session.scalars(
+            select(e.resolved_key).distinct().where(
+                e.mind_id == self.mind_id, e.id <= up_to, e.resolved_key.in_(set(keys))))}

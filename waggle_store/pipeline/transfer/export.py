@@ -38,10 +38,10 @@ from waggle_store.pipeline.transfer.export_rows import (
     emit_graph,
     emit_memory,
     emit_small,
+    setting_records,
 )
 from waggle_store.pipeline.transfer.format import FORMAT_NAME, FORMAT_VERSION, dump_line, iso
 from waggle_store.records import ExportReport
-from waggle_store.repositories.knowledge_schema import SCHEMA_SETTINGS_KEY
 from waggle_store.repositories.mind_export import MindExportRows
 from waggle_store.timeutil import utcnow
 
@@ -137,6 +137,8 @@ def export_mind(
         conversations=n("conversation", 0),
         messages=n("message", 0),
         agents=n("agent", 0),
+        aliases=n("alias", 0),
+        versions=n("entity_version", 0) + n("relation_version", 0),
     )
 
 
@@ -153,8 +155,8 @@ def _export(
     counter.total = rows.record_count() + len(model_ids)
     if include_vectors:
         counter.total += rows.vector_count()
-    schema = rows.settings().get(SCHEMA_SETTINGS_KEY)
-    counter.total += schema is not None
+    settings = rows.settings()
+    counter.total += setting_records(settings)
     counter.total += count_records(conn, mid)
 
     def emit(kind: str, record: dict[str, Any]) -> None:
@@ -177,7 +179,7 @@ def _export(
     )
     emit_memory(conn, mid, emit)
     emit_graph(conn, mid, emit)
-    emit_small(conn, mid, schema, model_ids, emit)
+    emit_small(conn, mid, settings, model_ids, emit)
     emit_conversations(conn, mid, emit)
     if include_vectors:
         _export_vectors(conn, mind, model_ids, emit)

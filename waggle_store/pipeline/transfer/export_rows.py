@@ -1,6 +1,7 @@
 """The per-table half of an export (see :mod:`.export`): each record family's row-to-record
 mapping, one function per group (memory: identity, awareness, sessions, frames; graph: entities,
-relations, mentions; small records: kv, harvest sources, validation schema, embedding models),
+relations and their history, mentions, pending extractions; small records: kv, harvest
+sources and tombstones, validation schema, exclusive relation types, embedding models),
 over the keyset-paged reads of :class:`~waggle_store.repositories.mind_export.MindExportRows`.
 The order of the calls in :mod:`.export` is the order of the file, which the importer relies on.
 """
@@ -13,9 +14,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from waggle_store.pipeline.transfer.format import iso
+from waggle_store.repositories.exclusive import EXCLUSIVE_SETTINGS_KEY
+from waggle_store.repositories.knowledge_schema import SCHEMA_SETTINGS_KEY
 from waggle_store.repositories.mind_export import PAGE, MindExportRows
 
-__all__ = ["PAGE", "Emit", "emit_graph", "emit_memory", "emit_small"]
+__all__ = ["PAGE", "Emit", "emit_graph", "emit_memory", "emit_small", "setting_records"]
 
 #: Writes one record of a type (``emit(kind, fields)``) and counts it.
 Emit = Callable[[str, dict[str, Any]], None]
@@ -90,8 +93,12 @@ def emit_memory(conn: sa.Connection, mid: int, emit: Emit) -> None:
 
 
 def emit_graph(conn: sa.Connection, mid: int, emit: Emit) -> None:
-    """Entities, relations, then mentions (paged by frame)."""
+    """Aliases (the entities' names resolve through them), entities, relations, their earlier
+    versions, mentions (paged by frame), then the frames whose extraction is pending."""
     rows = MindExportRows(conn, mid)
+    for r in rows.aliases():
+        emit("alias", {"alias": r[1], "canonical_name": r[2], "canonical_key": r[3],
+                       "created_at": iso(r[4])})
     for r in rows.entities():
         emit(
             "entity",
@@ -103,6 +110,7 @@ def emit_graph(conn: sa.Connection, mid: int, emit: Emit) -> None:
                 "valid_from": iso(r[4]),
                 "valid_to": iso(r[5]),
                 "recorded_at": iso(r[6]),
+                "version": r[7],
             },
         )
     for r in rows.relations():
@@ -118,22 +126,38 @@ def emit_graph(conn: sa.Connection, mid: int, emit: Emit) -> None:
                 "valid_from": iso(r[6]),
                 "valid_to": iso(r[7]),
                 "recorded_at": iso(r[8]),
+                "version": r[9],
             },
         )
+    recorded = ("valid_from", "valid_to", "recorded_from", "recorded_to")
+    for r in rows.entity_versions():
+        emit("entity_version", {"entity_id": r[0], "version": r[1], "entity_type": r[2],
+                                "name": r[3], "properties": r[4] or {},
+                                **{k: iso(v) for k, v in zip(recorded, r[5:9], strict=True)}})
+    for r in rows.relation_versions():
+        emit("relation_version", {"relation_id": r[0], "version": r[1], "source_id": r[2],
+                                  "target_id": r[3], "relation_type": r[4],
+                                  "confidence": r[5], "properties": r[6] or {},
+                                  **{k: iso(v) for k, v in zip(recorded, r[7:11], strict=True)}})
     for r in rows.mentions():
         emit("mention", {"entity_id": r[1], "frame_id": r[0]})
+    for r in rows.pending_extractions():
+        emit("extraction_pending", {"frame_id": r[0], "error": r[1], "attempts": r[2],
+                                    "updated_at": iso(r[3])})
 
 
 def emit_small(
     conn: sa.Connection,
     mid: int,
-    schema: dict[str, Any] | None,
+    settings: dict[str, Any],
     model_ids: Sequence[int],
     emit: Emit,
 ) -> None:
-    """KV pairs, harvest sources, the validation schema (if set) and the embedding models whose
-    vectors the mind holds (``model_ids``)."""
+    """KV pairs, harvest sources and tombstones, the validation schema and the exclusive
+    relation types (those of the mind's ``settings`` that are set) and the embedding models
+    whose vectors the mind holds (``model_ids``)."""
     rows = MindExportRows(conn, mid)
+    schema, exclusive = settings.get(SCHEMA_SETTINGS_KEY), settings.get(EXCLUSIVE_SETTINGS_KEY)
     for r in rows.kv():
         emit("kv", {"key": r[0], "value": r[1], "updated_at": iso(r[2])})
     for r in rows.harvest_sources():
@@ -150,8 +174,12 @@ def emit_small(
                 "sync_interval_hours": r[8],
                 "last_content_hash": r[9],
                 "created_at": iso(r[10]),
+                "kind": r[11],
             },
         )
+    for r in rows.tombstones():
+        emit("harvest_tombstone", {"source": r[0], "content_hash": r[1],
+                                   "forgotten_at": iso(r[2])})
     if schema is not None:
         emit(
             "validation_schema",
@@ -160,6 +188,8 @@ def emit_small(
                 "allowed_relations": schema.get("allowed_relations"),
             },
         )
+    if exclusive:
+        emit("exclusive_relations", {"relation_types": exclusive})
     for model in rows.models(model_ids):
         emit(
             "embedding_model",
@@ -169,3 +199,9 @@ def emit_small(
 
 def _value(value: Any) -> Any:
     return iso(value) if hasattr(value, "isoformat") else value
+
+
+def setting_records(settings: dict[str, Any]) -> int:
+    """How many records :func:`emit_small` writes from the mind's ``settings``."""
+    return sum(bool(settings.get(k)) if k == EXCLUSIVE_SETTINGS_KEY else settings.get(k) is not None
+               for k in (SCHEMA_SETTINGS_KEY, EXCLUSIVE_SETTINGS_KEY))

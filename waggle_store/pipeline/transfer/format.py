@@ -1,4 +1,4 @@
-"""The ``waggle-mind`` JSONL format, version 2: what each line holds and how one is checked.
+"""The ``waggle-mind`` JSONL format, version 3: what each line holds and how one is checked.
 
 One UTF-8 JSON object per line. Line 1 is the header; every other line has a ``type`` and the
 fields of the matching record (``docs/export-format.md`` is the user's description, the JSON
@@ -43,8 +43,11 @@ from waggle_store.pipeline.transfer.format_checks import (
     _vector,
 )
 from waggle_store.pipeline.transfer.format_conversations import conversation_specs
+from waggle_store.pipeline.transfer.format_knowledge import knowledge_specs
 from waggle_store.repositories.common import MAX_KEY_LENGTH, MAX_NAME_LENGTH
+from waggle_store.repositories.harvest import HARVEST_KINDS
 from waggle_store.repositories.knowledge_common import MAX_NAME_LENGTH as MAX_ENTITY_NAME_LENGTH
+from waggle_store.repositories.knowledge_common import MAX_TYPE_LENGTH
 from waggle_store.textinput import check_metadata
 
 __all__ = [
@@ -63,9 +66,10 @@ __all__ = [
 ]
 
 FORMAT_NAME: Final = "waggle-mind"
-FORMAT_VERSION: Final = 2
-#: The versions this library reads (version 1 has no conversations, messages or agents).
-READABLE_VERSIONS: Final = (1, 2)
+FORMAT_VERSION: Final = 3
+#: The versions this library reads (version 1 has no conversations, messages or agents;
+#: versions 1 and 2 have none of the record types of :mod:`.format_knowledge`).
+READABLE_VERSIONS: Final = (1, 2, 3)
 SCHEMA_FILE: Final = "waggle-mind-v1.schema.json"
 
 #: Every record type, in the order an export writes them.
@@ -74,12 +78,18 @@ LINE_TYPES: Final = (
     "awareness",
     "session",
     "frame",
+    "alias",
     "entity",
     "relation",
+    "entity_version",
+    "relation_version",
     "mention",
+    "extraction_pending",
     "kv",
     "harvest_source",
+    "harvest_tombstone",
     "validation_schema",
+    "exclusive_relations",
     "embedding_model",
     "vector",
     "conversation",
@@ -227,6 +237,8 @@ SPECS: Final[dict[str, dict[str, Checker]]] = {
     },
     **conversation_specs(text=_str, integer=_int, time=_time, choice=_choice, obj=_object,
                          optional=_optional, anything=_any),
+    **knowledge_specs(text=_str, integer=_int, time=_time, obj=_object, optional=_optional,
+                      confidence=_confidence),
 }
 
 
@@ -237,6 +249,12 @@ OPTIONAL: Final[dict[str, dict[str, tuple[Any, Checker]]]] = {
     "vector": {"text_form": ("whole", _choice(TEXT_FORMS))},
     # A frame's metadata came with migration 0014; a frame before it had none.
     "frame": {"salience": (None, _optional(_confidence)), "metadata": ({}, _metadata)},
+    # Version numbers in recorded time came with migration 0013 (format version 3); before,
+    # every entity and relation was in its first version.
+    "entity": {"version": (1, _int(1))},
+    "relation": {"version": (1, _int(1))},
+    # The adapter of a harvest source (migration 0003); null in rows from a Waggle .mind file.
+    "harvest_source": {"kind": (None, _optional(_choice(HARVEST_KINDS)))},
 }
 
 
@@ -304,12 +322,23 @@ def make_line(obj: Mapping[str, Any]) -> Line:
         fields[name] = _field(name, obj[name], check) if name in obj else absent
     if kind == "validation_schema":
         _check_schema(fields)
+    if kind == "exclusive_relations":
+        _check_exclusive(fields["relation_types"])
     if kind == "kv":
         try:
             json.dumps(fields["value"], allow_nan=False)
         except ValueError as exc:
             raise LineError(f"field 'value' is not storable JSON: {exc}") from exc
     return Line(str(kind), fields)
+
+
+def _check_exclusive(types: dict[str, Any]) -> None:
+    for name, exclusive in types.items():
+        if not name.strip() or len(name) > MAX_TYPE_LENGTH or "\x00" in name:
+            raise LineError(f"field 'relation_types': {name!r} is not a relation type "
+                            f"(non-empty, at most {MAX_TYPE_LENGTH} characters)")
+        if not isinstance(exclusive, bool):
+            raise LineError(f"field 'relation_types': {name!r} must map to true or false")
 
 
 def _check_schema(fields: dict[str, Any]) -> None:

@@ -241,4 +241,6 @@ def run_import(
         conversations_imported=c("conversations", 0),
         messages_imported=c("messages", 0),
         agents_imported=c("agents", 0),
+        aliases_imported=c("aliases", 0),
+        versions_imported=c("entity_versions", 0) + c("relation_versions", 0),
     )

@@ -24,7 +24,9 @@ from waggle_store.errors import InvalidInputError
 from waggle_store.pipeline.transfer.conversations import ConversationChecks
 from waggle_store.pipeline.transfer.format import Line
 from waggle_store.pipeline.transfer.format_conversations import V2_TYPES
+from waggle_store.pipeline.transfer.format_knowledge import V3_TYPES
 from waggle_store.pipeline.transfer.problems import Problems
+from waggle_store.pipeline.transfer.validate_knowledge import KnowledgeChecks
 
 __all__ = ["Plan", "b_references", "check_records"]
 
@@ -74,6 +76,7 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
     singles: set[str] = set()
     frame_refs: list[tuple[int, int, int]] = []  # (line, frame id, referenced id) not yet seen
     conversations = ConversationChecks()
+    knowledge = KnowledgeChecks()
     for line_no, line in records:
         plan.lines = max(plan.lines, line_no)
         plan.records += 1
@@ -112,6 +115,8 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
             frame_refs.extend((line_no, fid, ref) for ref in refs if ref not in plan.frame_ids)
         elif kind in V2_TYPES:
             conversations.check(line_no, line)
+        elif kind in V3_TYPES:
+            knowledge.check(line_no, line, plan.frame_ids)
         elif kind == "mention":
             # A mention given twice is harmless (the writer skips pairs the mind has), and a set
             # of every pair would be the largest thing pass 1 holds: no duplicate check.
@@ -161,6 +166,8 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
                         )
             elif kind == "embedding_model":
                 plan.models[ident] = (f["provider"], f["model"], f["dimensions"])
+            if kind in ("entity", "relation"):
+                knowledge.saw(line)
             seen[kind].add(ident)
     dangling = [(at, fid, ref) for at, fid, ref in frame_refs if ref not in plan.frame_ids]
     if dangling:

@@ -19,7 +19,9 @@ id at most the table's maximum id read at the start):
 
 This module holds the buffering and the small records (identity, schema, awareness, sessions,
 kv, harvest sources); frames are written by :class:`~.writer_frames.FrameWriter` and the graph
-and vectors by :class:`~.writer_graph.GraphWriter`, its bases.
+and vectors by :class:`~.writer_graph.GraphWriter`, its bases; the graph's aliases and history,
+pending extractions, harvest tombstones and exclusive relation types by
+:class:`~.writer_knowledge.KnowledgeWriter` (its module has their merge rules).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from waggle_store.pipeline.transfer.conversations import ConversationWriter
 from waggle_store.pipeline.transfer.format import Line
 from waggle_store.pipeline.transfer.validate import Plan
 from waggle_store.pipeline.transfer.writer_frames import FrameWriter
+from waggle_store.pipeline.transfer.writer_knowledge import KnowledgeWriter
 from waggle_store.records import ValidationSchema
 from waggle_store.repositories import frame_writer
 from waggle_store.repositories.knowledge_common import lock_graph
@@ -47,7 +50,7 @@ __all__ = ["CHUNK", "MindWriter"]
 CHUNK: Final = 500
 
 
-class MindWriter(ConversationWriter, FrameWriter):
+class MindWriter(ConversationWriter, KnowledgeWriter, FrameWriter):
     """Writes records into one mind inside the caller's transaction (it never commits)."""
 
     def __init__(self, session: Session, mind_id: int, plan: Plan, *, adapter: Any,
@@ -58,6 +61,7 @@ class MindWriter(ConversationWriter, FrameWriter):
         self.problems = plan.problems
         self.counts: dict[str, int] = {}
         self.ids: dict[str, dict[int, int]] = {k: {} for k in ("frame", "entity", "relation")}
+        self.fresh: dict[str, set[int]] = {"entity": set(), "relation": set()}
         self.inserted_frames: set[int] = set()  # new ids of frames this import inserted
         self.t_offset: dict[str, int] = {}
         #: Frames referencing frames further down the file: (new id, unmapped B content or

@@ -50,6 +50,8 @@ class GraphWriter:
     adapter: Any
     vector_model: ModelKey | None
     ids: dict[str, dict[int, int]]
+    #: The file's ids of the entities and relations this import inserted (not merged).
+    fresh: dict[str, set[int]]
     pre: dict[str, int]
     held: ImportRows
     inserted_frames: set[int]
@@ -81,7 +83,8 @@ class GraphWriter:
              if r["valid_to"] is None else
              retired.get((r["entity_type"], rkey[r["id"]], r["valid_from"], r["valid_to"])))
             for r in kept], lambda r: {**{k: r[k] for k in (
-                "entity_type", "name", "properties", "valid_from", "valid_to", "recorded_at")},
+                "entity_type", "name", "properties", "valid_from", "valid_to", "recorded_at",
+                "version")},
                 "name_key": name_key(r["name"]), "resolved_key": rkey[r["id"]]})
         for old, first in same:
             self.ids["entity"][old] = self.ids["entity"][first]
@@ -119,6 +122,7 @@ class GraphWriter:
                         "valid_from",
                         "valid_to",
                         "recorded_at",
+                        "version",
                     )
                 },
             },
@@ -146,6 +150,7 @@ class GraphWriter:
                 olds.append(r["id"])
         for old, new in zip(olds, self.held.insert_returning(kind, fresh), strict=True):
             ids[old] = new
+            self.fresh[kind].add(old)
         self._count(kind, len(fresh))
 
     def _write_mention(self, rows: list[dict[str, Any]]) -> None:
