@@ -56,8 +56,9 @@ class StoreContext:
     def read(self) -> AbstractContextManager[Session]:
         return self.db.read()
 
-    def read_connection(self) -> AbstractContextManager[sa.Connection]:
-        return self.db.read_connection()
+    def read_connection(self, *, snapshot: bool = False
+                        ) -> AbstractContextManager[sa.Connection]:
+        return self.db.read_connection(snapshot=snapshot)
 
 
 class MindContext:

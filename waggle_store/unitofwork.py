@@ -76,10 +76,15 @@ class Database:
             yield session
 
     @contextmanager
-    def read_connection(self) -> Iterator[sa.Connection]:
+    def read_connection(self, *, snapshot: bool = False) -> Iterator[sa.Connection]:
         """One read transaction on a Core connection (BEGIN DEFERRED on SQLite), for read paths
         made only of statements (search): an ORM Session's bookkeeping cost a search about as
         much as one of its queries.
+
+        ``snapshot=True``: every statement of the transaction reads the same snapshot (a
+        whole-mind export paged over many statements). A SQLite read transaction always does;
+        on PostgreSQL it runs at REPEATABLE READ, set before the transaction begins (a bound
+        store begins it at once, to set its mind).
 
         It ends with COMMIT, not ROLLBACK (the same for a transaction that wrote nothing):
         psycopg discards every prepared statement of the connection on ROLLBACK, so searches
@@ -89,6 +94,8 @@ class Database:
         self._require_open()
         try:
             with self._read_engine.connect() as conn:
+                if snapshot and conn.dialect.name == "postgresql":
+                    conn.execution_options(isolation_level="REPEATABLE READ")
                 if self.begins_transactions:
                     conn.begin()
                 yield conn
@@ -182,8 +189,10 @@ class JoinedDatabase(Database):
                 session.close()
 
     @contextmanager
-    def read_connection(self) -> Iterator[sa.Connection]:
-        with self._joined() as conn:  # the host's transaction
+    def read_connection(self, *, snapshot: bool = False) -> Iterator[sa.Connection]:
+        """The host's transaction, whose isolation is the host's to choose (``snapshot`` is
+        what it gives)."""
+        with self._joined() as conn:
             yield conn
 
 

@@ -1,10 +1,12 @@
-"""A host application's engine and transactions beside the store: a write through the store that
-would wait for the thread's own host transaction fails in bounded time naming ``within()``; a
-connect timeout a host's engine cannot honour is refused, not ignored."""
+"""A host application's engine and transactions beside the store: an export runs in the host's
+transaction; a write through the store that would wait for the thread's own host transaction
+fails in bounded time naming ``within()``; a connect timeout a host's engine cannot honour is
+refused, not ignored."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -64,3 +66,21 @@ def test_a_host_engine_without_sqlite_vec_says_how_to_delete_vectors(target: Tar
             assert [m.name for m in store.list_minds()] == ["v"]
     finally:
         plain.dispose()
+
+
+def test_an_export_inside_the_hosts_transaction_sees_its_uncommitted_rows(
+        target: Target, host_engine: sa.Engine, tmp_path: Path) -> None:
+    """The host's transaction keeps the isolation the host chose: an export run in it reads
+    what the transaction wrote, committed or not."""
+    with ws.open_store(host_engine, schema=target.schema, embedder="hashing") as store:
+        store.mind("x").cognify("committed before the host's transaction")
+        with host_engine.connect() as conn, conn.begin():
+            inside = store.within(conn)
+            inside.mind("x").cognify("written in the host's transaction")
+            report = inside.export_mind("x", tmp_path / "x.jsonl")
+            inside.export_openfang("x", tmp_path / "x.json")
+            conn.rollback()
+        assert report.frames == 2
+        assert "written in the host's transaction" in (tmp_path / "x.json").read_text("utf-8")
+        assert [r.frame.content for r in store.mind("x").search("transaction")] == [
+            "committed before the host's transaction"]

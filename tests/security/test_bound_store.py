@@ -218,3 +218,17 @@ def test_a_bound_store_reads_and_writes_only_its_own_usage(target: Target) -> No
         assert admin.usage.totals("bob").cost_usd == pytest.approx(10.0)
         assert admin.usage.budget_status("bob").budget_usd == 100.0
         assert admin.usage.totals("alice").cost_usd == pytest.approx(1.0)
+
+
+def test_a_bound_store_exports_its_own_mind(target: Target, tmp_path: Path) -> None:
+    with target.open(embedder="hashing") as admin:
+        _fill(admin, "alice")
+        _fill(admin, "bob")
+    with target.open(embedder="hashing", bound_mind="alice") as bound:
+        report = bound.export_mind("alice", tmp_path / "alice.jsonl")
+        assert report.frames == 1
+        bound.export_openfang("alice", tmp_path / "alice.json")
+    exported = (tmp_path / "alice.jsonl").read_text(encoding="utf-8")
+    assert "launch code of alice" in exported
+    assert "bob" not in exported
+    assert "launch code of alice" in (tmp_path / "alice.json").read_text(encoding="utf-8")

@@ -117,9 +117,9 @@ def export_mind(
     progress: Progress | None = None,
 ) -> ExportReport:
     """Write every record of ``mind`` to ``dest``; ``progress(done, total)`` every page."""
-    with open_destination(dest) as (write, path), mind.store.read_connection() as conn:
-        if conn.dialect.name == "postgresql":  # one snapshot for every page (module docstring)
-            conn.execution_options(isolation_level="REPEATABLE READ")
+    # One snapshot for every page (module docstring).
+    with (open_destination(dest) as (write, path),
+          mind.store.read_connection(snapshot=True) as conn):
         counter = _Counter(0, progress)
         _export(conn, mind, write, counter, include_vectors)
         if progress is not None and counter.total and counter.done != counter.total:

@@ -55,9 +55,9 @@ def export_openfang(
     and relations, the kv pairs (see the module docstring)."""
     counts = {"fragments": 0, "entities": 0, "relations": 0, "kv": 0}
     agent = mind.name
-    with open_destination(dest) as (write, path), mind.store.read_connection() as conn:
-        if conn.dialect.name == "postgresql":  # one snapshot, as in the JSONL export
-            conn.execution_options(isolation_level="REPEATABLE READ")
+    # One snapshot, as in the JSONL export.
+    with (open_destination(dest) as (write, path),
+          mind.store.read_connection(snapshot=True) as conn):
         head = {"format": FORMAT, "version": 1, "agent_id": agent, "exported_at": iso(utcnow())}
         write(dump_line(head)[:-2] + ',"fragments":[')
         rows = MindExportRows(conn, mind.id)
