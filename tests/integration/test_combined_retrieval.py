@@ -8,7 +8,7 @@ import waggle_store as ws
 
 
 class RecordingClient:
-    """An external search (the seed's KVARK shape) that records its calls."""
+    """An external search (the shape of Waggle's KVARK client) that records its calls."""
 
     def __init__(self, documents: list[ws.ExternalDocument] | None = None,
                  error: Exception | None = None) -> None:

@@ -1,7 +1,8 @@
 """mind.knowledge: entities, relations, bitemporal validity, isolation (the validation schema is
 in test_knowledge_schema.py).
 
-Every test runs on SQLite and PostgreSQL (reference §22.10, with the bugs of §23.14 fixed).
+Every test runs on SQLite and PostgreSQL; validity times compare as instants, whatever their
+written form.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ def test_entities_valid_at_explicit_windows(mind: ws.Mind) -> None:
 
 
 def test_entities_valid_at_compares_times_on_the_same_day(mind: ws.Mind) -> None:
-    """§23.14: the seed string-compared 'YYYY-MM-DD HH:MM:SS' with '…T…Z', so on one day the
+    """Waggle string-compared 'YYYY-MM-DD HH:MM:SS' with '…T…Z', so on one day the
     answer depended on ' ' < 'T', not on the time."""
     k = mind.knowledge
     late_start = k.create_entity("fact", "starts 23:00", valid_from="2026-03-10T23:00:00Z")

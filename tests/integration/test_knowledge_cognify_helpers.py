@@ -14,7 +14,7 @@ from waggle_store.models import EntityRow
 
 
 def test_upsert_entity_has_no_window(store: ws.Store, mind: ws.Mind) -> None:
-    """§23.11: with 500+ entities of a type, the seed re-created names past its 500-row window."""
+    """With 500+ entities of a type, Waggle re-created names past its 500-row window."""
     with store.write() as session:
         for i in range(600):
             kg(session, mind.id).entities.create("concept", f"Phase {i:03d}")

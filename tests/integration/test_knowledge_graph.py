@@ -214,7 +214,7 @@ def test_bfs_distances(mind: ws.Mind) -> None:
     lonely = k.create_entity("node", "E")
     assert lonely.id not in k.bfs_distances(a.id)
     assert k.bfs_distances(d.id) == {}
-    k.retire_entity(d.id)  # the seed still reported retired targets; we do not
+    k.retire_entity(d.id)  # Waggle still reported retired targets; we do not
     assert k.bfs_distances(a.id) == {b.id: 1, c.id: 1}
 
 

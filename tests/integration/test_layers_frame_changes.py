@@ -77,7 +77,7 @@ def test_compact_prunes_old_temporary_and_deprecated(
     old_temp = mind.frames.create_i(
         gop, "old temporary base", importance="temporary", created_at=now - timedelta(days=100)
     )
-    # An old temporary frame that another frame is based on: the seed failed here with an FK error.
+    # An old temporary frame that another frame is based on: Waggle failed here with an FK error.
     dependent = mind.frames.create_p(gop, "delta on the temporary", old_temp.id)
     young_temp = mind.frames.create_i(
         gop, "young temporary", importance="temporary", created_at=now - timedelta(days=10)
@@ -161,7 +161,8 @@ def test_compact_refuses_bad_ages(mind: ws.Mind) -> None:
 def test_schema_rules_behind_the_api(
     engine: sa.Engine, store: ws.Store, mind: ws.Mind, gop: str
 ) -> None:
-    """§22.6 where it applies: CHECKs refuse bad enums, and (unlike the seed) a duplicate t too."""
+    """The schema's rules behind the API: CHECKs refuse bad enums, and (unlike Waggle) a duplicate t
+    too."""
     frame = mind.frames.create_i(gop, "row")
     good = {
         "mind_id": mind.id,

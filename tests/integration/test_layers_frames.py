@@ -1,4 +1,4 @@
-"""Frames: creation, dedup, reads (reference §22.1, §22.2), on sqlite and postgres."""
+"""Frames: creation, dedup, reads, on sqlite and postgres."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_created_at_cases(mind: ws.Mind, gop: str) -> None:
     assert aware.created_at == datetime(2025, 1, 1, 0, tzinfo=UTC)
     default = mind.frames.create_i(gop, "now")
     assert abs(default.created_at - datetime.now(UTC)) < timedelta(seconds=5)
-    # The seed silently replaced junk with "now"; here it is refused with a clear message.
+    # Waggle silently replaced junk with "now"; here it is refused with a clear message.
     for junk in (
         "not-a-valid-iso-string",
         "2025-12-01T14:32:00",
@@ -151,14 +151,14 @@ def test_stats(mind: ws.Mind, gop: str) -> None:
     assert stats == ws.FrameStats(4, {"I": 3, "P": 1}, {"critical": 1, "important": 1, "normal": 2})
 
 
-# -- dedup (§22.2, B1 + B2: no window) ------------------------------------------------------------
+# -- dedup (per mind, by content, no recency window) ----------------------------------------------
 
 
 def test_repeated_content_is_deduped_and_touched(mind: ws.Mind, gop: str) -> None:
     first = mind.frames.create_i(gop, "repeated content")
     again = mind.frames.create_i(gop, "  repeated content\n")
     assert again.id == first.id
-    assert again.access_count == 1  # the post-touch state (the seed returned the stale row)
+    assert again.access_count == 1  # the post-touch state (Waggle returned the stale row)
     assert mind.frames.get(first.id).access_count == 1
     assert mind.frames.stats().total == 1
 

@@ -1,4 +1,4 @@
-"""Layers 0 and 1 (reference §22.7, §22.8) and the per-mind KV, on sqlite and postgres."""
+"""Layers 0 and 1 (identity, awareness) and the per-mind KV, on sqlite and postgres."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 import waggle_store as ws
 
-# -- identity (§22.7) ---------------------------------------------------------------------------
+# -- identity -------------------------------------------------------------------------------------
 
 
 def test_identity_lifecycle(mind: ws.Mind) -> None:
@@ -60,7 +60,7 @@ def test_identity_context_labels(mind: ws.Mind) -> None:
     assert -(-len(context) // 4) < 500
 
 
-# -- awareness (§22.8) --------------------------------------------------------------------------
+# -- awareness ------------------------------------------------------------------------------------
 
 
 def test_awareness_add_defaults_each_category(mind: ws.Mind) -> None:

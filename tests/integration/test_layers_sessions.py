@@ -1,4 +1,4 @@
-"""Sessions (reference §22.1 session cases, §22.9), adapted: one active auto session per project."""
+"""Sessions (Waggle's session cases), adapted: one active auto session per project."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ def test_like_fallback_escapes_and_filters_by_mind(store: ws.Store) -> None:
     under = a.frames.create_i(gop, "the snake_case name")
     a.frames.create_i(gop, "the snakeXcase name")  # would match if _ were a wildcard
     other = b.frames.create_i(b.sessions.ensure("g").gop_id, "Growth was 100% in Q3 too")
-    # Punctuation is stripped from the terms (as the seed's fallback did), so "100%" looks for
+    # Punctuation is stripped from the terms (as Waggle's fallback did), so "100%" looks for
     # "100"; what survives is escaped: "_" below is a literal underscore, not a wildcard.
     assert set(_like(store, a, "100%")) == {percent.id, plain.id}
     assert _like(store, a, "snake_case") == [under.id]      # _ is literal

@@ -1,4 +1,4 @@
-"""reconcile (reference §9, §22.12): keyword and vector repair, orphans, batches, idempotence."""
+"""reconcile: keyword and vector repair, orphans, batches, idempotence."""
 
 from __future__ import annotations
 

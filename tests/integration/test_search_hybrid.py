@@ -1,4 +1,4 @@
-"""Hybrid search (DESIGN §5, reference §7, §22.3–22.4) on sqlite and postgres."""
+"""Hybrid search (keyword and vector lanes, fused and scored) on sqlite and postgres."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Import of a Waggle ``.mind`` file (the seed's SQLite schema) with the seed's data bugs."""
+"""Import of a Waggle ``.mind`` file (Waggle's SQLite schema) with the data bugs its files hold."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import waggle_store as ws
 from waggle_store.engine import pick_sqlite_driver
 
-# The seed's DDL (reference §1), memory tables only, as schema.ts creates them.
+# Waggle's DDL, memory tables only, as Waggle creates them in a .mind file.
 SEED_DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS identity (
@@ -78,7 +78,7 @@ CREATE TABLE IF NOT EXISTS embedding_usage (
 
 
 def build_seed_mind(path: Path) -> None:
-    """A .mind file as the seed writes it, with its known data bugs (reference §23)."""
+    """A .mind file as Waggle writes it, with the known data bugs of Waggle's files."""
     driver, _ = pick_sqlite_driver()  # one that can load sqlite-vec, for the vec0 table
     conn = driver.connect(str(path))
     conn.executescript(SEED_DDL)
@@ -211,7 +211,8 @@ def build_seed_mind(path: Path) -> None:
     conn.execute("PRAGMA foreign_keys = OFF")  # how the orphans got there
     conn.executemany("INSERT INTO memory_frames VALUES (?,?,?,?,?,?,?,?,?,?,?)", frames)
     conn.execute("PRAGMA ignore_check_constraints = ON")
-    conn.execute("UPDATE memory_frames SET source = 'team_sync' WHERE id = 8")  # §23.13
+    # A frame whose source is none of the known sources, as Waggle's own files hold.
+    conn.execute("UPDATE memory_frames SET source = 'team_sync' WHERE id = 8")
     conn.execute("PRAGMA ignore_check_constraints = OFF")
     conn.executemany(
         "INSERT INTO memory_frames_fts (rowid, content) VALUES (?, ?)",
@@ -221,7 +222,7 @@ def build_seed_mind(path: Path) -> None:
         (1, "person", "Sarah Chen", '{"role": "lead"}', "2025-11-02 08:00:05", None),
         (2, "project", "Apollo", "{}", "2025-11-02 08:00:05", None),
         (3, "concept", "Phase", "{}", "2025-11-02 08:00:06", None),
-        (4, "concept", "phase", "{}", "2025-11-02 08:00:07", None),  # §23.11 duplicate
+        (4, "concept", "phase", "{}", "2025-11-02 08:00:07", None),  # the same entity again
         (5, "person", "Old Contact", "{}", "2025-01-01T00:00:00.000Z", "2025-06-01T00:00:00.000Z"),
     ]
     conn.executemany(

@@ -84,13 +84,13 @@ def test_export_then_import_round_trip(target: Any, tmp_path: Path) -> None:
     assert from_fang["frames_imported"] == len(MEMORIES)
     cli("export", "default", str(tmp_path / "x.json"), "--format", "openfang", "--vectors", code=2)
 
-    # A Waggle .mind file (the seed's SQLite schema), auto-detected by its first bytes.
+    # A Waggle .mind file (Waggle's SQLite schema), auto-detected by its first bytes.
     seed = tmp_path / "old.mind"
     build_seed_mind(seed)
     from_seed = cli.json("import", str(seed), "--into", "seed")
     assert from_seed["format"] == "mind"
     assert from_seed["frames_imported"] > 0
-    assert from_seed["problems"], "the seed's data bugs are repaired and listed"
+    assert from_seed["problems"], "the data bugs of Waggle's file are repaired and listed"
     assert cli.json("--mind", "seed", "stats")["frames"]["total"] == from_seed["frames_imported"]
 
 

@@ -1,6 +1,6 @@
-"""CombinedRetrieval over fake minds and fake external clients (reference §16, §22.14).
+"""CombinedRetrieval over fake minds and fake external clients.
 
-The fakes stand in for ``Mind`` and the seed's KVARK client; the real-database tests live in
+The fakes stand in for ``Mind`` and Waggle's KVARK client; the real-database tests live in
 tests/integration.
 """
 

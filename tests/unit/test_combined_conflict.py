@@ -1,5 +1,5 @@
-"""Conflict detection between workspace memory and external documents (reference §16, §22.14),
-with polarity read from whole words (the seed's substring bug, §23.9, fixed)."""
+"""Conflict detection between workspace memory and external documents, with polarity read from
+whole words (Waggle matched substrings: "inactive" read as "active")."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def ext(content: str, score: float = 0.85) -> CombinedResult:
     return CombinedResult(content, "external", "[external: Doc]", score, {})
 
 
-# ---------------------------------------------------------------- detect_conflict (seed cases)
+# ------------------------------------------------------------- detect_conflict (Waggle's cases)
 
 
 def test_one_side_missing_gives_none() -> None:
@@ -163,7 +163,7 @@ def test_approved_against_rejected_is_flagged() -> None:
 
 
 def test_inactive_is_not_read_as_active() -> None:
-    # Seed: "inactive" contained "active", so this pair was reported as a conflict.
+    # Waggle: "inactive" contained "active", so this pair was reported as a conflict.
     flagged, note = search_with("the service is inactive", "the service was suspended")
     assert (flagged, note) == (False, None)
 

@@ -1,4 +1,4 @@
-"""MemoryLinker over a fake mind (reference §15, §22.14), thresholding the normalised score."""
+"""MemoryLinker over a fake mind, thresholding the normalised score."""
 
 from __future__ import annotations
 

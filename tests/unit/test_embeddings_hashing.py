@@ -56,7 +56,7 @@ def test_unit_norm_and_nonzero_for_any_text(text: str) -> None:
 def test_case_and_punctuation_insensitive_unicode_words() -> None:
     emb = HashingEmbedder()
     assert emb.embed_query("Café, ZÜRICH!") == emb.embed_query("café zürich")
-    # Accented letters are word characters: "café" is not "caf" (the seed's ASCII \w bug).
+    # Accented letters are word characters: "café" is not "caf" (Waggle's ASCII \w bug).
     assert emb.embed_query("café") != emb.embed_query("caf")
 
 

@@ -1,4 +1,4 @@
-"""TierPolicy: the seed's table, the lowest allowing tier (not always TRIAL), quotas."""
+"""TierPolicy: Waggle's table, the lowest allowing tier (not always TRIAL), quotas."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_default_table_matches_the_seed(policy: TierPolicy) -> None:
     ],
 )
 def test_minimum_tier_is_the_lowest_ranked(policy: TierPolicy, provider: str, tier: str) -> None:
-    # The seed answered TRIAL for everything because TRIAL came first and allows all.
+    # Waggle answered TRIAL for everything because TRIAL came first and allows all.
     assert policy.minimum_tier_for(provider) == tier
 
 

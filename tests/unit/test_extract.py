@@ -1,5 +1,5 @@
-"""Rule-based extraction: the seed's worked examples (reference §12-§13, §22.14), with the bugs
-of §23.10 fixed and asserted as fixed."""
+"""Rule-based extraction: Waggle's worked examples and tests, with Waggle's extraction bugs fixed
+and asserted as fixed."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def edges(text: str) -> list[tuple[str, str, str, float]]:
     return [(r.relation_type, r.source, r.target, r.confidence) for r in found]
 
 
-# ---------------------------------------------------------------- §12 worked examples (entities)
+# ------------------------------------------------------------- Waggle's worked examples (entities)
 
 
 def test_meeting_with_a_person() -> None:
@@ -81,7 +81,7 @@ def test_text_under_ten_characters_gives_nothing(text: str) -> None:
     assert extract_entities(text) == []
 
 
-# ---------------------------------------------------------------- §22.14 their tests
+# ----------------------------------------------------------------------- Waggle's extraction tests
 
 
 def test_repeated_name_is_one_entity() -> None:
@@ -141,11 +141,11 @@ def test_docker_compose_is_not_docker_and_k8s_is_not_a_term() -> None:
     assert extract_entities("we ran docker-compose up on k8s last night") == []
 
 
-# ---------------------------------------------------------------- §23.10 bugs, fixed
+# ----------------------------------------------------------------- Waggle's extraction bugs, fixed
 
 
 def test_dotted_technology_name_is_kept_whole() -> None:
-    # Seed: "node.js" split on the full stop gave "Node".
+    # Waggle: "node.js" split on the full stop gave "Node".
     assert named("We use TypeScript, React, node.js and Docker on AWS.") == [
         ("Typescript", "technology"),
         ("React", "technology"),
@@ -195,7 +195,7 @@ def test_combining_accents_are_normalised_to_one_name() -> None:
 
 
 def test_sentence_initial_word_is_not_absorbed() -> None:
-    # Seed: [Yesterday Project Apollo/concept, Sarah Chen/person].
+    # Waggle: [Yesterday Project Apollo/concept, Sarah Chen/person].
     text = "Yesterday Project Apollo is led by Sarah Chen."
     assert named(text) == [("Project Apollo", "project"), ("Sarah Chen", "person")]
 
@@ -221,7 +221,7 @@ def test_name_does_not_run_across_a_line_break() -> None:
     assert named(text) == [("Meeting Notes", "concept"), ("Sarah Chen", "person")]
 
 
-# ---------------------------------------------------------------- §13 relations
+# --------------------------------------------------------------------------------------- relations
 
 
 def test_passive_led_by() -> None:
@@ -242,7 +242,7 @@ def test_passive_led_by() -> None:
     ],
 )
 def test_direction_follows_meaning(text: str) -> None:
-    # Seed: "Sarah Chen leads Project Apollo" gave led_by(Sarah Chen -> Project Apollo).
+    # Waggle: "Sarah Chen leads Project Apollo" gave led_by(Sarah Chen -> Project Apollo).
     assert edges(text) == [("led_by", "Project Apollo", "Sarah Chen", 0.9)]
 
 
@@ -276,7 +276,7 @@ def test_matches_consume_text() -> None:
 
 
 def test_approved_pattern_emits() -> None:
-    # Seed: only affiliated_with; the approved pattern had no target and never emitted.
+    # Waggle: only affiliated_with; the approved pattern had no target and never emitted.
     text = "John Smith from Acme Corp approved the Budget Review yesterday."
     assert edges(text) == [
         ("affiliated_with", "John Smith", "Acme Corp", 0.75),
@@ -342,7 +342,7 @@ def test_appositive_subject() -> None:
 
 
 def test_capitalised_the_before_a_name_is_not_part_of_the_endpoint() -> None:
-    # The entity pass drops "The Billing Service" whole (the seed's skip rule); the relation
+    # The entity pass drops "The Billing Service" whole (Waggle's skip rule); the relation
     # still names the service cleanly, and is kept because the team is a known entity.
     assert edges("The Billing Service is maintained by Platform Team for Sarah Chen.") == [
         ("maintained_by", "Billing Service", "Platform Team", 0.85)

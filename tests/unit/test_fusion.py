@@ -30,7 +30,7 @@ def test_k_is_sixty() -> None:
 def test_top_of_both_lanes_scores_exactly_one() -> None:
     fused = rrf_fuse({"keyword": [7, 8], "vector": [7, 9]})
     assert fused[7].score == 1.0
-    # The seed's raw value (reference §7: 0.033333) is kept for explain.
+    # Waggle's raw RRF sum (0.033333 here: 1/60 + 1/60) is kept for explain.
     assert fused[7].raw == pytest.approx(2 / 60)
     assert fused[7].raw == pytest.approx(0.033333, abs=1e-6)
     assert dict(fused[7].ranks) == {"keyword": 0, "vector": 0}
@@ -182,7 +182,7 @@ def test_top_of_every_lane_still_scores_exactly_one_with_weights() -> None:
     fused = rrf_fuse(lanes, weights=weights)
     assert fused[7].score == 1.0
     assert dict(fused[7].weights) == {"keyword": 1.0, "vector": weights["vector"][0]}
-    assert fused[7].raw == pytest.approx(2 / 60)  # the seed-style raw sum stays unweighted
+    assert fused[7].raw == pytest.approx(2 / 60)  # Waggle's raw sum stays unweighted
     for f in fused.values():
         assert 0.0 <= f.score <= 1.0
         assert sum(f.contributions.values()) == pytest.approx(f.score)

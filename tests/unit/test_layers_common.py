@@ -24,7 +24,7 @@ from waggle_store.repositories.sessions import new_gop_id
 
 @pytest.mark.parametrize(
     ("raw", "stripped"),
-    [  # reference §22.2 stripHmPrefix cases
+    [  # Waggle's stripHmPrefix cases
         ("[hm session:openclaw-gateway:c1 src:openclaw event:stop] the body", "the body"),
         ("plain harvested body", "plain harvested body"),
         ("do X [note] then Y", "do X [note] then Y"),

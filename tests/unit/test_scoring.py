@@ -1,6 +1,6 @@
-"""Scoring: the seed's scoring tests (reference §22.5) and the scoring parts of §22.3, ported.
+"""Scoring: Waggle's scoring tests and the scoring parts of its search tests, ported.
 
-The seed's temporal tests built timestamps relative to "now"; here ``now`` is a fixed UTC instant
+Waggle's temporal tests built timestamps relative to "now"; here ``now`` is a fixed UTC instant
 so the expectations are exact and never depend on the machine's clock or timezone.
 """
 
@@ -32,7 +32,7 @@ def days_ago(days: float) -> datetime:
     return NOW - timedelta(days=days)
 
 
-# --- constants and profiles (§22.3) -------------------------------------------------------------
+# --- constants and profiles ---------------------------------------------------------------------
 
 
 def test_constants_are_the_seeds() -> None:
@@ -84,12 +84,12 @@ def test_unknown_profile_via_compute_relevance_is_invalid_input() -> None:
             access_count=0,
             importance="normal",
             graph_distance=None,
-            profile="Balanced",  # case matters, as in the seed's map lookup
+            profile="Balanced",  # case matters, as in Waggle's map lookup
             now=NOW,
         )
 
 
-# --- temporal (§22.3, §22.5) --------------------------------------------------------------------
+# --- temporal -----------------------------------------------------------------------------------
 
 
 def test_temporal_now_and_within_boost_window_is_one() -> None:
@@ -100,7 +100,7 @@ def test_temporal_now_and_within_boost_window_is_one() -> None:
 
 
 def test_temporal_decay_counts_from_day_zero() -> None:
-    # Seed behaviour: the boost window ends at day 7, but the decay is not shifted by it.
+    # As in Waggle: the boost window ends at day 7, but the decay is not shifted by it.
     assert temporal_score(days_ago(8), NOW) == pytest.approx(0.5 ** (8 / 30))
     assert temporal_score(days_ago(8), NOW) == pytest.approx(0.831, abs=1e-3)
 
@@ -127,7 +127,7 @@ def test_temporal_future_timestamp_counts_as_now() -> None:
 
 
 def test_temporal_compares_instants_not_wall_clocks() -> None:
-    # 30 days ago, written in UTC+02:00: the same instant, so the same score (§23.14).
+    # 30 days ago, written in UTC+02:00: the same instant, so the same score.
     plus_two = timezone(timedelta(hours=2))
     assert temporal_score(days_ago(30).astimezone(plus_two), NOW) == pytest.approx(0.5)
     assert temporal_score(days_ago(30), NOW.astimezone(plus_two)) == pytest.approx(0.5)
@@ -139,7 +139,7 @@ def test_temporal_naive_datetimes_are_utc() -> None:
     assert temporal_score(naive, NOW.replace(tzinfo=None)) == pytest.approx(0.5)
 
 
-# --- popularity (§22.3, §22.5) ------------------------------------------------------------------
+# --- popularity ---------------------------------------------------------------------------------
 
 
 def test_popularity_values() -> None:
@@ -159,7 +159,7 @@ def test_popularity_negative_count_is_zero() -> None:
     assert popularity_score(-5) == 1.0
 
 
-# --- contextual (§22.3, §22.5) ------------------------------------------------------------------
+# --- contextual ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -170,7 +170,7 @@ def test_contextual_by_graph_distance(distance: int | None, expected: float) -> 
     assert contextual_score(distance) == expected
 
 
-# --- importance (§22.3, §22.5) ------------------------------------------------------------------
+# --- importance ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -192,7 +192,7 @@ def test_unknown_importance_is_invalid_input() -> None:
         importance_score("urgent")
 
 
-# --- compute_relevance (§22.3, §22.5) -----------------------------------------------------------
+# --- compute_relevance --------------------------------------------------------------------------
 
 
 def relevance(

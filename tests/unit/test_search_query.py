@@ -1,4 +1,4 @@
-"""Query normalisation: the seed's §7.1 examples under the Unicode rule, the rules one by one
+"""Query normalisation: Waggle's worked examples under the Unicode rule, the rules one by one
 and the LIKE fallback's patterns.
 
 Hostile and arbitrary input (FTS5 parsing, Hypothesis properties) is in
@@ -36,8 +36,7 @@ SEED_STOP_WORDS = [
 
 
 def test_stop_words_are_the_seeds_list() -> None:
-    # DESIGN §5 and reference §7.1 call the list "60 stop words", but the list they give (and the
-    # seed's search.ts) has 65 distinct entries; the list itself is what is ported.
+    # Waggle's stop words as its search code lists them: 65 distinct entries, ported as they are.
     assert len(SEED_STOP_WORDS) == len(set(SEED_STOP_WORDS)) == 65
     assert frozenset(SEED_STOP_WORDS) == STOP_WORDS
 
@@ -46,11 +45,11 @@ def test_min_term_length_is_three() -> None:
     assert MIN_TERM_LENGTH == 3
 
 
-# --- the seed's §7.1 examples, adapted to the Unicode rule -------------------------------------
+# --- Waggle's worked examples, adapted to the Unicode rule -------------------------------------
 
 
 def test_status_question() -> None:
-    # Seed: "Whats" (apostrophe deleted, a token no index holds); here the apostrophe stays and
+    # Waggle: "Whats" (apostrophe deleted, a token no index holds); here the apostrophe stays and
     # FTS5 would read "What's" as the phrase what + s; both are Postgres stop words, so the
     # SQLite lane drops the term as Postgres does (dialects/keyword_rank.py).
     terms = keyword_terms("What's the status of Project Apollo?")
@@ -69,7 +68,7 @@ def test_accents_survive() -> None:
 
 
 def test_dotnet_and_cpp() -> None:
-    # Seed: only "NET". "C++" is three characters and is kept; "C#" is too short, as in the seed.
+    # Waggle: only "NET". "C++" is three characters and is kept; "C#" is too short, as in Waggle.
     assert keyword_terms("C++ vs C# in .NET") == ["C++", "NET"]
 
 
@@ -90,7 +89,7 @@ def test_boolean_words_are_stop_words() -> None:
 
 
 def test_a_stray_double_quote_is_not_passed_through_raw() -> None:
-    # Seed: a query containing " went to MATCH raw and raised "unterminated string".
+    # Waggle: a query containing " went to MATCH raw and raised "unterminated string".
     assert keyword_terms('say "hello world') == ["say", "hello", "world"]
 
 

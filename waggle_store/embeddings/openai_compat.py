@@ -140,7 +140,8 @@ class OpenAIEmbedder(_OpenAICompatibleEmbedder):
 
 
 def litellm_base_url(base_url: str) -> str:
-    """The seed's rule: the endpoint lives at ``<url without trailing /v1>/v1/embeddings``."""
+    """The SDK base URL for a proxy URL given with or without a trailing ``/v1``: the endpoint
+    lives at ``<url without trailing /v1>/v1/embeddings``."""
     url = base_url.strip().rstrip("/")
     url = url.removesuffix("/v1")
     return f"{url}/v1"

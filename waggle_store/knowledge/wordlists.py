@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 def _words(text: str) -> tuple[str, ...]:
-    """The words of a whitespace-separated block (lists stay diffable against the reference)."""
+    """The words of a whitespace-separated block (lists stay diffable against Waggle's)."""
     return tuple(text.split())
 
 
