@@ -42,7 +42,7 @@ __all__ = [
 
 #: Anything accessed within this many days is fully recent (score 1.0).
 RECENCY_BOOST_DAYS: Final = 7
-#: After the boost window the score halves every this many days, counted from day 0 (seed).
+#: After the boost window the score halves every this many days, counted from day 0 (as in Waggle).
 HALF_LIFE_DAYS: Final = 30
 _SECONDS_PER_DAY: Final = 86_400.0
 

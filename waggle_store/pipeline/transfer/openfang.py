@@ -35,7 +35,7 @@ from waggle_store.pipeline.transfer.format import Line, iso
 from waggle_store.pipeline.transfer.importer import RecordSource
 from waggle_store.pipeline.transfer.openfang_export import LEVELS, export_openfang
 from waggle_store.pipeline.transfer.problems import NumberedLines, Problems
-from waggle_store.pipeline.transfer.waggle_mind_rows import seed_time
+from waggle_store.pipeline.transfer.waggle_mind_rows import foreign_time
 from waggle_store.repositories.common import content_hash
 from waggle_store.timeutil import parse_iso, utcnow
 
@@ -81,8 +81,8 @@ class _Converter(NumberedLines):
         self.now = utcnow()
 
     def time(self, value: Any, what: str) -> str:
-        """RFC 3339 as chrono writes it (nanoseconds, ``+00:00``), or any seed time; unreadable
-        times become the import time (and are counted)."""
+        """RFC 3339 as chrono writes it (nanoseconds, ``+00:00``), or any time Waggle writes;
+        unreadable times become the import time (and are counted)."""
         parsed: datetime | None = None
         if isinstance(value, str):
             try:
@@ -90,7 +90,7 @@ class _Converter(NumberedLines):
             except InvalidInputError:
                 parsed = None
         if parsed is None:
-            parsed = seed_time(value, self.problems, what)
+            parsed = foreign_time(value, self.problems, what)
         if parsed is None:
             self.problems.add("unreadable time", f"{what}={value!r}", "replaced by the import time")
             parsed = self.now

@@ -24,8 +24,8 @@ The old app's data bugs are repaired here, each counted in the report, none fata
   ``pending`` and ``store.reconcile()`` embeds them with the store's model.
 
 Reading the rows and repairing single values (times, JSON text) is in :mod:`.waggle_mind_rows`,
-which :mod:`.openfang` shares; this module decides what each table becomes. ``seed_time`` is
-re-exported from here, where it was first defined.
+which :mod:`.openfang` shares; this module decides what each table becomes. ``foreign_time`` is
+re-exported from here for the callers that import it from this module.
 """
 
 from __future__ import annotations
@@ -44,15 +44,15 @@ from waggle_store.pipeline.transfer.importer import RecordSource
 from waggle_store.pipeline.transfer.problems import NumberedLines, Problems
 from waggle_store.pipeline.transfer.waggle_mind_rows import (
     MindRows,
+    foreign_time,
     mind_uri,
     open_mind_file,
     refuse_computed,
-    seed_time,
     table_names,
 )
 from waggle_store.repositories.knowledge_common import name_key
 
-__all__ = ["mind_uri", "open_mind_file", "seed_time", "waggle_mind_records"]
+__all__ = ["foreign_time", "mind_uri", "open_mind_file", "waggle_mind_records"]
 
 _NAMED_PREFIXES = ("harvest:", "mcp:", "team-sync", "openfang:")
 #: The tables the reader reads.

@@ -4,7 +4,7 @@ Split from :mod:`.waggle_mind`, which turns the tables into records: this half o
 without trusting it (:func:`open_mind_file`), knows how the old app stored things (times in
 several formats or none, JSON text that may not parse, tables that may be missing) and hands
 back clean values, counting each repair in the report. It is shared: :mod:`.openfang` reads its
-own times with :func:`seed_time` as well.
+own times with :func:`foreign_time` as well.
 """
 
 from __future__ import annotations
@@ -22,13 +22,20 @@ from waggle_store.pipeline.transfer.format import iso
 from waggle_store.pipeline.transfer.problems import Problems
 from waggle_store.timeutil import utcnow
 
-__all__ = ["MAX_VALUE_BYTES", "MindRows", "mind_uri", "open_mind_file", "refuse_computed",
-           "seed_time", "table_names"]
+__all__ = [
+    "MAX_VALUE_BYTES",
+    "MindRows",
+    "foreign_time",
+    "mind_uri",
+    "open_mind_file",
+    "refuse_computed",
+    "table_names",
+]
 
 
-def seed_time(value: Any, problems: Problems, what: str) -> datetime | None:
-    """A seed time (SQLite ``datetime('now')`` text, JS ISO, epoch ms) as aware UTC, or None when
-    it cannot be read (the caller decides the stand-in)."""
+def foreign_time(value: Any, problems: Problems, what: str) -> datetime | None:
+    """A time as Waggle or OpenFang writes one (SQLite ``datetime('now')`` text, JS ISO, epoch
+    ms) as aware UTC, or None when it cannot be read (the caller decides the stand-in)."""
     if value is None or value == "":
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -134,7 +141,7 @@ class MindRows:
         self, row: sqlite3.Row, column: str, what: str, *, default: str | None = None
     ) -> str | None:
         value = row[column] if column in row.keys() else None  # noqa: SIM118 (sqlite3.Row: `in` tests values)
-        parsed = seed_time(value, self.problems, f"{what} {column}")
+        parsed = foreign_time(value, self.problems, f"{what} {column}")
         if parsed is None and value not in (None, ""):
             self.problems.add(
                 "unreadable time",
