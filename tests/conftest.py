@@ -312,3 +312,26 @@ class KeywordIndexProbe:
 @pytest.fixture
 def keyword_index(store: ws.Store, target: Target) -> KeywordIndexProbe:
     return KeywordIndexProbe(store, _KEYWORD_INDEX_SQL[target.dialect])
+
+
+@pytest.fixture
+def other_store(target: Target, tmp_path: Path, pg_url: str | None) -> Iterator[ws.Store]:
+    """A store on the other dialect than the test's target (a transfer across dialects)."""
+    if target.dialect == "postgresql":
+        store = ws.open_store(f"sqlite:///{tmp_path / 'other.db'}", embedder="hashing")
+        try:
+            yield store
+        finally:
+            store.close()
+        return
+    assert pg_url is not None, "no PostgreSQL for the cross-dialect half"
+    schema = "o_" + uuid.uuid4().hex[:12]
+    store = ws.open_store(pg_url, schema=schema, embedder="hashing")
+    try:
+        yield store
+    finally:
+        store.close()
+        engine = sa.create_engine(pg_url)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        engine.dispose()

@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import io
 import json
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 import waggle_store as ws
-from tests.conftest import Target
 from tests.integration.transfer_demo import build_demo
 
 QUERIES = [
@@ -78,29 +74,6 @@ def normalised(text: str) -> list[dict[str, Any]]:
         out.append(rec)
     return out
 
-
-@pytest.fixture
-def other_store(target: Target, tmp_path: Path, pg_url: str | None) -> Iterator[ws.Store]:
-    """A store on the *other* dialect than the test's target."""
-    if target.dialect == "postgresql":
-        store = ws.open_store(f"sqlite:///{tmp_path / 'other.db'}", embedder="hashing")
-        try:
-            yield store
-        finally:
-            store.close()
-        return
-    if pg_url is None:
-        pytest.skip("no PostgreSQL available")
-    schema = "o_" + uuid.uuid4().hex[:12]
-    store = ws.open_store(pg_url, schema=schema, embedder="hashing")
-    try:
-        yield store
-    finally:
-        store.close()
-        engine = sa.create_engine(pg_url)
-        with engine.begin() as conn:
-            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        engine.dispose()
 
 
 def _top10(mind: ws.Mind, query: str, lanes: tuple[str, ...] | None = None) -> list[str]:

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import io
 import json
-import uuid
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,6 @@ import pytest
 import sqlalchemy as sa
 
 import waggle_store as ws
-from tests.conftest import Target
 from waggle_store.models import Base
 from waggle_store.repositories.pending import PendingExtractionRepository
 from waggle_store.repositories.usage import BUDGET_SETTING
@@ -45,28 +42,6 @@ _DROP = {"id", "mind_id"}
 #: Mind settings that belong to the store operator (budgets of store.usage), like its log.
 _OPERATOR_SETTINGS = {BUDGET_SETTING}
 
-
-@pytest.fixture
-def other_store(target: Target, tmp_path: Path, pg_url: str | None) -> Iterator[ws.Store]:
-    """A store on the other dialect than the test's target."""
-    if target.dialect == "postgresql":
-        store = ws.open_store(f"sqlite:///{tmp_path / 'other.db'}", embedder="hashing")
-        try:
-            yield store
-        finally:
-            store.close()
-        return
-    assert pg_url is not None, "no PostgreSQL for the cross-dialect half"
-    schema = "o_" + uuid.uuid4().hex[:12]
-    store = ws.open_store(pg_url, schema=schema, embedder="hashing")
-    try:
-        yield store
-    finally:
-        store.close()
-        engine = sa.create_engine(pg_url)
-        with engine.begin() as conn:
-            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        engine.dispose()
 
 
 def fill_every_kind(store: ws.Store, name: str, tmp_path: Path) -> ws.Mind:

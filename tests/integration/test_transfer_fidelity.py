@@ -17,7 +17,6 @@ from typing import Any
 import sqlalchemy as sa
 
 import waggle_store as ws
-from tests.integration.test_transfer import other_store  # noqa: F401 - the fixture
 from waggle_store.models import (
     AwarenessRow,
     EntityMentionRow,
@@ -129,7 +128,7 @@ def _same(copy: dict[str, list[Any]], source: dict[str, list[Any]]) -> None:
 
 
 def test_round_trip_keeps_every_row_field_by_field(
-        store: ws.Store, other_store: ws.Store) -> None:  # noqa: F811 - the imported fixture
+        store: ws.Store, other_store: ws.Store) -> None:
     _build(store)
     source = _rows(store, "fidelity")
     assert any(e["valid_to"] is not None for e in source["entity"])
