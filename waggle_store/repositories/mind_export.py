@@ -40,15 +40,16 @@ PAGE: Final = 1000
 
 
 def pages(conn: sa.Connection, stmt: Any, key: Any) -> Iterator[Any]:
-    """Every row of ``stmt`` (whose first column is ``key``), in key order, a page at a time."""
-    last: int | None = None
+    """Every row of ``stmt`` (whose first column is ``key``, unique), in key order, a page at a
+    time."""
+    last: Any = None
     while True:
         page = stmt if last is None else stmt.where(key > last)
         rows = conn.execute(page.order_by(key).limit(PAGE)).all()
         yield from rows
         if len(rows) < PAGE:
             return
-        last = int(rows[-1][0])
+        last = rows[-1][0]
 
 
 def pairs(conn: sa.Connection, stmt: Any, first: Any, second: Any) -> Iterator[Any]:
@@ -209,17 +210,8 @@ class MindExportRows:
 
     def kv(self) -> Iterator[Any]:
         """(key, value, updated_at), by key."""
-        last: str | None = None
-        while True:
-            stmt = select(KVRow.key, KVRow.value, KVRow.updated_at).where(
-                KVRow.mind_id == self.mind_id)
-            if last is not None:
-                stmt = stmt.where(KVRow.key > last)
-            rows = self.conn.execute(stmt.order_by(KVRow.key).limit(PAGE)).all()
-            yield from rows
-            if len(rows) < PAGE:
-                return
-            last = str(rows[-1][0])
+        return pages(self.conn, select(KVRow.key, KVRow.value, KVRow.updated_at).where(
+            KVRow.mind_id == self.mind_id), KVRow.key)
 
     def harvest_sources(self) -> Iterator[Any]:
         """(id, source, display_name, source_path, last_synced_at, items_imported,
@@ -240,17 +232,9 @@ class MindExportRows:
     def aliases(self) -> Iterator[Any]:
         """(alias_key, alias, canonical_name, canonical_key, created_at), by alias key."""
         a = AliasRow
-        last: str | None = None
-        while True:
-            stmt = select(a.alias_key, a.alias, a.canonical_name, a.canonical_key,
-                          a.created_at).where(a.mind_id == self.mind_id)
-            if last is not None:
-                stmt = stmt.where(a.alias_key > last)
-            rows = self.conn.execute(stmt.order_by(a.alias_key).limit(PAGE)).all()
-            yield from rows
-            if len(rows) < PAGE:
-                return
-            last = str(rows[-1][0])
+        return pages(self.conn, select(a.alias_key, a.alias, a.canonical_name, a.canonical_key,
+                                       a.created_at).where(a.mind_id == self.mind_id),
+                     a.alias_key)
 
     def entity_versions(self) -> Iterator[Any]:
         """(entity_id, version, entity_type, name, properties, valid_from, valid_to,
