@@ -109,8 +109,8 @@ Lane = Literal["keyword", "vector", "metadata"]
 __all__ = [
     "FTS5_DDL",
     "TSVECTOR_DDL",
+    "broken",
     "derived_reasons",
-    "keyword_broken",
     "live_models",
     "postgres_problems",
     "registered_models",
@@ -381,8 +381,9 @@ def repair_vector_tables(adapter: SearchAdapter, session: Session,
             adapter.ensure_vector_table(session, model_id, dims[model_id], repair=True)
 
 
-def keyword_broken(problems: Sequence[DerivedProblem]) -> bool:
-    return any(p.lane == "keyword" for p in problems)
+def broken(problems: Sequence[DerivedProblem], lane: str) -> bool:
+    """Whether ``problems`` name an object of ``lane`` ("keyword", "metadata", ...)."""
+    return any(p.lane == lane for p in problems)
 
 
 def derived_reasons(problems: Sequence[DerivedProblem]) -> list[str]:

@@ -16,7 +16,6 @@ runs it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Final
 
 from sqlalchemy import text
@@ -25,7 +24,7 @@ from waggle_store.dialects.base import T_FRAMES, Executor
 from waggle_store.dialects.common import T_FRAME_METADATA
 
 __all__ = ["PG_METADATA_INDEX", "PG_METADATA_INDEX_DDL", "SQLITE_METADATA_DDL",
-           "SQLITE_METADATA_TRIGGERS", "metadata_names", "sqlite_resync_metadata"]
+           "SQLITE_METADATA_TRIGGERS", "sqlite_resync_metadata"]
 
 _ENTRIES: Final = (
     f"INSERT INTO {T_FRAME_METADATA} (frame_id, mind_id, key, type, value) "
@@ -120,8 +119,3 @@ def sqlite_resync_metadata(session: Executor, mind_id: int | None) -> int:
             f"json_each(f.metadata) j WHERE f.id IN ({marks}) AND f.metadata IS NOT NULL "
             "AND json_type(f.metadata) = 'object'"), params)
     return len(ids)
-
-
-def metadata_names(problems: Sequence[object]) -> set[str]:
-    """The names of the metadata-lane problems among ``problems``."""
-    return {str(getattr(p, "name", "")) for p in problems if getattr(p, "lane", "") == "metadata"}

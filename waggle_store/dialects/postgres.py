@@ -132,7 +132,7 @@ class PostgresAdapter:
         self._has_vector = bool(vec_version)
         self._vector_off = None if vec_version else reasons[-1]
         problems = self.verify_derived(session)
-        tsv = not derived.keyword_broken(problems)
+        tsv = not derived.broken(problems, "keyword")
         reasons.extend(derived.derived_reasons(problems))
         return Capabilities(
             "postgresql",
@@ -321,9 +321,9 @@ class PostgresAdapter:
         stale, and the foreign keys leave no keyword or vector row without its frame. Frame
         contexts are kept by triggers; the ones found stale (a store written around them, or
         cleared) are recomputed here, which regenerates their ``context_tsv``."""
-        if derived.keyword_broken(problems):
+        if derived.broken(problems, "keyword"):
             derived.postgres_repair_keyword(session, problems)
-        if frame_metadata.metadata_names(problems):  # invalid or wrong: built again
+        if derived.broken(problems, "metadata"):  # invalid or wrong: built again
             session.execute(text(f"DROP INDEX IF EXISTS {frame_metadata.PG_METADATA_INDEX}"))
             session.execute(text(frame_metadata.PG_METADATA_INDEX_DDL))
         derived.postgres_drop_broken_vector_indexes(session, problems)

@@ -92,7 +92,7 @@ class SQLiteAdapter:
         reasons: list[str] = []
         versions: dict[str, str] = {"sqlite": info.sqlite_version or "?"}
         problems = self.verify_derived(session)  # with the orphan rows, last
-        fts = not derived.keyword_broken(problems)
+        fts = not derived.broken(problems, "keyword")
         reasons.extend(derived.derived_reasons(problems))
         vec = bool(info.vector_extension)
         if vec:
@@ -287,9 +287,9 @@ class SQLiteAdapter:
     def repair_derived(
         self, session: Session, problems: Sequence[DerivedProblem], *, mind_id: int | None = None
     ) -> DerivedRepair:
-        if derived.keyword_broken(problems):
+        if derived.broken(problems, "keyword"):
             derived.sqlite_repair_keyword(session)
-        if frame_metadata.metadata_names(problems):
+        if derived.broken(problems, "metadata"):
             for statement in frame_metadata.SQLITE_METADATA_DDL:
                 session.execute(text(statement))
         derived.repair_vector_tables(self, session, problems)
