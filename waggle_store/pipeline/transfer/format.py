@@ -60,6 +60,7 @@ __all__ = [
     "dump_line",
     "iso",
     "json_schema",
+    "line_error",
     "make_line",
     "parse_header",
     "parse_line",
@@ -111,6 +112,11 @@ def json_schema() -> dict[str, Any]:
     text = resources.files("waggle_store").joinpath("schemas", SCHEMA_FILE).read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
+
+
+def line_error(line: int, message: str) -> InvalidInputError:
+    """The import's error for what is wrong at line ``line`` of the file (1-based)."""
+    return InvalidInputError(f"line {line}: {message}")
 
 
 def iso(value: datetime | None) -> str | None:

@@ -20,9 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from waggle_store.errors import InvalidInputError
 from waggle_store.pipeline.transfer.conversations import ConversationChecks
-from waggle_store.pipeline.transfer.format import Line
+from waggle_store.pipeline.transfer.format import Line, line_error
 from waggle_store.pipeline.transfer.format_conversations import V2_TYPES
 from waggle_store.pipeline.transfer.format_knowledge import V3_TYPES
 from waggle_store.pipeline.transfer.problems import Problems
@@ -60,9 +59,6 @@ def b_references(content: str) -> tuple[dict[str, Any], list[int]] | None:
     return doc, list(refs)
 
 
-def _fail(line: int, message: str) -> InvalidInputError:
-    return InvalidInputError(f"line {line}: {message}")
-
 
 def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None = None) -> Plan:
     """Check every record (see the module docstring); the plan for pass 2. Repairable problems
@@ -84,18 +80,18 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
         kind = line.type
         if kind in ("identity", "validation_schema"):
             if kind in singles:
-                raise _fail(line_no, f"a second {kind} record (a mind has one)")
+                raise line_error(line_no, f"a second {kind} record (a mind has one)")
             singles.add(kind)
         elif kind == "frame":
             fid = f["id"]
             if fid in plan.frame_ids:
-                raise _fail(line_no, f"frame id {fid} is defined twice")
+                raise line_error(line_no, f"frame id {fid} is defined twice")
             if f["gop_id"] not in gops:
-                raise _fail(line_no, f"frame {fid} is in session {f['gop_id']!r}, which no earlier "
-                                     "session record defines")
+                raise line_error(line_no, f"frame {fid} is in session {f['gop_id']!r}, which no "
+                                          "earlier session record defines")
             place = (f["gop_id"], f["t"])
             if place in places:
-                raise _fail(
+                raise line_error(
                     line_no,
                     f"frame {fid}: session {place[0]!r} already has a frame at t={place[1]}",
                 )
@@ -122,7 +118,7 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
             # of every pair would be the largest thing pass 1 holds: no duplicate check.
             pair = (f["entity_id"], f["frame_id"])
             if f["entity_id"] not in seen["entity"] or f["frame_id"] not in plan.frame_ids:
-                raise _fail(
+                raise line_error(
                     line_no,
                     f"mention of entity {pair[0]} in frame {pair[1]}: both must be "
                     "defined on earlier lines",
@@ -130,20 +126,20 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
         elif kind == "vector":
             model = plan.models.get(f["model_id"])
             if model is None or f["frame_id"] not in plan.frame_ids:
-                raise _fail(
+                raise line_error(
                     line_no,
                     f"vector of frame {f['frame_id']} in model {f['model_id']}: the "
                     "frame and the embedding_model must be defined on earlier lines",
                 )
             if len(f["vector"]) != model[2]:
-                raise _fail(
+                raise line_error(
                     line_no,
                     f"vector of frame {f['frame_id']} has {len(f['vector'])} "
                     f"dimensions; model {f['model_id']} has {model[2]}",
                 )
             key = (f["frame_id"], f["model_id"])
             if key in vectors:
-                raise _fail(line_no, f"a second vector of frame {key[0]} in model {key[1]}")
+                raise line_error(line_no, f"a second vector of frame {key[0]} in model {key[1]}")
             vectors.add(key)
             plan.vectors += 1
         else:
@@ -151,15 +147,15 @@ def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None
                 f["key"] if kind == "kv" else f["source"] if kind == "harvest_source" else f["id"]
             )
             if ident in seen[kind]:
-                raise _fail(line_no, f"{kind} {ident!r} is defined twice")
+                raise line_error(line_no, f"{kind} {ident!r} is defined twice")
             if kind == "session":
                 if f["gop_id"] in gops:
-                    raise _fail(line_no, f"session {f['gop_id']!r} is defined twice")
+                    raise line_error(line_no, f"session {f['gop_id']!r} is defined twice")
                 gops.add(f["gop_id"])
             elif kind == "relation":
                 for end in ("source_id", "target_id"):
                     if f[end] not in seen["entity"]:
-                        raise _fail(
+                        raise line_error(
                             line_no,
                             f"relation {ident}: {end} {f[end]} is not an entity "
                             "defined on an earlier line",

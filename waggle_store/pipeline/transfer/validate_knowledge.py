@@ -18,15 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from waggle_store.errors import InvalidInputError
 from waggle_store.knowledge.aliases import fold
-from waggle_store.pipeline.transfer.format import Line
+from waggle_store.pipeline.transfer.format import Line, line_error
 
 __all__ = ["KnowledgeChecks"]
 
-
-def _fail(line: int, message: str) -> InvalidInputError:
-    return InvalidInputError(f"line {line}: {message}")
 
 
 class KnowledgeChecks:
@@ -53,32 +49,33 @@ class KnowledgeChecks:
             self._version(line_no, kind.removesuffix("_version"), f)
         elif kind == "extraction_pending":
             if f["frame_id"] not in frame_ids:
-                raise _fail(line_no, f"pending extraction of frame {f['frame_id']}: the frame "
-                                     "must be defined on an earlier line")
+                raise line_error(line_no, f"pending extraction of frame {f['frame_id']}: the frame "
+                                          "must be defined on an earlier line")
             if f["frame_id"] in self.pending:
-                raise _fail(line_no, f"a second pending extraction of frame {f['frame_id']}")
+                raise line_error(line_no, f"a second pending extraction of frame {f['frame_id']}")
             self.pending.add(f["frame_id"])
         elif kind == "exclusive_relations":
             if self.exclusive:
-                raise _fail(line_no, "a second exclusive_relations record (a mind has one)")
+                raise line_error(line_no, "a second exclusive_relations record (a mind has one)")
             self.exclusive = True
 
     def _alias(self, line_no: int, f: dict[str, Any]) -> None:
         if self.versions["entity"]:
-            raise _fail(line_no, "an alias after an entity: aliases come before every entity "
-                                 "(entity names resolve through them)")
+            raise line_error(line_no, "an alias after an entity: aliases come before every entity "
+                                      "(entity names resolve through them)")
         key, canonical = fold(f["alias"]), f["canonical_key"]
         if not key or key == canonical:
-            raise _fail(line_no, f"alias {f['alias']!r} has no letters or digits of its own "
-                                 "or already resolves to its canonical name")
+            raise line_error(line_no, f"alias {f['alias']!r} has no letters or digits of its own "
+                                      "or already resolves to its canonical name")
         if key in self.alias_keys:
-            raise _fail(line_no, f"alias {f['alias']!r} folds to the key of the alias on line "
-                                 f"{self.alias_keys[key]}")
+            raise line_error(line_no, f"alias {f['alias']!r} folds to the key of the alias on line "
+                                      f"{self.alias_keys[key]}")
         chained = self.canonical_keys.get(key) if key in self.canonical_keys else (
             self.alias_keys.get(canonical))
         if chained is not None:
-            raise _fail(line_no, f"alias {f['alias']!r} chains with the alias on line {chained} "
-                                 "(an alias's canonical name is never itself an alias)")
+            raise line_error(line_no, f"alias {f['alias']!r} chains with the alias on line "
+                                      f"{chained} (an alias's canonical name is never itself an "
+                                      "alias)")
         self.alias_keys[key] = line_no
         self.canonical_keys.setdefault(canonical, line_no)
 
@@ -86,15 +83,15 @@ class KnowledgeChecks:
         ident = f[f"{of}_id"]
         current = self.versions[of].get(ident)
         if current is None:
-            raise _fail(line_no, f"a version of {of} {ident}, which no earlier line defines")
+            raise line_error(line_no, f"a version of {of} {ident}, which no earlier line defines")
         if f["version"] >= current:
-            raise _fail(line_no, f"version {f['version']} of {of} {ident} is not earlier than "
-                                 f"its current version {current}")
+            raise line_error(line_no, f"version {f['version']} of {of} {ident} is not earlier than "
+                                      f"its current version {current}")
         if (of, ident, f["version"]) in self.history:
-            raise _fail(line_no, f"version {f['version']} of {of} {ident} is defined twice")
+            raise line_error(line_no, f"version {f['version']} of {of} {ident} is defined twice")
         if of == "relation":
             for end in ("source_id", "target_id"):
                 if f[end] not in self.versions["entity"]:
-                    raise _fail(line_no, f"a version of relation {ident}: {end} {f[end]} is not "
-                                         "an entity defined on an earlier line")
+                    raise line_error(line_no, f"a version of relation {ident}: {end} {f[end]} "
+                                              "is not an entity defined on an earlier line")
         self.history.add((of, ident, f["version"]))
