@@ -203,5 +203,7 @@ def _value(value: Any) -> Any:
 
 def setting_records(settings: dict[str, Any]) -> int:
     """How many records :func:`emit_small` writes from the mind's ``settings``."""
-    return sum(bool(settings.get(k)) if k == EXCLUSIVE_SETTINGS_KEY else settings.get(k) is not None
-               for k in (SCHEMA_SETTINGS_KEY, EXCLUSIVE_SETTINGS_KEY))
+    # The same conditions as emit_small's: a schema that is set, exclusive types that are not
+    # empty.
+    return ((settings.get(SCHEMA_SETTINGS_KEY) is not None)
+            + bool(settings.get(EXCLUSIVE_SETTINGS_KEY)))
