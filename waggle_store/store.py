@@ -279,6 +279,8 @@ class Store(BoundMixin):
         )
 
     def quota_status(self, user_id: str | None = None) -> QuotaStatus:
+        """The embedding quota of ``user_id`` (default: the store's user; a bound store's only)."""
+        self._check_user(user_id)
         with self.read() as session:
             return quota_status(EmbeddingUsageRepository(session), user_id or self.user_id,
                                 self.tier, self.tier_policy or TierPolicy.default())

@@ -19,11 +19,18 @@ class BoundMixin(TransferMixin):
     """The bound-mind checks; ``bound_mind`` is ``(id, name)``, or None for an unbound store."""
 
     bound_mind: tuple[int, str] | None = None
+    user_id: str
 
     def _check_bound(self, name: str) -> None:
         """NotFoundError for any mind but the bound one (a bound store knows no other)."""
         if self.bound_mind is not None and name != self.bound_mind[1]:
             raise NotFoundError(f"no mind named {name!r} (this store is bound to one mind)")
+
+    def _check_user(self, user_id: str | None) -> None:
+        """NotFoundError for any quota user but the store's own (``open_store(user_id=)``), on a
+        bound store: quotas are counted per user, and the other users are other tenants."""
+        if self.bound_mind is not None and user_id not in (None, self.user_id):
+            raise NotFoundError(f"no quota of user {user_id!r} (this store is bound to one mind)")
 
     def _mind_context(self, mind: str | Mind) -> MindContext:
         self._check_bound(mind if isinstance(mind, str) else mind.name)

@@ -14,6 +14,7 @@ from pg_roles import login_role
 import waggle_store as ws
 from tests.conftest import Target, only_postgres
 from waggle_store import migrate
+from waggle_store.embeddings import HashingEmbedder
 
 #: Tables holding mind rows, counted by raw SQL below (each gets a row of each mind).
 MIND_TABLES = ("waggle_minds", "waggle_memory_frames", "waggle_knowledge_entities",
@@ -218,6 +219,23 @@ def test_a_bound_store_reads_and_writes_only_its_own_usage(target: Target) -> No
         assert admin.usage.totals("bob").cost_usd == pytest.approx(10.0)
         assert admin.usage.budget_status("bob").budget_usd == 100.0
         assert admin.usage.totals("alice").cost_usd == pytest.approx(1.0)
+
+
+class _PaidEmbedder(HashingEmbedder):
+    provider = "openai"  # a paid provider as far as tiers and quotas are concerned
+
+
+def test_a_bound_store_reads_only_its_own_users_quota(target: Target) -> None:
+    with target.open(embedder=_PaidEmbedder(), user_id="carol", tier="PRO") as admin:
+        admin.mind("alice").cognify("carol's embedded memory")  # counted for carol
+        assert admin.quota_status().used == 1
+    with target.open(embedder="hashing", user_id="dave", tier="PRO", bound_mind="alice") as bound:
+        assert bound.quota_status().used == 0  # its own user: dave
+        assert bound.quota_status("dave").used == 0
+        with pytest.raises(ws.NotFoundError):
+            bound.quota_status("carol")
+    with target.open(embedder="hashing", user_id="dave", tier="PRO") as admin:  # unbound: any user
+        assert admin.quota_status("carol").used == 1
 
 
 def test_a_bound_store_exports_its_own_mind(target: Target, tmp_path: Path) -> None:
