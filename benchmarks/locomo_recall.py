@@ -3,6 +3,7 @@
     python benchmarks/locomo_recall.py PATH [--embedder hashing|local|both]
                                             [--url URL | --embedded-pg] [--stale-context]
                                             [--whole-vectors-first] [--no-expand] [--save FILE]
+                                            [--ranks FILE]
 
 For each embedder it builds one store (SQLite in a temporary directory unless ``--url`` names a
 database, or a throwaway embedded PostgreSQL with ``--embedded-pg``), one mind per conversation,
@@ -23,7 +24,9 @@ no turn dropped; questions left without one skipped); recall@k is the share of t
 top k frames.
 
 Prints recall@{1,5,10,20,50}, hit@10, MRR and recall@10 per category for each lane set, then
-recall@{1,5,10,20} and MRR per category (``--save FILE``: the summary as JSON too).
+recall@{1,5,10,20} and MRR per category (``--save FILE``: the summary as JSON too;
+``--ranks FILE``: per question, its category and the rank of each gold turn in each lane set's top
+50, as JSON lines, to see where the misses are).
 """
 
 from __future__ import annotations
@@ -139,14 +142,15 @@ def clear_contexts(store: ws.Store) -> None:
 
 
 def evaluate(
-    store: ws.Store, data: list[dict[str, Any]], *, stale_context: bool = False, **search: Any
+    store: ws.Store, data: list[dict[str, Any]], *, stale_context: bool = False,
+    ranks: list[dict[str, Any]] | None = None, **search: Any
 ) -> dict[str, dict[str, Any]]:
     """Load every sample (one mind each), embed with ``store.reconcile()``, then :func:`score`."""
     loaded = [(sample, *load_sample(store, sample)) for sample in data]
     if stale_context:
         clear_contexts(store)
     store.reconcile()
-    return score(loaded, **search)
+    return score(loaded, ranks, **search)
 
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -169,10 +173,12 @@ def _summary(rows: Sequence[tuple[int, list[float], float, float]], ks: Sequence
 
 def score(
     loaded: Sequence[tuple[dict[str, Any], ws.Mind, dict[int, set[str]]]],
+    ranks: list[dict[str, Any]] | None = None,
     **search: Any,
 ) -> dict[str, dict[str, Any]]:
     """Ask every category 1-4 question of each loaded sample per lane set (``search``: more
-    arguments of ``mind.search``); the summary, overall and per category."""
+    arguments of ``mind.search``); the summary, overall and per category. ``ranks``, when
+    given, receives a row per question: its gold turns' ranks (1-based, None past 50) per lane."""
     per_lane: dict[str, list[tuple[int, list[float], float, float]]] = {
         name: [] for name in LANE_SETS}
     for sample, mind, frame_dias in loaded:
@@ -183,16 +189,21 @@ def score(
             gold = gold_ids(qa.get("evidence", []), known)
             if not gold:
                 continue
+            row: dict[str, Any] = {"category": CATEGORIES[qa["category"]],
+                                   "question": qa["question"], "gold": sorted(gold)}
             for name, lanes in LANE_SETS.items():
                 results = mind.search(qa["question"], limit=max(KS), lanes=lanes, **search)
                 ranked: list[str] = []
                 for r in results:  # a frame merged by dedup stands for each of its turns
                     ranked.extend(sorted(frame_dias[r.frame.id]))
+                row[name] = [ranked.index(d) + 1 if d in ranked else None for d in row["gold"]]
                 first = next((i for i, d in enumerate(ranked) if d in gold), None)
                 per_lane[name].append((
                     qa["category"], [len(set(ranked[:k]) & gold) / len(gold) for k in KS],
                     1.0 if set(ranked[:10]) & gold else 0.0,
                     0.0 if first is None else 1.0 / (first + 1)))
+            if ranks is not None:
+                ranks.append(row)
     summary: dict[str, dict[str, Any]] = {}
     for name, rows in per_lane.items():
         summary[name] = {
@@ -206,7 +217,8 @@ def score(
 
 
 def _run(
-    args: argparse.Namespace, names: list[str], data: list[dict[str, Any]], report: dict[str, Any]
+    args: argparse.Namespace, names: list[str], data: list[dict[str, Any]], report: dict[str, Any],
+    ranks: list[dict[str, Any]],
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
@@ -217,6 +229,7 @@ def _run(
             schema = f"locomo_{uuid.uuid4().hex[:8]}" if url.startswith("postgresql") else None
             started = time.perf_counter()
             refreshed = None
+            mine: list[dict[str, Any]] = []
             if args.whole_vectors_first and name == "local":
                 with ws.open_store(url, embedder=LocalEmbedder(text_form="whole"),
                                    schema=schema) as store:
@@ -226,18 +239,19 @@ def _run(
             with ws.open_store(url, embedder=embedder, schema=schema) as store:
                 if refreshed is None:
                     report[name] = evaluate(store, data, stale_context=args.stale_context,
-                                            expand=not args.no_expand)
+                                            ranks=mine, expand=not args.no_expand)
                 else:
                     fixed = store.reconcile().vectors_fixed
                     report[name] = score([(sample, store.mind(mind), dias)
                                           for sample, mind, dias in refreshed],
-                                         expand=not args.no_expand)
+                                         mine, expand=not args.no_expand)
                     report[name]["re-embedded by reconcile"] = fixed
                 report[name]["dialect"] = store.engine.dialect.name
                 if schema:
                     with store.engine.begin() as conn:
                         conn.exec_driver_sql(f'DROP SCHEMA "{schema}" CASCADE')
             report[name]["seconds"] = round(time.perf_counter() - started, 1)
+            ranks.extend({"embedder": name, **row} for row in mine)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -254,6 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--save", type=Path, help="also write the summary as JSON to this file")
+    parser.add_argument("--ranks", type=Path,
+                        help="write each question's gold-turn ranks per lane set (JSON lines)")
     parser.add_argument("--no-expand", action="store_true",
                         help="search with expand=False (no turns beside the best hits)")
     parser.add_argument(
@@ -270,18 +286,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = json.loads(args.path.read_text())
     names = ["hashing", "local"] if args.embedder == "both" else [args.embedder]
     report: dict[str, Any] = {}
+    ranks: list[dict[str, Any]] = []
     stop_pg: Callable[[], None] | None = None
     if args.embedded_pg:
         if args.url:
             parser.error("--url and --embedded-pg are exclusive")
         args.url, stop_pg = embedded_postgres("waggle-locomo-pg-")
     try:
-        _run(args, names, data, report)
+        _run(args, names, data, report, ranks)
     finally:
         if stop_pg is not None:
             stop_pg()
     if args.save:
         args.save.write_text(json.dumps(report, indent=2))
+    if args.ranks:
+        args.ranks.write_text("".join(json.dumps(row) + "\n" for row in ranks))
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
