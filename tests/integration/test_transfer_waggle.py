@@ -13,7 +13,7 @@ import waggle_store as ws
 from waggle_store.engine import pick_sqlite_driver
 
 # Waggle's DDL, memory tables only, as Waggle creates them in a .mind file.
-SEED_DDL = """
+WAGGLE_DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS identity (
   id INTEGER PRIMARY KEY CHECK (id = 1), name TEXT NOT NULL,
@@ -77,11 +77,11 @@ CREATE TABLE IF NOT EXISTS embedding_usage (
 """
 
 
-def build_seed_mind(path: Path) -> None:
+def build_waggle_mind(path: Path) -> None:
     """A .mind file as Waggle writes it, with the known data bugs of Waggle's files."""
     driver, _ = pick_sqlite_driver()  # one that can load sqlite-vec, for the vec0 table
     conn = driver.connect(str(path))
-    conn.executescript(SEED_DDL)
+    conn.executescript(WAGGLE_DDL)
     conn.execute(
         "INSERT INTO meta VALUES ('schema_version', '1'), "
         "('first_run_at', '2025-11-02T08:00:00.000Z')"
@@ -266,9 +266,9 @@ def build_seed_mind(path: Path) -> None:
     conn.close()
 
 
-def test_seed_mind_imports_with_its_bugs_repaired(store: ws.Store, tmp_path: Path) -> None:
+def test_waggle_mind_imports_with_its_bugs_repaired(store: ws.Store, tmp_path: Path) -> None:
     path = tmp_path / "hive.mind"
-    build_seed_mind(path)
+    build_waggle_mind(path)
     before = path.read_bytes()
     report = store.import_waggle_mind(str(path), into="hive")
     assert path.read_bytes() == before  # opened read-only

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.test_harvest import _chatgpt
-from tests.integration.test_transfer_waggle import build_seed_mind
+from tests.integration.test_transfer_waggle import build_waggle_mind
 from tests.interfaces.cli_runner import cli_for
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
@@ -42,7 +42,7 @@ def _files(home: Path, cwd: Path) -> None:
     downloads.mkdir()
     with zipfile.ZipFile(downloads / "chatgpt-export.zip", "w") as archive:
         archive.writestr("conversations.json", json.dumps([_chatgpt(1), _chatgpt(2)]))
-    build_seed_mind(cwd / "old.mind")
+    build_waggle_mind(cwd / "old.mind")
 
 
 def test_every_example_of_the_cli_page_runs(target: Any, tmp_path: Path) -> None:

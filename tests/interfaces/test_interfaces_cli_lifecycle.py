@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.integration.test_transfer_waggle import build_seed_mind
+from tests.integration.test_transfer_waggle import build_waggle_mind
 from tests.interfaces.cli_runner import Cli, cli_for
 
 MEMORIES = [
@@ -86,7 +86,7 @@ def test_export_then_import_round_trip(target: Any, tmp_path: Path) -> None:
 
     # A Waggle .mind file (Waggle's SQLite schema), auto-detected by its first bytes.
     seed = tmp_path / "old.mind"
-    build_seed_mind(seed)
+    build_waggle_mind(seed)
     from_seed = cli.json("import", str(seed), "--into", "seed")
     assert from_seed["format"] == "mind"
     assert from_seed["frames_imported"] > 0

@@ -35,7 +35,7 @@ def days_ago(days: float) -> datetime:
 # --- constants and profiles ---------------------------------------------------------------------
 
 
-def test_constants_are_the_seeds() -> None:
+def test_constants_are_waggles() -> None:
     assert RECENCY_BOOST_DAYS == 7
     assert HALF_LIFE_DAYS == 30
 
