@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchmarks.locomo_recall import normalise_dia_id, session_numbers
+from locomo_recall import normalise_dia_id, session_numbers
 from waggle_store.dialects.stop_words import POSTGRES_ENGLISH_STOP_WORDS
 
 _WORD = re.compile(r"[a-z0-9]+")
