@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from locomo_recall import normalise_dia_id, session_numbers
+
 from waggle_store.dialects.stop_words import POSTGRES_ENGLISH_STOP_WORDS
 
 _WORD = re.compile(r"[a-z0-9]+")
