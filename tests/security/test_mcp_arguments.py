@@ -1,0 +1,28 @@
+"""Tool arguments are bounded and checked before a tool touches the store, through the official
+SDK client against a real ``waggle-store mcp`` subprocess: a call refused for one bad value has
+changed nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from tests.security.mcp_harness import call, refused, stdio_client
+
+
+def test_cleanup_entities_checks_every_id_before_retiring_any(target: Any) -> None:
+    async def main() -> None:
+        async with stdio_client(target) as client:
+            saved = await call(client, "save_entity", entity_type="project", name="Kestrel")
+            kestrel = saved["entity"]["id"]
+            for bad in (2**64, 0, -5):
+                text = await refused(client, "cleanup_entities", entity_ids=[kestrel, bad])
+                assert str(bad) in text
+            await refused(client, "cleanup_entities", entity_ids=[kestrel] * 501)
+            # Refused calls retired nothing: Kestrel is still active.
+            found = await call(client, "search_entities", query="Kestrel")
+            assert [e["id"] for e in found["entities"]] == [kestrel]
+            retired = await call(client, "cleanup_entities", entity_ids=[kestrel, 987654])
+            assert (retired["retired"], retired["not_found"]) == ([kestrel], [987654])
+
+    asyncio.run(main())
