@@ -26,3 +26,31 @@ def test_cleanup_entities_checks_every_id_before_retiring_any(target: Any) -> No
             assert (retired["retired"], retired["not_found"]) == ([kestrel], [987654])
 
     asyncio.run(main())
+
+
+def test_a_refused_create_relation_creates_no_entity(target: Any) -> None:
+    """Ends named but missing are created as concepts only with the relation: a call refused
+    for its other end, its type or its confidence leaves the graph as it was."""
+    async def main() -> None:
+        async with stdio_client(target) as client:
+            kestrel = (await call(client, "save_entity", entity_type="organization",
+                                  name="Kestrel"))["entity"]["id"]
+            for arguments in [
+                {"source": "Ghost", "target": "987654", "relation_type": "haunts"},
+                {"source": "Ghost", "target": "x" * 501, "relation_type": "haunts"},
+                {"source": "Ghost", "target": "Phantom", "relation_type": "x" * 101},
+                {"source": "Ghost", "target": "Phantom", "relation_type": "   "},
+                {"source": "Ghost", "target": str(kestrel), "relation_type": "\x00"},
+            ]:
+                await refused(client, "create_relation", **arguments)
+            graph = await call(client, "read_graph")
+            assert [e["name"] for e in graph["entities"]] == ["Kestrel"]
+            assert graph["relations"] == []
+            made = await call(client, "create_relation", source="Ghost", target=str(kestrel),
+                              relation_type="haunts")
+            assert made["created_entities"] == ["Ghost"]
+            again = await call(client, "create_relation", source="ghost", target="KESTREL",
+                               relation_type="haunts")
+            assert (again["relation_id"], again["created_entities"]) == (made["relation_id"], [])
+
+    asyncio.run(main())
