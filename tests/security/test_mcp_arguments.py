@@ -54,3 +54,23 @@ def test_a_refused_create_relation_creates_no_entity(target: Any) -> None:
             assert (again["relation_id"], again["created_entities"]) == (made["relation_id"], [])
 
     asyncio.run(main())
+
+
+def test_names_and_queries_are_bounded_before_they_are_echoed(target: Any) -> None:
+    """open_nodes names what it did not find and search_entities repeats its query: both are
+    bounded like the names they look for, and a mind name like the minds it can name, so an
+    answer never grows with an argument past what the store could hold."""
+    async def main() -> None:
+        async with stdio_client(target) as client:
+            long = "n" * 501
+            assert "at most 500" in await refused(client, "open_nodes", names=[long])
+            await refused(client, "search_entities", query=long)
+            for tool, arguments in [("open_nodes", {"names": ["Kestrel"]}),
+                                    ("search_entities", {"query": "Kestrel"}),
+                                    ("recall_memory", {"query": "Kestrel"})]:
+                text = await refused(client, tool, mind="m" * 201, **arguments)
+                assert "m" * 201 not in text
+            found = await call(client, "open_nodes", names=["n" * 500])
+            assert found["entities"] == []
+
+    asyncio.run(main())

@@ -15,7 +15,7 @@ from waggle_store.mcp import models as m
 from waggle_store.mcp.tooling import MindArg, ToolContext, ToolGroup, guard, reply
 from waggle_store.models import EntityRow
 from waggle_store.repositories.knowledge import KnowledgeRepository
-from waggle_store.repositories.knowledge_common import to_entity, to_relation
+from waggle_store.repositories.knowledge_common import MAX_NAME_LENGTH, to_entity, to_relation
 
 
 def knowledge_tools(ctx: ToolContext) -> ToolGroup:
@@ -100,7 +100,8 @@ def knowledge_tools(ctx: ToolContext) -> ToolGroup:
         )
 
     async def search_entities(
-        query: Annotated[str, Field(description="Part of an entity name (case-insensitive).")],
+        query: Annotated[str, Field(max_length=MAX_NAME_LENGTH,
+                                    description="Part of an entity name (case-insensitive).")],
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many entities.")] = 20,
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.EntityList]:
