@@ -40,10 +40,13 @@ def env(**extra: str) -> dict[str, str]:
     return {**base, "PYTHONPATH": str(REPO), "PYTHONWARNINGS": "ignore", **extra}
 
 
-def stdio_client(target: Any, *extra: str, mind: str | None = "agent") -> Client:
+def stdio_client(target: Any, *extra: str, mind: str | None = "agent",
+                 cwd: Path = REPO) -> Client:
+    """The SDK's client of a server started in ``cwd`` (the repository unless a test needs
+    the server's working directory somewhere else)."""
     params = StdioServerParameters(command=sys.executable, args=server_args(target, *extra,
                                                                             mind=mind),
-                                   env=env(), cwd=str(REPO))
+                                   env=env(), cwd=str(cwd))
     return Client(params, read_timeout_seconds=120)
 
 

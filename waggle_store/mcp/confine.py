@@ -11,7 +11,8 @@ or registered:
 - a path outside the roots, a missing one and a special file get the same answer, so the tool
   does not tell a client which paths exist on the server's machine.
 
-A relative path is taken relative to the first root.
+A relative path a client names is taken relative to the first root; a registered source's
+relative path is read, and so checked, relative to the server's working directory.
 """
 
 from __future__ import annotations
@@ -61,6 +62,18 @@ def confined(path: str | Path, roots: tuple[Path, ...]) -> Path:
     elif not stat.S_ISREG(mode):
         raise refused
     return real
+
+
+def confined_source(path: str, roots: tuple[Path, ...]) -> Path:
+    """:func:`confined` for the path a registered source holds. The harvest reads a relative
+    one (an imported mind may carry one) relative to the server's working directory, so it is
+    checked there, not under the first root as a client's argument is."""
+    given = Path(path)
+    try:
+        where = given.expanduser().absolute()
+    except (OSError, RuntimeError):  # no home directory: confined refuses it for that too
+        where = given
+    return confined(where, roots)
 
 
 def _under(real: Path, roots: tuple[Path, ...]) -> bool:

@@ -157,8 +157,11 @@ def _http(address: str, token_env: str | None, hosts: tuple[str, ...],
         raise InvalidInputError(
             f"the bearer token in ${variable} is shorter than {MIN_TOKEN_LENGTH} characters")
     allowed_hosts = _dedup([*LOOPBACK_HOSTS, *_own_names(host), *hosts])
-    host_patterns = tuple(h if _has_port(h) else f"{h}:*" for h in allowed_hosts)
-    origin_patterns = _dedup([*(f"{scheme}://{h}:*" for h in allowed_hosts
+    # Each name with any port, and without one: a client behind a proxy sends the scheme's
+    # default port, which Host and Origin leave out (``Host: memory.example``).
+    host_patterns = tuple(_dedup(p for h in allowed_hosts
+                                 for p in ((h,) if _has_port(h) else (h, f"{h}:*"))))
+    origin_patterns = _dedup([*(f"{scheme}://{p}" for p in host_patterns
                                 for scheme in ("http", "https")), *origins])
     return HttpSettings(host=host, port=port, token=token, token_env=variable,
                         allowed_hosts=host_patterns, allowed_origins=tuple(origin_patterns))

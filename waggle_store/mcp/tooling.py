@@ -20,12 +20,13 @@ from pydantic import BaseModel, Field
 import waggle_store as ws
 from waggle_store.aio import AsyncMind, AsyncStore
 from waggle_store.mcp.settings import MindAccess
-from waggle_store.repositories.minds import MindRepository, check_mind_name
+from waggle_store.repositories.minds import MAX_MIND_NAME_LENGTH, MindRepository, check_mind_name
 
 T = TypeVar("T")
 Tool = Callable[..., Awaitable[CallToolResult]]
 
 MindArg = Annotated[str | None, Field(
+    max_length=MAX_MIND_NAME_LENGTH,
     description="Name of the mind (workspace) to use; omit for the server's default mind.",
 )]
 

@@ -18,6 +18,7 @@ from waggle_store.facade.knowledge import KnowledgeAPI
 from waggle_store.mcp import models as m
 from waggle_store.mcp.budget import PAGE_BYTES, RECALL_BYTES, prefix_within
 from waggle_store.mcp.tooling import MindArg, ToolContext, ToolGroup, guard, reply
+from waggle_store.repositories.knowledge_common import MAX_NAME_LENGTH
 from waggle_store.timeutil import utcnow
 
 Importance = Literal["critical", "important", "normal", "temporary", "deprecated"]
@@ -125,7 +126,8 @@ def edit_tools(ctx: ToolContext) -> ToolGroup:
         return reply(out, _graph_text(out))
 
     async def open_nodes(
-        names: Annotated[list[str], Field(min_length=1, max_length=100, description=(
+        names: Annotated[list[Annotated[str, Field(max_length=MAX_NAME_LENGTH)]], Field(
+            min_length=1, max_length=100, description=(
             "Entity names (case-insensitive) or ids (strings of digits)."))],
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.Graph]:

@@ -13,6 +13,9 @@ from pydantic import Field
 import waggle_store as ws
 from waggle_store.mcp import models as m
 from waggle_store.mcp.tooling import MindArg, ToolContext, ToolGroup, guard, reply
+from waggle_store.models import EntityRow
+from waggle_store.repositories.knowledge import KnowledgeRepository
+from waggle_store.repositories.knowledge_common import MAX_NAME_LENGTH, to_entity, to_relation
 
 
 def knowledge_tools(ctx: ToolContext) -> ToolGroup:
@@ -69,21 +72,25 @@ def knowledge_tools(ctx: ToolContext) -> ToolGroup:
         chosen = await ctx.mind_of(mind)
 
         def link() -> m.RelationSaved:
+            # One transaction: an end created as a concept is kept only with the relation, so
+            # a call refused for its other end, its type or the mind's schema creates nothing.
             created: list[str] = []
-            src = _resolve_entity(chosen.sync, source, created)
-            dst = _resolve_entity(chosen.sync, target, created)
-            rel = chosen.sync.knowledge.create_relation(
-                src.id, dst.id, relation_type, confidence=confidence
-            )
-            return m.RelationSaved(
-                mind=chosen.name,
-                relation_id=rel.id,
-                source=m.EntityOut.of(src),
-                target=m.EntityOut.of(dst),
-                relation_type=rel.relation_type,
-                confidence=rel.confidence,
-                created_entities=created,
-            )
+            with ctx.store.sync.write() as session:
+                kg = KnowledgeRepository(session, chosen.sync.id)
+                schema = kg.schema.get()
+                src = _resolve_entity(kg, source, created, schema)
+                dst = _resolve_entity(kg, target, created, schema)
+                rel = to_relation(kg.relations.create(src.id, dst.id, relation_type,
+                                                      confidence=confidence, schema=schema))
+                return m.RelationSaved(
+                    mind=chosen.name,
+                    relation_id=rel.id,
+                    source=m.EntityOut.of(to_entity(src)),
+                    target=m.EntityOut.of(to_entity(dst)),
+                    relation_type=rel.relation_type,
+                    confidence=rel.confidence,
+                    created_entities=created,
+                )
 
         out = await guard(ctx.store.run_sync(link))
         return reply(
@@ -93,7 +100,8 @@ def knowledge_tools(ctx: ToolContext) -> ToolGroup:
         )
 
     async def search_entities(
-        query: Annotated[str, Field(description="Part of an entity name (case-insensitive).")],
+        query: Annotated[str, Field(max_length=MAX_NAME_LENGTH,
+                                    description="Part of an entity name (case-insensitive).")],
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many entities.")] = 20,
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.EntityList]:
@@ -107,15 +115,17 @@ def knowledge_tools(ctx: ToolContext) -> ToolGroup:
     return ToolGroup(readers=[search_entities], writers=[save_entity, create_relation])
 
 
-def _resolve_entity(mind: ws.Mind, ref: str | int, created: list[str]) -> ws.Entity:
-    """An entity by id, or by name (case-insensitive), created as a 'concept' when missing.
+def _resolve_entity(kg: KnowledgeRepository, ref: str | int, created: list[str],
+                    schema: ws.ValidationSchema | None) -> EntityRow:
+    """An entity by id, or by name (case-insensitive), created as a 'concept' when missing, in
+    the caller's transaction.
 
     A string of ASCII digits is an id: many clients (and the models behind them) send numbers
     as strings, and an id must never become a new entity named "1"."""
     if isinstance(ref, str) and ref.strip().isascii() and ref.strip().isdigit():
         ref = int(ref.strip())
     if isinstance(ref, int):
-        entity = mind.knowledge.get_entity(ref) if 0 < ref < 2**63 else None
+        entity = kg.entities.get(ref) if 0 < ref < 2**63 else None
         if entity is None:
             raise ws.NotFoundError(f"no entity with id {ref}")
         return entity
@@ -123,8 +133,8 @@ def _resolve_entity(mind: ws.Mind, ref: str | int, created: list[str]) -> ws.Ent
     if not name:
         raise ws.InvalidInputError("an entity name must not be empty")
     wanted = name.casefold()
-    for candidate in mind.knowledge.search_entities(name, limit=500):
+    for candidate in kg.entities.search(name, 500):
         if candidate.name.strip().casefold() == wanted:
             return candidate
     created.append(name)
-    return mind.knowledge.create_entity("concept", name, {})
+    return kg.entities.create("concept", name, {}, schema=schema)

@@ -22,7 +22,7 @@ from pydantic import Field
 
 import waggle_store as ws
 from waggle_store.mcp import models as m
-from waggle_store.mcp.confine import HarvestRefused, confined, no_roots
+from waggle_store.mcp.confine import HarvestRefused, confined, confined_source, no_roots
 from waggle_store.mcp.tooling import MindArg, ToolContext, ToolGroup, guard, reply
 
 Kind = Literal["chatgpt", "claude", "markdown", "jsonl"]
@@ -140,7 +140,7 @@ def lifecycle_tools(ctx: ToolContext) -> ToolGroup:
             refused: list[tuple[str, str]] = []
             for source in chosen:
                 try:
-                    confined(source.path or "", ctx.harvest_roots)
+                    confined_source(source.path or "", ctx.harvest_roots)
                 except HarvestRefused as exc:
                     if name is not None:
                         raise

@@ -14,6 +14,10 @@ from pydantic import Field
 from waggle_store.mcp import models as m
 from waggle_store.mcp.tooling import MindArg, ToolContext, ToolGroup, guard, reply
 
+#: Most entities one cleanup_entities call retires. Every id is checked before any is retired:
+#: a call refused for one bad id has retired none.
+MAX_ENTITY_IDS = 500
+
 
 def workspace_tools(ctx: ToolContext) -> ToolGroup:
     """list_workspaces (a reader), create_workspace (a writer), cleanup_frames and
@@ -49,8 +53,9 @@ def workspace_tools(ctx: ToolContext) -> ToolGroup:
 
     async def cleanup_entities(
         entity_ids: Annotated[
-            list[int],
-            Field(min_length=1, description="Ids of the entities to retire (see search_entities)."),
+            list[Annotated[int, Field(ge=1, lt=2**63)]],
+            Field(min_length=1, max_length=MAX_ENTITY_IDS,
+                  description="Ids of the entities to retire (see search_entities)."),
         ],
         mind: MindArg = None,
     ) -> Annotated[CallToolResult, m.EntitiesRetired]:
