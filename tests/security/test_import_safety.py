@@ -208,3 +208,31 @@ def test_mind_file_malformed_row_is_an_input_error_naming_it(store: ws.Store,
     path = make_mind_file(tmp_path / "bad.mind", "a memory", t="not a number")
     with pytest.raises(ws.InvalidInputError, match="table memory_frames, row 1"):
         store.import_waggle_mind(path, into="bad")
+
+
+# -- values at the edges of their types -------------------------------------------------------
+
+
+def _with_vector(store: ws.Store, values: list[float] | None) -> str:
+    """An export of one memory with its vector in the store's own model (``values`` instead of
+    the vector, when given)."""
+    store.mind("src").cognify("hello world")
+    store.reconcile(mind="src")
+    out = io.StringIO()
+    store.export_mind("src", out, include_vectors=True)
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    for record in records:
+        if record["type"] == "vector" and values is not None:
+            record["vector"] = values
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def test_a_vector_of_huge_values_is_stored_as_a_unit_vector(store: ws.Store) -> None:
+    dims = len(json.loads(_with_vector(store, None).splitlines()[-1])["vector"])
+    assert store.import_mind(io.StringIO(_with_vector(store, [1e308] * dims)),
+                             into="huge").vectors_imported == 1
+    out = io.StringIO()
+    store.export_mind("huge", out, include_vectors=True)
+    [vector] = [json.loads(line)["vector"] for line in out.getvalue().splitlines()
+                if json.loads(line)["type"] == "vector"]
+    assert sum(x * x for x in vector) == pytest.approx(1.0, abs=1e-4)
