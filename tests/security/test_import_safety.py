@@ -236,3 +236,30 @@ def test_a_vector_of_huge_values_is_stored_as_a_unit_vector(store: ws.Store) -> 
     [vector] = [json.loads(line)["vector"] for line in out.getvalue().splitlines()
                 if json.loads(line)["type"] == "vector"]
     assert sum(x * x for x in vector) == pytest.approx(1.0, abs=1e-4)
+
+
+def _awareness(priority: int) -> dict[str, Any]:
+    return {"type": "awareness", "id": 1, "category": "task", "content": "c",
+            "priority": priority, "metadata": {}, "created_at": NOW, "expires_at": None}
+
+
+@pytest.mark.parametrize("records", [
+    (session(), {**frame("a"), "t": 2**31}),
+    (session(), {**frame("a"), "access_count": 2**63}),
+    (_awareness(-(2**31) - 1),),
+    ({"type": "entity", "id": 1, "entity_type": "person", "name": "Ann", "properties": {},
+      "valid_from": NOW, "valid_to": None, "recorded_at": NOW, "version": 2**40},),
+    ({"type": "conversation", "id": 1, "kind": "channel", "channel": "c", "label": None,
+      "status": "open", "summary": None, "last_seq": 2**63, "created_at": NOW,
+      "updated_at": NOW},),
+], ids=["t", "access_count", "priority", "version", "last_seq"])
+def test_a_number_out_of_its_columns_range_names_its_line(store: ws.Store,
+                                                          records: tuple[Any, ...]) -> None:
+    """A number the database cannot store (a 32-bit column on PostgreSQL, a 64-bit one on
+    both) is refused by the check, naming its line, on both dialects: not by the database
+    in the middle of the write."""
+    with pytest.raises(ws.InvalidInputError, match=rf"line {len(records) + 1}: field"):
+        store.import_mind(io.StringIO(export_lines("numbers", *records)))
+    assert "numbers" not in [m.name for m in store.list_minds()]
+    edge = export_lines("edge", session(), {**frame("a"), "t": 2**31 - 1}, _awareness(-(2**31)))
+    assert store.import_mind(io.StringIO(edge)).frames_imported == 1
