@@ -263,3 +263,14 @@ def test_a_number_out_of_its_columns_range_names_its_line(store: ws.Store,
     assert "numbers" not in [m.name for m in store.list_minds()]
     edge = export_lines("edge", session(), {**frame("a"), "t": 2**31 - 1}, _awareness(-(2**31)))
     assert store.import_mind(io.StringIO(edge)).frames_imported == 1
+
+
+def test_a_time_outside_the_calendar_in_utc_names_its_line(store: ws.Store) -> None:
+    """9999-12-31 at -05:00 is in the year 10000 in UTC (and 0001-01-01 at +05:00 in the year
+    0): the check names that line, blank lines counted, and imports nothing."""
+    for late in ("9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00"):
+        text = export_lines("times", kv("a", 1)) + "\n" + json.dumps(
+            {**kv("b", 2), "updated_at": late}) + "\n"
+        with pytest.raises(ws.InvalidInputError, match=r"line 4: field 'updated_at'"):
+            store.import_mind(io.StringIO(text))
+    assert "times" not in [m.name for m in store.list_minds()]
