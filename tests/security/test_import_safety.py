@@ -6,7 +6,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import resource
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -96,6 +99,26 @@ def test_cli_import_into_a_mind_with_data_needs_merge(store: ws.Store, target: A
     assert store.mind("bob").kv.get("payout_account") == "bob-real-account"
     assert cli.json("import", str(path), "--into", "elsewhere")["mind"] == "elsewhere"
     assert cli.json("import", str(path), "--merge")["mind"] == "bob"
+
+
+@pytest.mark.parametrize("fmt", ["auto", "waggle-jsonl"])
+def test_cli_import_reads_a_bounded_first_line(store: ws.Store, target: Any, tmp_path: Path,
+                                              fmt: str) -> None:
+    """The command tells a file's format from its first line without reading a line longer
+    than an import takes: a 4 GiB file with no newline (sparse: no disk) under a 1 GiB address
+    space limit is refused, not read whole into memory."""
+    path = tmp_path / "no-newline.jsonl"
+    with path.open("wb") as handle:
+        handle.write(b'{"type": "header", "format": "waggle-mind", "pad": "')
+        handle.truncate(4 << 30)
+    cli = cli_for(target, tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "waggle_store", "import", str(path), "--format", fmt],
+        env=cli.env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "limit is 268435456" in done.stderr or "longer than 8388608 bytes" in done.stderr
 
 
 def test_imported_harvest_sources_arrive_without_auto_sync(store: ws.Store,
