@@ -297,3 +297,11 @@ def test_a_time_outside_the_calendar_in_utc_names_its_line(store: ws.Store) -> N
         with pytest.raises(ws.InvalidInputError, match=r"line 4: field 'updated_at'"):
             store.import_mind(io.StringIO(text))
     assert "times" not in [m.name for m in store.list_minds()]
+
+
+def test_a_zero_vector_names_its_line(store: ws.Store) -> None:
+    dims = len(json.loads(_with_vector(store, None).splitlines()[-1])["vector"])
+    text = _with_vector(store, [0.0] * dims)
+    with pytest.raises(ws.InvalidInputError, match=rf"line {len(text.splitlines())}: field"):
+        store.import_mind(io.StringIO(text), into="zero")
+    assert "zero" not in [m.name for m in store.list_minds()]

@@ -138,7 +138,10 @@ def _any(value: Any) -> Any:
 def _vector(value: Any) -> list[float]:
     if not isinstance(value, list) or not value:
         raise LineError("must be a non-empty list of numbers")
-    return [_float(v) for v in value]
+    numbers = [_float(v) for v in value]
+    if not any(numbers):  # as the store's vector check refuses it, before the write
+        raise LineError("is the zero vector, which has no direction to compare by cosine")
+    return numbers
 
 
 def _optional(check: Checker) -> Checker:
