@@ -305,3 +305,16 @@ def test_a_zero_vector_names_its_line(store: ws.Store) -> None:
     with pytest.raises(ws.InvalidInputError, match=rf"line {len(text.splitlines())}: field"):
         store.import_mind(io.StringIO(text), into="zero")
     assert "zero" not in [m.name for m in store.list_minds()]
+
+
+@pytest.mark.parametrize("value", ['"\\ud800x"', '{"\\udfff": 1}', '["ok", {"deep": "\\udc00"}]'])
+def test_a_lone_surrogate_in_a_json_value_names_its_line(store: ws.Store, value: str) -> None:
+    """JSON escapes can spell half a surrogate pair, which is no Unicode text: PostgreSQL's
+    JSONB refused it mid-write, SQLite stored it and then no export of the mind could be
+    written to a file. The check refuses it, naming the line, as the API refuses it."""
+    line = '{"type": "kv", "key": "k", "value": ' + value + ', "updated_at": "' + NOW + '"}\n'
+    with pytest.raises(ws.InvalidInputError, match=r"line 2: field 'value'"):
+        store.import_mind(io.StringIO(export_lines("surrogates") + line))
+    assert "surrogates" not in [m.name for m in store.list_minds()]
+    with pytest.raises(ws.InvalidInputError, match="Unicode"):
+        store.mind("api").kv.set("k", json.loads(value))
