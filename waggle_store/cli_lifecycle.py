@@ -19,6 +19,7 @@ import typer
 
 import waggle_store as ws
 from waggle_store.cli_output import Failure, JsonOpt, emit_json, err, opts, progress, table
+from waggle_store.pipeline.safe_files import MAX_LINE_BYTES
 
 lifecycle_app = typer.Typer()
 harvest_app = typer.Typer(
@@ -86,12 +87,19 @@ def export_(
     )
 
 
+def _first_line(handle: Any) -> bytes:
+    """The first line of an open file, read no further than the longest line an import takes
+    (a file with no newline is not read whole into memory)."""
+    line: bytes = handle.readline(MAX_LINE_BYTES + 1)
+    return line
+
+
 def _header(path: Path) -> dict[str, Any]:
     """The first line of a file, as a JSON object ({} when it is not one)."""
     try:
         with path.open("rb") as handle:
-            value = json.loads(handle.readline())
-    except (OSError, ValueError):
+            value = json.loads(_first_line(handle))
+    except (OSError, ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -105,12 +113,12 @@ def detect_format(path: Path) -> ImportFormat:
             if handle.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC:
                 return ImportFormat.mind
             handle.seek(0)
-            first = handle.readline()
+            first = _first_line(handle)
     except OSError as exc:
         raise Failure(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
         header = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         header = None
     if isinstance(header, dict) and header.get("format") == "waggle-mind":
         return ImportFormat.waggle_jsonl

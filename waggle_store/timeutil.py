@@ -41,7 +41,10 @@ def parse_iso(value: str, *, name: str = "time") -> datetime:
         parsed = datetime.fromisoformat(text)
     except ValueError as exc:
         raise InvalidInputError(f"{name} is not a real calendar time: {value!r}") from exc
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:  # 9999-12-31T23:00:00-05:00 is in the year 10000 in UTC
+        raise InvalidInputError(f"{name} is outside the years 1 to 9999 in UTC: {value!r}") from exc
 
 
 def ensure_utc(value: datetime | str, *, name: str = "time") -> datetime:

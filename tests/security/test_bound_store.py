@@ -250,3 +250,20 @@ def test_a_bound_store_exports_its_own_mind(target: Target, tmp_path: Path) -> N
     assert "launch code of alice" in exported
     assert "bob" not in exported
     assert "launch code of alice" in (tmp_path / "alice.json").read_text(encoding="utf-8")
+
+
+def test_an_export_carries_only_its_own_minds_agent(target: Target, tmp_path: Path) -> None:
+    """Agent names match case-insensitively, mind names do not: the agent "Alice" is mind
+    "Alice"'s, and an export of mind "alice" (bound or not) must not carry its state."""
+    with target.open(embedder="hashing") as admin:
+        _fill(admin, "alice")
+        admin.mind("Alice").kv.set("owner", "Alice")
+        admin.agents.save("Alice", {"model": "m"}, state={"token": "Alice's agent secret"})
+        report = admin.export_mind("alice", tmp_path / "admin.jsonl")
+        assert report.agents == 0
+        assert admin.export_mind("Alice", tmp_path / "Alice.jsonl").agents == 1
+    with target.open(embedder="hashing", bound_mind="alice") as bound:
+        assert bound.export_mind("alice", tmp_path / "bound.jsonl").agents == 0
+    for name in ("admin.jsonl", "bound.jsonl"):
+        assert "Alice's agent secret" not in (tmp_path / name).read_text(encoding="utf-8")
+    assert "Alice's agent secret" in (tmp_path / "Alice.jsonl").read_text(encoding="utf-8")

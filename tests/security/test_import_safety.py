@@ -6,7 +6,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import resource
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -96,6 +99,26 @@ def test_cli_import_into_a_mind_with_data_needs_merge(store: ws.Store, target: A
     assert store.mind("bob").kv.get("payout_account") == "bob-real-account"
     assert cli.json("import", str(path), "--into", "elsewhere")["mind"] == "elsewhere"
     assert cli.json("import", str(path), "--merge")["mind"] == "bob"
+
+
+@pytest.mark.parametrize("fmt", ["auto", "waggle-jsonl"])
+def test_cli_import_reads_a_bounded_first_line(store: ws.Store, target: Any, tmp_path: Path,
+                                              fmt: str) -> None:
+    """The command tells a file's format from its first line without reading a line longer
+    than an import takes: a 4 GiB file with no newline (sparse: no disk) under a 1 GiB address
+    space limit is refused, not read whole into memory."""
+    path = tmp_path / "no-newline.jsonl"
+    with path.open("wb") as handle:
+        handle.write(b'{"type": "header", "format": "waggle-mind", "pad": "')
+        handle.truncate(4 << 30)
+    cli = cli_for(target, tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "waggle_store", "import", str(path), "--format", fmt],
+        env=cli.env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "limit is 268435456" in done.stderr or "longer than 8388608 bytes" in done.stderr
 
 
 def test_imported_harvest_sources_arrive_without_auto_sync(store: ws.Store,
@@ -208,3 +231,90 @@ def test_mind_file_malformed_row_is_an_input_error_naming_it(store: ws.Store,
     path = make_mind_file(tmp_path / "bad.mind", "a memory", t="not a number")
     with pytest.raises(ws.InvalidInputError, match="table memory_frames, row 1"):
         store.import_waggle_mind(path, into="bad")
+
+
+# -- values at the edges of their types -------------------------------------------------------
+
+
+def _with_vector(store: ws.Store, values: list[float] | None) -> str:
+    """An export of one memory with its vector in the store's own model (``values`` instead of
+    the vector, when given)."""
+    store.mind("src").cognify("hello world")
+    store.reconcile(mind="src")
+    out = io.StringIO()
+    store.export_mind("src", out, include_vectors=True)
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    for record in records:
+        if record["type"] == "vector" and values is not None:
+            record["vector"] = values
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def test_a_vector_of_huge_values_is_stored_as_a_unit_vector(store: ws.Store) -> None:
+    dims = len(json.loads(_with_vector(store, None).splitlines()[-1])["vector"])
+    assert store.import_mind(io.StringIO(_with_vector(store, [1e308] * dims)),
+                             into="huge").vectors_imported == 1
+    out = io.StringIO()
+    store.export_mind("huge", out, include_vectors=True)
+    [vector] = [json.loads(line)["vector"] for line in out.getvalue().splitlines()
+                if json.loads(line)["type"] == "vector"]
+    assert sum(x * x for x in vector) == pytest.approx(1.0, abs=1e-4)
+
+
+def _awareness(priority: int) -> dict[str, Any]:
+    return {"type": "awareness", "id": 1, "category": "task", "content": "c",
+            "priority": priority, "metadata": {}, "created_at": NOW, "expires_at": None}
+
+
+@pytest.mark.parametrize("records", [
+    (session(), {**frame("a"), "t": 2**31}),
+    (session(), {**frame("a"), "access_count": 2**63}),
+    (_awareness(-(2**31) - 1),),
+    ({"type": "entity", "id": 1, "entity_type": "person", "name": "Ann", "properties": {},
+      "valid_from": NOW, "valid_to": None, "recorded_at": NOW, "version": 2**40},),
+    ({"type": "conversation", "id": 1, "kind": "channel", "channel": "c", "label": None,
+      "status": "open", "summary": None, "last_seq": 2**63, "created_at": NOW,
+      "updated_at": NOW},),
+], ids=["t", "access_count", "priority", "version", "last_seq"])
+def test_a_number_out_of_its_columns_range_names_its_line(store: ws.Store,
+                                                          records: tuple[Any, ...]) -> None:
+    """A number the database cannot store (a 32-bit column on PostgreSQL, a 64-bit one on
+    both) is refused by the check, naming its line, on both dialects: not by the database
+    in the middle of the write."""
+    with pytest.raises(ws.InvalidInputError, match=rf"line {len(records) + 1}: field"):
+        store.import_mind(io.StringIO(export_lines("numbers", *records)))
+    assert "numbers" not in [m.name for m in store.list_minds()]
+    edge = export_lines("edge", session(), {**frame("a"), "t": 2**31 - 1}, _awareness(-(2**31)))
+    assert store.import_mind(io.StringIO(edge)).frames_imported == 1
+
+
+def test_a_time_outside_the_calendar_in_utc_names_its_line(store: ws.Store) -> None:
+    """9999-12-31 at -05:00 is in the year 10000 in UTC (and 0001-01-01 at +05:00 in the year
+    0): the check names that line, blank lines counted, and imports nothing."""
+    for late in ("9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00"):
+        text = export_lines("times", kv("a", 1)) + "\n" + json.dumps(
+            {**kv("b", 2), "updated_at": late}) + "\n"
+        with pytest.raises(ws.InvalidInputError, match=r"line 4: field 'updated_at'"):
+            store.import_mind(io.StringIO(text))
+    assert "times" not in [m.name for m in store.list_minds()]
+
+
+def test_a_zero_vector_names_its_line(store: ws.Store) -> None:
+    dims = len(json.loads(_with_vector(store, None).splitlines()[-1])["vector"])
+    text = _with_vector(store, [0.0] * dims)
+    with pytest.raises(ws.InvalidInputError, match=rf"line {len(text.splitlines())}: field"):
+        store.import_mind(io.StringIO(text), into="zero")
+    assert "zero" not in [m.name for m in store.list_minds()]
+
+
+@pytest.mark.parametrize("value", ['"\\ud800x"', '{"\\udfff": 1}', '["ok", {"deep": "\\udc00"}]'])
+def test_a_lone_surrogate_in_a_json_value_names_its_line(store: ws.Store, value: str) -> None:
+    """JSON escapes can spell half a surrogate pair, which is no Unicode text: PostgreSQL's
+    JSONB refused it mid-write, SQLite stored it and then no export of the mind could be
+    written to a file. The check refuses it, naming the line, as the API refuses it."""
+    line = '{"type": "kv", "key": "k", "value": ' + value + ', "updated_at": "' + NOW + '"}\n'
+    with pytest.raises(ws.InvalidInputError, match=r"line 2: field 'value'"):
+        store.import_mind(io.StringIO(export_lines("surrogates") + line))
+    assert "surrogates" not in [m.name for m in store.list_minds()]
+    with pytest.raises(ws.InvalidInputError, match="Unicode"):
+        store.mind("api").kv.set("k", json.loads(value))

@@ -95,6 +95,10 @@ def validate_vector(
             f"vector element {i} is {x}: NaN and infinities are not storable"
         )
     norm = math.hypot(*values)  # C, and accurate without overflow (fsum of squares was slower)
+    if normalize and math.isinf(norm):  # finite values too long to divide by: scale them first
+        top = max(map(abs, values))
+        values = [x / top for x in values]
+        norm = math.hypot(*values)
     if norm == 0.0:
         raise InvalidVectorError(
             "the zero vector has no direction and cannot be compared by cosine"

@@ -151,6 +151,12 @@ def check_json(value: Any, *, name: str) -> Any:
         raise InvalidInputError(f"{name} must be JSON-serialisable: {exc}") from exc
     if "\\u0000" in encoded:
         raise InvalidInputError(f"{name} contains a NUL character, which JSONB cannot store")
+    if "\\ud" in encoded:  # a surrogate escape: a pair spells one character, half of one nothing
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(f"{name} is not valid Unicode text: {exc.reason} "
+                                    "(half of a surrogate pair)") from exc
     if len(encoded.encode("utf-8")) > MAX_CONTENT_BYTES:
         raise InvalidInputError(f"{name} is larger than {MAX_CONTENT_BYTES} bytes as JSON")
     return json.loads(encoded) if _has_non_str_keys(value) else value

@@ -51,8 +51,11 @@ def mind_name(bind: Bind, mind_id: int) -> str:
 
 
 def agent_of(bind: Bind, name: str) -> Mapping[str, Any] | None:
-    """The agent whose mind is ``name`` (the agent of that name), as a row mapping."""
-    found = bind.execute(sa.select(_A).where(_A.c.name_key == name.casefold())).mappings()
+    """The agent whose mind is ``name`` (the agent of exactly that name), as a row mapping.
+    Agent names match case-insensitively but mind names do not: the agent "Alice" is mind
+    "Alice"'s, never mind "alice"'s."""
+    found = bind.execute(sa.select(_A).where(_A.c.name_key == name.casefold(),
+                                             _A.c.name == name)).mappings()
     row = found.first()
     return None if row is None else dict(row)
 

@@ -143,7 +143,7 @@ def _metadata(value: Any) -> dict[str, Any]:
 
 
 _TEXT = _str()
-_ID = _int(1)
+_ID = _int(1, bits=None)
 _GOP = _str(MAX_NAME_LENGTH, empty=False)
 _LABEL = _str(100, empty=False)
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from waggle_store.errors import InvalidInputError
 from waggle_store.repositories.common import MAX_CONTENT_BYTES, check_content, check_json
 from waggle_store.timeutil import parse_iso
 
-__all__ = ["Checker", "LineError"]
+__all__ = ["INT32", "INT64", "Checker", "LineError"]
 
 
 class LineError(Exception):
@@ -71,12 +71,26 @@ _json = _api(partial(check_json, name="the value"))
 _time = _api(parse_iso)
 
 
-def _int(minimum: int | None = None) -> Checker:
+#: The range of a 32-bit INTEGER column (PostgreSQL's ``integer``: ``t``, counts, priorities,
+#: versions) and of a 64-bit one (``bigint``: a message's ``seq``). A value out of its column's
+#: range is the check's line error, not the database's refusal in the middle of the write.
+INT32: Final = (-(2**31), 2**31 - 1)
+INT64: Final = (-(2**63), 2**63 - 1)
+
+
+def _int(minimum: int | None = None, *, bits: tuple[int, int] | None = INT32) -> Checker:
+    """An integer of at least ``minimum``, in the range ``bits`` (None: any, for the file's own
+    ids, which are remapped and never stored)."""
+    lowest = minimum if minimum is not None else None if bits is None else bits[0]
+    highest = None if bits is None else bits[1]
+
     def check(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise LineError(f"must be an integer, got {type(value).__name__}")
-        if minimum is not None and value < minimum:
-            raise LineError(f"must be at least {minimum}, got {value}")
+        if lowest is not None and value < lowest:
+            raise LineError(f"must be at least {lowest}, got {value}")
+        if highest is not None and value > highest:
+            raise LineError(f"must be at most {highest}, got {value}")
         return value
 
     return check
@@ -124,7 +138,10 @@ def _any(value: Any) -> Any:
 def _vector(value: Any) -> list[float]:
     if not isinstance(value, list) or not value:
         raise LineError("must be a non-empty list of numbers")
-    return [_float(v) for v in value]
+    numbers = [_float(v) for v in value]
+    if not any(numbers):  # as the store's vector check refuses it, before the write
+        raise LineError("is the zero vector, which has no direction to compare by cosine")
+    return numbers
 
 
 def _optional(check: Checker) -> Checker:

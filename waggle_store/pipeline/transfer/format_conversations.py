@@ -21,6 +21,7 @@ from waggle_store.models.conversations import (
     CONVERSATION_STATUSES,
     MESSAGE_ROLES,
 )
+from waggle_store.pipeline.transfer.format_checks import INT64
 
 __all__ = ["V2_TYPES", "conversation_specs"]
 
@@ -37,19 +38,19 @@ def conversation_specs(*, text: Callable[..., Checker], integer: Callable[..., C
     name = text(_NAME, empty=False)
     return {
         "conversation": {
-            "id": integer(1),
+            "id": integer(1, bits=None),
             "kind": choice(CONVERSATION_KINDS),
             "channel": optional(name),
             "label": optional(name),
             "status": choice(CONVERSATION_STATUSES),
             "summary": optional(text()),
-            "last_seq": integer(0),
+            "last_seq": integer(0, bits=INT64),
             "created_at": time,
             "updated_at": time,
         },
         "message": {
-            "conversation_id": integer(1),
-            "seq": integer(1),
+            "conversation_id": integer(1, bits=None),
+            "seq": integer(1, bits=INT64),
             "role": choice(MESSAGE_ROLES),
             "content": text(),
             "tool_calls": optional(anything),
