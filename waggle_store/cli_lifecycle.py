@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, BinaryIO, Final
 
 import typer
 
@@ -87,11 +87,10 @@ def export_(
     )
 
 
-def _first_line(handle: Any) -> bytes:
+def _first_line(handle: BinaryIO) -> bytes:
     """The first line of an open file, read no further than the longest line an import takes
     (a file with no newline is not read whole into memory)."""
-    line: bytes = handle.readline(MAX_LINE_BYTES + 1)
-    return line
+    return handle.readline(MAX_LINE_BYTES + 1)
 
 
 def _header(path: Path) -> dict[str, Any]:
