@@ -18,6 +18,7 @@ import pytest
 
 import waggle_store as ws
 from tests.interfaces.cli_runner import cli_for
+from waggle_store.pipeline.transfer import importer
 from waggle_store.repositories.common import MAX_CONTENT_BYTES
 
 NOW = "2026-01-02T03:04:05+00:00"
@@ -318,3 +319,42 @@ def test_a_lone_surrogate_in_a_json_value_names_its_line(store: ws.Store, value:
     assert "surrogates" not in [m.name for m in store.list_minds()]
     with pytest.raises(ws.InvalidInputError, match="Unicode"):
         store.mind("api").kv.set("k", json.loads(value))
+
+
+# -- a file that changes while it is imported ----------------------------------------------------
+
+
+def test_a_file_changed_during_its_import_imports_nothing(store: ws.Store, tmp_path: Path) -> None:
+    path = tmp_path / "mind.jsonl"
+    path.write_text(export_lines("changing", session(), kv("a", 1), kv("b", 2)),
+                    encoding="utf-8")
+
+    def append(done: int, total: int) -> None:  # the write pass, its session written, kv next
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(kv("unchecked", 3)) + "\n")
+
+    with pytest.raises(ws.InvalidInputError, match="changed while it was being imported"):
+        store.import_mind(path, progress=append)
+    assert "changing" not in [m.name for m in store.list_minds()]
+
+
+def test_a_file_put_in_its_place_between_the_passes_is_not_read(
+        store: ws.Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "mind.jsonl"
+    path.write_text(export_lines("swapped", session(), kv("a", "checked")), encoding="utf-8")
+    other = tmp_path / "other.jsonl"
+    other.write_text(export_lines("swapped", session(), kv("a", "never checked"),
+                                  kv("b", "never checked")), encoding="utf-8")
+    checked = importer.check_records
+
+    def check_then_swap(*args: Any, **kwargs: Any) -> Any:  # the window between the passes
+        plan = checked(*args, **kwargs)
+        os.replace(other, path)
+        return plan
+
+    monkeypatch.setattr(importer, "check_records", check_then_swap)
+    report = store.import_mind(path)
+    assert not other.exists()  # the swap happened
+    assert report.kv_imported == 1
+    assert store.mind("swapped").kv.get("a") == "checked"
+    assert store.mind("swapped").kv.get("b") is None

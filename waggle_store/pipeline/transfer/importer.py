@@ -11,6 +11,9 @@ can be called again to yield the same records. :func:`run_import` calls it twice
 
 Reading twice keeps memory flat (no record is held between the passes) at the cost of parsing
 the source twice. A source that cannot be re-read (a pipe) is spooled to a temporary file first.
+A file is opened once and read twice through the same descriptor, so a file put in its path's
+place between the passes is not read; a file changed in place (its size or modification time)
+fails the pass that read it, and the import with it: the passes write what they checked.
 """
 
 from __future__ import annotations
@@ -51,16 +54,11 @@ def _rereadable(src: Source) -> Iterator[Callable[[], Any]]:
     """Something that opens ``src`` from its start each time it is called. A path must name a
     regular file (a FIFO or a device is refused, never read: it would block or never end)."""
     if isinstance(src, (str, os.PathLike)):
-        open_regular(src, limit=None, follow_symlinks=True).close()
-        yield lambda: open_regular(src, limit=None, follow_symlinks=True)
+        with open_regular(src, limit=None, follow_symlinks=True) as handle:
+            yield _rewinder(handle, os.fspath(src))
         return
     if src.seekable():
-        start = src.tell()
-
-        def rewind() -> _Borrowed:
-            src.seek(start)
-            return _Borrowed(src)
-        yield rewind
+        yield _rewinder(src, "the file")
         return
     with tempfile.TemporaryFile() as spool:
         for chunk in iter(
@@ -76,17 +74,46 @@ def _rereadable(src: Source) -> Iterator[Callable[[], Any]]:
         yield reopen
 
 
-class _Borrowed:
-    """A caller's file used in a ``with`` block without being closed by it."""
+def _rewinder(handle: IO[Any], what: str) -> Callable[[], _Borrowed]:
+    """Opens ``handle`` at its current position again on each call; a pass that reads to the end
+    of a file whose size or modification time changed since the first call raises."""
+    start = handle.tell()
+    seen = _version(handle)
 
-    def __init__(self, handle: IO[Any]) -> None:
+    def unchanged() -> None:
+        if _version(handle) != seen:
+            raise InvalidInputError(f"{what} changed while it was being imported; import it "
+                                    "again once nothing writes to it")
+
+    def rewind() -> _Borrowed:
+        handle.seek(start)
+        return _Borrowed(handle, unchanged)
+    return rewind
+
+
+def _version(handle: IO[Any]) -> tuple[int, int] | None:
+    """The size and modification time of the file behind ``handle`` (None: no file behind it)."""
+    try:
+        info = os.fstat(handle.fileno())
+    except (OSError, ValueError):  # io.StringIO and the like have no descriptor
+        return None
+    return info.st_size, info.st_mtime_ns
+
+
+class _Borrowed:
+    """A file used in a ``with`` block without being closed by it; ``done`` runs when the block
+    ends without an error (the pass read what it needed)."""
+
+    def __init__(self, handle: IO[Any], done: Callable[[], None] | None = None) -> None:
         self.handle = handle
+        self.done = done
 
     def __enter__(self) -> IO[Any]:
         return self.handle
 
-    def __exit__(self, *exc: object) -> None:
-        return None
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None and self.done is not None:
+            self.done()
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.handle)
