@@ -267,3 +267,9 @@ def test_an_export_carries_only_its_own_minds_agent(target: Target, tmp_path: Pa
     for name in ("admin.jsonl", "bound.jsonl"):
         assert "Alice's agent secret" not in (tmp_path / name).read_text(encoding="utf-8")
     assert "Alice's agent secret" in (tmp_path / "Alice.jsonl").read_text(encoding="utf-8")
+    with target.open(embedder="hashing") as admin:  # mind "Alice"'s agent back into mind "alice"
+        report = admin.import_mind(tmp_path / "Alice.jsonl", into="alice", merge=True)
+        assert report.agents_imported == 0
+        assert any("taken by another mind's agent" in p and "'Alice'" in p
+                   for p in report.problems)
+        assert admin.agents.get("Alice").state == {"token": "Alice's agent secret"}

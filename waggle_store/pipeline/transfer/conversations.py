@@ -173,9 +173,14 @@ class ConversationWriter:
         record = records[0]
         name = rows.mind_name(self.s, self.mind_id)
         agents = AgentRepository(self.s)
-        if agents.row(name) is not None:
+        existing = agents.row(name)
+        if existing is not None and existing.name == name:
             self.problems.add("agent already in this store", repr(name),
                               "kept the store's own agent")
+            return
+        if existing is not None:  # agent names match in any case, mind names do not
+            self.problems.add("agent name taken by another mind's agent", repr(existing.name),
+                              f"agent of {name!r} not imported")
             return
         agents.save(name, record["manifest"], record["state"],
                     created_at=record["created_at"], updated_at=record["updated_at"])
