@@ -59,7 +59,6 @@ def b_references(content: str) -> tuple[dict[str, Any], list[int]] | None:
     return doc, list(refs)
 
 
-
 def check_records(records: Iterable[tuple[int, Line]], problems: Problems | None = None) -> Plan:
     """Check every record (see the module docstring); the plan for pass 2. Repairable problems
     are added to ``problems`` (a new list if None), which becomes ``plan.problems``."""

@@ -24,7 +24,6 @@ from waggle_store.pipeline.transfer.format import Line, line_error
 __all__ = ["KnowledgeChecks"]
 
 
-
 class KnowledgeChecks:
     """The checks of pass 1 for the version 3 records (see the module docstring)."""
 
