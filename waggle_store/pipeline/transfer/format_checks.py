@@ -81,8 +81,9 @@ INT64: Final = (-(2**63), 2**63 - 1)
 def _int(minimum: int | None = None, *, bits: tuple[int, int] | None = INT32) -> Checker:
     """An integer of at least ``minimum``, in the range ``bits`` (None: any, for the file's own
     ids, which are remapped and never stored)."""
-    lowest = minimum if minimum is not None else None if bits is None else bits[0]
-    highest = None if bits is None else bits[1]
+    lowest, highest = bits if bits is not None else (None, None)
+    if minimum is not None:
+        lowest = minimum
 
     def check(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
